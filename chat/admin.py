@@ -1,0 +1,38 @@
+from django.contrib import admin
+
+from chat.models import Conversation, ConversationDocument, Message
+
+
+class AttachmentInline(admin.TabularInline):
+    model = ConversationDocument
+    fields = ("document", "attached_at")
+    readonly_fields = ("attached_at",)
+    raw_id_fields = ("document",)
+    extra = 0
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    fields = ("role", "status", "content", "error", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    max_num = 0
+
+
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("id", "title", "owner", "created_at", "updated_at")
+    search_fields = ("title", "owner__username")
+    list_select_related = ("owner",)
+    raw_id_fields = ("owner",)
+    inlines = [AttachmentInline, MessageInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ("id", "conversation", "role", "status", "created_at")
+    list_filter = ("role", "status")
+    search_fields = ("content",)
+    raw_id_fields = ("conversation",)
+    readonly_fields = ("created_at", "updated_at")

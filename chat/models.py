@@ -1,0 +1,87 @@
+"""Conversations, the documents attached to them, and their messages."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ConversationQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "ConversationQuerySet":
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(owner_id=user.pk)
+
+
+class Conversation(models.Model):
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", db_index=False
+    )
+    title = models.CharField(max_length=200, blank=True)
+    documents = models.ManyToManyField(
+        "documents.Document", through="ConversationDocument", related_name="conversations", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_updated")]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class ConversationDocument(models.Model):
+    """A document attached to a conversation: its questions search only the attached documents."""
+
+    pk = models.CompositePrimaryKey("conversation", "document")
+    # The primary key (conversation, document) serves lookups by conversation; the index below by document.
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="attachments", db_index=False)
+    document = models.ForeignKey("documents.Document", on_delete=models.CASCADE, related_name="attachments", db_index=False)
+    attached_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["document"], name="conversationdoc_document")]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} ↔ {self.document_id}"
+
+
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    SYSTEM = "system", "System"
+
+
+class MessageStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    STREAMING = "streaming", "Streaming"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class Message(models.Model):
+    """One turn. An assistant message keeps its evidence: sources, sections, citations, usage."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
+    role = models.CharField(max_length=20, choices=MessageRole.choices)
+    status = models.CharField(max_length=20, choices=MessageStatus.choices, default=MessageStatus.DONE)
+    content = models.TextField(blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(role__in=MessageRole.values), name="message_role_valid"),
+            models.CheckConstraint(condition=models.Q(status__in=MessageStatus.values), name="message_status_valid"),
+        ]
+        indexes = [models.Index(fields=["conversation", "created_at"], name="message_conversation_created")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.pk}"

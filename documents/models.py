@@ -1,0 +1,153 @@
+"""Documents a user uploaded, their extracted text and their chunks."""
+from __future__ import annotations
+
+import uuid
+from pathlib import PurePath
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+
+
+class DocumentStatus(models.TextChoices):
+    UPLOADED = "uploaded", "Uploaded"
+    PROCESSING = "processing", "Processing"
+    INDEXED = "indexed", "Indexed"
+    FAILED = "failed", "Failed"
+    REINDEXING = "reindexing", "Re-indexing"
+
+
+class ChunkingStrategy(models.TextChoices):
+    TOKENS = "tokens", "Tokens (about 512 tokens, 64 overlap)"
+    FIXED = "fixed", "Fixed characters (1,000 characters, 200 overlap)"
+    LATE = "late", "Late chunking (needs token embeddings)"
+
+
+class DocumentQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "DocumentQuerySet":
+        """Every read of documents goes through here: a user sees only their own."""
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(owner_id=user.pk)
+
+
+def document_upload_path(instance: "Document", filename: str) -> str:
+    # A random folder per upload: file names never collide and are not guessable.
+    suffix = PurePath(filename).suffix.lower()[:10]
+    return f"documents/{instance.owner_id}/{uuid.uuid4().hex}{suffix}"
+
+
+class Document(models.Model):
+    # Lookups by owner use the (owner, created_at) and (owner, sha256) indexes.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )
+    title = models.CharField(max_length=255)
+    original_filename = models.CharField(max_length=255)
+    file = models.FileField(upload_to=document_upload_path, max_length=255)
+    mime_type = models.CharField(max_length=100)
+    size = models.BigIntegerField(help_text="Bytes")
+    sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.UPLOADED)
+    # The model a document was indexed with is pinned: the server may change or vanish later,
+    # the copies below say what its vectors are.
+    embedding_server = models.ForeignKey(
+        "retrieval.AiServer", on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
+    )
+    embedding_model = models.CharField(max_length=200, blank=True)
+    embedding_dim = models.PositiveIntegerField(null=True, blank=True)
+    chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    pages_total = models.PositiveIntegerField(null=True, blank=True)
+    pages_done = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    index_error = models.TextField(blank=True)
+    index_warnings = models.JSONField(default=list, blank=True)
+    empty_pages = models.JSONField(default=list, blank=True)
+    index_attempts = models.PositiveSmallIntegerField(default=0)
+    processing_started_at = models.DateTimeField(null=True, blank=True)
+    category = models.CharField(max_length=100, blank=True)
+    subcategory = models.CharField(max_length=100, blank=True)
+    language = models.CharField(max_length=20, blank=True, help_text="ISO 639-1 code, detected or given")
+    text_config = models.CharField(
+        max_length=40, default="simple", help_text="PostgreSQL text search configuration of the chunks"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = DocumentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "sha256"], name="document_sha256_unique_per_owner"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=DocumentStatus.values), name="document_status_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="document_owner_created"),
+            models.Index(fields=["status"], name="document_status"),
+            models.Index(fields=["category", "subcategory"], name="document_category"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.original_filename
+
+
+class DocumentText(models.Model):
+    """The extracted text of a document; chunk offsets point into it.
+
+    Kept apart from Document so lists never load megabytes of text.
+    """
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, primary_key=True, related_name="text")
+    text = models.TextField()
+    # [[page_number, start_offset, end_offset], ...] for paged formats (PDF).
+    pages = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"text of document {self.document_id}"
+
+
+class ChunkQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "ChunkQuerySet":
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(owner_id=user.pk)
+
+
+class Chunk(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    # Denormalised from the document: filters and row-level security need no join.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    chunk_index = models.PositiveIntegerField()
+    content = models.TextField()
+    start_offset = models.PositiveIntegerField()
+    end_offset = models.PositiveIntegerField()
+    page_number = models.PositiveIntegerField(null=True, blank=True)
+    heading_path = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+    text_config = models.CharField(max_length=40, default="simple")
+    search_vector = SearchVectorField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ChunkQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["document_id", "chunk_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "chunk_index"], name="chunk_unique_index"),
+            models.CheckConstraint(condition=models.Q(end_offset__gte=models.F("start_offset")), name="chunk_offsets_ordered"),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.chunk_index}"

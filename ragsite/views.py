@@ -1,0 +1,28 @@
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ragsite.health import health_report
+
+
+@never_cache
+def healthz(request):
+    """200 when the database, pgvector and a worker are up; 503 with the reasons otherwise."""
+    healthy, report = health_report()
+    body = {"status": "ok" if healthy else "unavailable", **report}
+    return JsonResponse(body, status=200 if healthy else 503)
+
+
+def home(request):
+    return render(request, "home.html")
+
+
+class MeView(APIView):
+    """Who the API client is signed in as."""
+
+    def get(self, request):
+        user = request.user
+        return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})

@@ -1,0 +1,245 @@
+"""AI servers, vectors for several embedding models at once, approved Q&A pairs, settings."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from pgvector.django import VectorField
+
+BUILTIN_SERVER_NAME = "Built-in (multilingual-e5-small)"
+BUILTIN_EMBEDDING_MODEL = "multilingual-e5-small-q4"
+BUILTIN_EMBEDDING_DIM = 384
+
+
+class AiServerKind(models.TextChoices):
+    BUILTIN = "builtin", "Built-in (runs inside ragsite)"
+    OPENAI = "openai", "OpenAI-compatible (OpenAI, vLLM, LM Studio, TEI, ...)"
+    OLLAMA = "ollama", "Ollama"
+
+
+class AiServer(models.Model):
+    """A server that embeds text, answers chats, reranks, or several of these.
+
+    `capabilities` keys: chat, embeddings, embedding_model, embedding_dim,
+    embedding_max_input_tokens, chat_model, context_window, token_embeddings, rerank.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=20, choices=AiServerKind.choices, default=AiServerKind.OPENAI)
+    base_url = models.URLField(max_length=500, blank=True)
+    api_key = models.CharField(max_length=500, blank=True, help_text="Stored for calls; never shown back in full.")
+    is_external = models.BooleanField(
+        default=False, help_text="Outside the organisation: refused while external AI is disabled."
+    )
+    is_active = models.BooleanField(default=True)
+    connect_timeout = models.FloatField(default=5.0, help_text="Seconds")
+    read_timeout = models.FloatField(default=60.0, help_text="Seconds without data before giving up")
+    capabilities = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(kind__in=AiServerKind.values), name="aiserver_kind_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def api_key_hint(self) -> str:
+        """The key as it may be shown: its last four characters only."""
+        return f"…{self.api_key[-4:]}" if len(self.api_key) > 8 else ("set" if self.api_key else "")
+
+    @property
+    def embedding_model(self) -> str:
+        return self.capabilities.get("embedding_model", "")
+
+    @property
+    def embedding_dim(self) -> int | None:
+        dim = self.capabilities.get("embedding_dim")
+        return int(dim) if dim else None
+
+    @property
+    def chat_model(self) -> str:
+        return self.capabilities.get("chat_model", "")
+
+    def can(self, capability: str) -> bool:
+        return bool(self.capabilities.get(capability))
+
+
+class EmbeddingModel(models.Model):
+    """One vector space: a model name and its dimension. Each gets its own partial HNSW index."""
+
+    name = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "dim"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "dim"], name="embeddingmodel_unique"),
+            models.CheckConstraint(condition=models.Q(dim__gte=1, dim__lte=16000), name="embeddingmodel_dim_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.dim}d)"
+
+    @property
+    def index_name(self) -> str:
+        return f"chunkembedding_hnsw_m{self.pk}_d{self.dim}"
+
+
+class ChunkEmbedding(models.Model):
+    """A chunk's vector under one embedding model.
+
+    Vectors of every dimension share this table (an untyped `vector` column); each model has
+    a partial HNSW index over `embedding::vector(dim)` limited to its rows, so a search uses
+    exactly one model's index and dimensions never mix. A chunk may hold vectors of two models
+    while it is re-embedded; the document's pinned model says which one answers.
+    """
+
+    # Lookups by chunk and by document use the composite indexes below.
+    chunk = models.ForeignKey("documents.Chunk", on_delete=models.CASCADE, related_name="embeddings", db_index=False)
+    # Searches reach a model's rows through its partial HNSW index; no btree on model_id.
+    model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+", db_index=False)
+    document = models.ForeignKey("documents.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    embedding = VectorField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chunk", "model"], name="chunkembedding_unique"),
+        ]
+        indexes = [
+            models.Index(fields=["document", "model"], name="chunkembedding_doc_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.chunk_id} / {self.model_id}"
+
+
+class KnowledgeEntryQuerySet(models.QuerySet):
+    def live(self) -> "KnowledgeEntryQuerySet":
+        return self.filter(is_active=True, approved_at__isnull=False)
+
+
+class EmbeddingState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class KnowledgeEntry(models.Model):
+    """A question and answer approved by staff; answers before documents, for every user."""
+
+    category = models.CharField(max_length=100, blank=True)
+    subcategory = models.CharField(max_length=100, blank=True)
+    question = models.TextField()
+    answer = models.TextField()
+    is_active = models.BooleanField(default=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    embedding_state = models.CharField(max_length=20, choices=EmbeddingState.choices, default=EmbeddingState.PENDING)
+    embedding_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = KnowledgeEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["category", "subcategory", "id"]
+        verbose_name = "approved Q&A pair"
+        verbose_name_plural = "approved Q&A pairs"
+        indexes = [models.Index(fields=["category", "subcategory"], name="knowledge_category")]
+        permissions = [("curate_knowledgeentry", "Can curate approved Q&A pairs")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
+class KnowledgeEmbedding(models.Model):
+    """A Q&A pair's question vector under one embedding model (exact scan: Q&A sets are small)."""
+
+    entry = models.ForeignKey(KnowledgeEntry, on_delete=models.CASCADE, related_name="embeddings", db_index=False)
+    model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+")
+    embedding = VectorField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["entry", "model"], name="knowledgeembedding_unique")]
+
+
+class SubcategoryMapping(models.Model):
+    """A specific subcategory and the general one to fall back on ("raspberry, everbearing" -> "raspberry, general")."""
+
+    subcategory = models.CharField(max_length=100, unique=True)
+    general_subcategory = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["subcategory"]
+
+    def __str__(self) -> str:
+        return f"{self.subcategory} → {self.general_subcategory}"
+
+    def clean(self) -> None:
+        if self.subcategory == self.general_subcategory:
+            raise ValidationError("A subcategory cannot fall back on itself.")
+        seen = {self.subcategory}
+        current = self.general_subcategory
+        mapping = dict(SubcategoryMapping.objects.exclude(pk=self.pk).values_list("subcategory", "general_subcategory"))
+        while current in mapping:
+            if current in seen:
+                break
+            seen.add(current)
+            current = mapping[current]
+        if current in seen:
+            raise ValidationError(f"This mapping would make a cycle through '{current}'.")
+
+
+class RetrievalSettings(models.Model):
+    """The single row of retrieval settings staff edit in the admin; read through a cached selector."""
+
+    singleton_id = 1
+
+    rag_enabled = models.BooleanField(default=True, help_text="Off: plain chat without retrieval.")
+    external_ai_disabled = models.BooleanField(
+        default=False, help_text="Refuse every server marked external (EXTERNAL_AI_DISABLED also forces this)."
+    )
+    default_embedding_server = models.ForeignKey(
+        AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    default_chat_server = models.ForeignKey(AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    chunking_strategy = models.CharField(max_length=20, default="tokens",
+                                         choices=[("tokens", "Tokens"), ("fixed", "Fixed characters"), ("late", "Late chunking")])
+    chunk_size = models.PositiveIntegerField(default=512, help_text="Tokens (tokens strategy) or characters (fixed)")
+    chunk_overlap = models.PositiveIntegerField(default=64)
+    tokenizer = models.CharField(max_length=20, default="o200k_base",
+                                 choices=[("o200k_base", "o200k_base"), ("cl100k_base", "cl100k_base")])
+    max_chunks_per_document = models.PositiveIntegerField(default=50000)
+    embed_batch_size = models.PositiveIntegerField(default=64)
+    vector_top_k = models.PositiveIntegerField(default=40)
+    fts_top_k = models.PositiveIntegerField(default=40)
+    vector_weight = models.FloatField(default=1.0)
+    fts_weight = models.FloatField(default=1.0)
+    final_top_n = models.PositiveIntegerField(default=8)
+    rrf_k = models.PositiveIntegerField(default=60)
+    qa_distance_threshold = models.FloatField(default=0.6)
+    qa_limit = models.PositiveIntegerField(default=20)
+    doc_distance_threshold = models.FloatField(default=0.75)
+    doc_limit = models.PositiveIntegerField(default=30)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "retrieval settings"
+        verbose_name_plural = "retrieval settings"
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="retrievalsettings_singleton")]
+
+    def __str__(self) -> str:
+        return "Retrieval settings"
+
+    def save(self, *args, **kwargs):
+        self.pk = self.singleton_id
+        super().save(*args, **kwargs)

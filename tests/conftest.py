@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+# Django is set up in the root conftest's pytest_configure, after this file is imported:
+# import Django-dependent modules inside the fixtures.
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user(username="alice", password="alice-pass-123")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user(username="bob", password="bob-pass-123")
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_superuser(username="staff", password="staff-pass-123")
+
+
+@pytest.fixture
+def api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def other_api(other_user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(other_user)
+    return client
+
+
+@pytest.fixture
+def database_url(django_db_serialized_rollback, transactional_db) -> str:
+    """DATABASE_URL of the test database, for subprocesses (worker, web server).
+
+    Other processes only see committed rows, so these tests use real transactions; the
+    serialized rollback restores the rows the data migrations made (the built-in server...).
+    """
+    from tests.processes import test_database_url
+
+    return test_database_url()
+
+
+@pytest.fixture
+def qcluster(database_url):
+    """A real django-q2 cluster in its own process, on the test database."""
+    from tests.processes import ManagedProcess
+
+    proc = ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name="qcluster")
+    proc.start()
+    yield proc
+    proc.stop()

@@ -1,0 +1,84 @@
+"""Real ragsite processes (worker, web server) started by tests on the test database."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    """A URL for the database the test session is using (pytest-django's test_ database)."""
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    if s["HOST"].startswith("/"):
+        return f"postgresql://{auth}@/{s['NAME']}?host={s['HOST']}"
+    port = f":{s['PORT']}" if s["PORT"] else ""
+    return f"postgresql://{auth}@{s['HOST']}{port}/{s['NAME']}"
+
+
+class ManagedProcess:
+    """A subprocess with its own process group, its output kept in a log file for failures."""
+
+    def __init__(self, args: list[str], *, database_url: str, name: str, env: dict | None = None):
+        self.args = [sys.executable, *args]
+        self.name = name
+        self.env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        artifacts = Path(os.environ.get("RAGSITE_TEST_ARTIFACTS", ROOT / "artifacts"))
+        artifacts.mkdir(parents=True, exist_ok=True)
+        self.log_path = artifacts / f"{name}-{os.getpid()}-{int(time.time() * 1000)}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "ManagedProcess":
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self, sig=signal.SIGKILL) -> None:
+        if self.alive():
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)  # the parent stops its own children in order
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if self.proc is not None:
+            try:  # leftovers of the group (a worker whose parent died first)
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if getattr(self, "_log", None):
+            self._log.close()
+
+
+def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition", process=None):
+    """Poll until predicate() is truthy; fail with the process log when it never is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if process is not None and not process.alive():
+            raise AssertionError(f"{process.name} exited while waiting for {what}:\n{process.log()[-3000:]}")
+        time.sleep(interval)
+    log = f"\n{process.name} log:\n{process.log()[-3000:]}" if process is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{log}")

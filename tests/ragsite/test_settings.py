@@ -1,0 +1,78 @@
+"""Settings from the environment: database URLs, typed helpers, the generated secret key."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragsite import pg
+from ragsite.envutil import ConfigurationError, env_bool, env_int, env_list
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_parse_database_url_tcp():
+    db = pg.parse_database_url("postgresql://rag:s%40cret@db.example.org:6543/ragdb?sslmode=require")
+    assert db["HOST"] == "db.example.org"
+    assert db["PORT"] == "6543"
+    assert db["USER"] == "rag"
+    assert db["PASSWORD"] == "s@cret"
+    assert db["NAME"] == "ragdb"
+    assert db["OPTIONS"] == {"sslmode": "require"}
+
+
+def test_parse_database_url_unix_socket():
+    db = pg.parse_database_url("postgresql://postgres@/ragsite?host=/tmp/pg%20sock")
+    assert db["HOST"] == "/tmp/pg sock"
+    assert db["NAME"] == "ragsite"
+    assert db["OPTIONS"] == {}
+
+
+def test_sqlite_urls_are_refused():
+    with pytest.raises(pg.DatabaseUnavailable, match="PostgreSQL"):
+        pg.parse_database_url("sqlite:///db.sqlite3")
+
+
+def test_env_helpers(monkeypatch):
+    monkeypatch.setenv("X_INT", "12")
+    monkeypatch.setenv("X_BAD_INT", "twelve")
+    monkeypatch.setenv("X_BOOL", "yes")
+    monkeypatch.setenv("X_LIST", "a, b,,c")
+    assert env_int("X_INT", 1) == 12
+    assert env_int("X_MISSING", 7) == 7
+    with pytest.raises(ConfigurationError, match="X_BAD_INT"):
+        env_int("X_BAD_INT", 1)
+    assert env_bool("X_BOOL", False) is True
+    assert env_list("X_LIST", []) == ["a", "b", "c"]
+    monkeypatch.setenv("X_BOOL", "maybe")
+    with pytest.raises(ConfigurationError):
+        env_bool("X_BOOL", False)
+
+
+def test_data_dir_under_root_is_moved_for_the_postgres_system_user():
+    if os.geteuid() != 0:
+        assert pg.safe_data_dir(Path("/root/ragsite/var")) == Path("/root/ragsite/var")
+    else:
+        assert pg.safe_data_dir(Path("/root/ragsite/var")) == Path("/var/lib/ragsite/var")
+    assert pg.safe_data_dir(Path("/srv/ragsite/var")) == Path("/srv/ragsite/var")
+
+
+def _secret_key(data_dir: Path, **env) -> str:
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    environ = {**os.environ, "RAGSITE_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "ragsite.settings", **env}
+    environ.pop("SECRET_KEY", None) if "SECRET_KEY" not in env else None
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_secret_key_is_generated_once_and_kept(tmp_path):
+    first = _secret_key(tmp_path)
+    second = _secret_key(tmp_path)
+    assert len(first) >= 50
+    assert first == second
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
+    assert _secret_key(tmp_path, SECRET_KEY="from-the-environment") == "from-the-environment"
+    assert _secret_key(tmp_path / "other") != first
