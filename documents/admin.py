@@ -27,7 +27,7 @@ class DocumentAdmin(admin.ModelAdmin):
     list_select_related = ("owner",)
     readonly_fields = ("sha256", "size", "mime_type", "status", "chunk_count", "pages_total", "pages_done",
                        "chunks_total", "chunks_embedded", "indexed_at", "index_error", "index_warnings",
-                       "empty_pages", "index_attempts", "processing_started_at", "embedding_server",
+                       "empty_pages", "index_attempts", "heartbeat_at", "embedding_server",
                        "embedding_model", "embedding_dim", "chunking_strategy", "language", "text_config",
                        "created_at", "updated_at")
     inlines = [ChunkInline]

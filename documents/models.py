@@ -69,7 +69,8 @@ class Document(models.Model):
     index_warnings = models.JSONField(default=list, blank=True)
     empty_pages = models.JSONField(default=list, blank=True)
     index_attempts = models.PositiveSmallIntegerField(default=0)
-    processing_started_at = models.DateTimeField(null=True, blank=True)
+    # Renewed while a worker processes the document; a stale one means the worker died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     category = models.CharField(max_length=100, blank=True)
     subcategory = models.CharField(max_length=100, blank=True)
     language = models.CharField(max_length=20, blank=True, help_text="ISO 639-1 code, detected or given")
@@ -122,9 +123,11 @@ class ChunkQuerySet(models.QuerySet):
 
 
 class Chunk(models.Model):
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    # ON DELETE CASCADE is set in the database (retrieval migration 0003): deleting a document
+    # with 50,000 chunks is then one statement, not 50,000 rows loaded by Django's collector.
+    document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, related_name="chunks", db_index=False)
     # Denormalised from the document: filters and row-level security need no join.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
     chunk_index = models.PositiveIntegerField()
     content = models.TextField()
     start_offset = models.PositiveIntegerField()

@@ -155,6 +155,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Background work (django-q2, ORM broker on the same PostgreSQL) ---
 INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job may take
+INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
+# A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
+INDEX_LEASE_SECONDS = env_int("INDEX_LEASE_SECONDS", 600)
 Q_CLUSTER = {
     "name": "ragsite",
     "orm": "default",
@@ -175,6 +178,7 @@ REDIS_URL = env_str("REDIS_URL")
 
 # --- ragsite's own settings ---
 MAX_UPLOAD_SIZE = env_int("MAX_UPLOAD_SIZE", 100 * 1024 * 1024)
+FILE_UPLOAD_TEMP_DIR = env_str("FILE_UPLOAD_TEMP_DIR") or None
 EXTERNAL_AI_DISABLED = env_bool("EXTERNAL_AI_DISABLED", False)
 EMBEDDING_SERVER_URL = env_str("EMBEDDING_SERVER_URL")
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL")
@@ -184,7 +188,7 @@ CHAT_SERVER_URL = env_str("CHAT_SERVER_URL")
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_API_KEY = env_str("CHAT_API_KEY")
 AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERVER_URL servers
-WORKER_HEARTBEAT_MAX_AGE = env_float("WORKER_HEARTBEAT_MAX_AGE", 30.0)
+AI_BACKOFF_BASE = env_float("AI_BACKOFF_BASE", 0.5)  # seconds before the first retry of an AI request
 
 LOGGING = {
     "version": 1,

@@ -10,6 +10,7 @@ api_patterns = [
     path("me/", views.MeView.as_view(), name="api-me"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("documents.urls")),
 ]
 
 urlpatterns = [

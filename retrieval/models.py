@@ -101,11 +101,12 @@ class ChunkEmbedding(models.Model):
     """
 
     # Lookups by chunk and by document use the composite indexes below.
-    chunk = models.ForeignKey("documents.Chunk", on_delete=models.CASCADE, related_name="embeddings", db_index=False)
+    # Deletes cascade in the database (migration 0003), never through Django's collector.
+    chunk = models.ForeignKey("documents.Chunk", on_delete=models.DO_NOTHING, related_name="embeddings", db_index=False)
     # Searches reach a model's rows through its partial HNSW index; no btree on model_id.
     model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+", db_index=False)
-    document = models.ForeignKey("documents.Document", on_delete=models.CASCADE, related_name="+", db_index=False)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    document = models.ForeignKey("documents.Document", on_delete=models.DO_NOTHING, related_name="+", db_index=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
     embedding = VectorField()
 
     class Meta:

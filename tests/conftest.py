@@ -60,3 +60,36 @@ def qcluster(database_url):
     proc.start()
     yield proc
     proc.stop()
+
+
+SHARED_DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data():
+    assert SHARED_DATA.is_dir(), f"../shared/data is missing at {SHARED_DATA}"
+    return SHARED_DATA
+
+
+@pytest.fixture
+def fake_ai():
+    """A real local OpenAI-compatible server on 127.0.0.1 (see tests/fakeai.py)."""
+    from tests.fakeai import FakeAIServer
+
+    with FakeAIServer(dim=384) as server:
+        yield server
+
+
+@pytest.fixture
+def fake_embedder(fake_ai, settings):
+    """Make the fake server the default embedding server (fast, deterministic vectors)."""
+    from retrieval.models import AiServer, RetrievalSettings
+
+    settings.AI_BACKOFF_BASE = 0.01
+    server = AiServer.objects.create(
+        name="fake embeddings", kind="openai", base_url=fake_ai.url, read_timeout=10,
+        capabilities={"embeddings": True, "embedding_model": "fake-embed", "embedding_dim": 384},
+    )
+    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
+    fake_ai.server_row = server
+    return fake_ai

@@ -47,7 +47,7 @@ class Migration(migrations.Migration):
                 ('index_warnings', models.JSONField(blank=True, default=list)),
                 ('empty_pages', models.JSONField(blank=True, default=list)),
                 ('index_attempts', models.PositiveSmallIntegerField(default=0)),
-                ('processing_started_at', models.DateTimeField(blank=True, null=True)),
+                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
                 ('category', models.CharField(blank=True, max_length=100)),
                 ('subcategory', models.CharField(blank=True, max_length=100)),
                 ('language', models.CharField(blank=True, help_text='ISO 639-1 code, detected or given', max_length=20)),
@@ -74,7 +74,7 @@ class Migration(migrations.Migration):
                 ('text_config', models.CharField(default='simple', max_length=40)),
                 ('search_vector', django.contrib.postgres.search.SearchVectorField(blank=True, null=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
                 'ordering': ['document_id', 'chunk_index'],

@@ -129,9 +129,9 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('embedding', pgvector.django.vector.VectorField()),
-                ('chunk', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='embeddings', to='documents.chunk')),
-                ('document', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='documents.document')),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('chunk', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='embeddings', to='documents.chunk')),
+                ('document', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='documents.document')),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('model', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='retrieval.embeddingmodel')),
             ],
             options={

@@ -23,6 +23,6 @@ def test_healthz_200_with_a_real_worker_running(client, qcluster):
                         what="healthz 200", process=qcluster)
     body = response.json()
     assert body["status"] == "ok"
-    assert body["worker"]["clusters"][0]["workers"] >= 1
+    assert any(c["workers"] >= 1 and c["status"] in ("Idle", "Working") for c in body["worker"]["clusters"])
 
 

@@ -1,0 +1,300 @@
+"""PDF extraction with pypdf: page by page, lazily, with outline-based heading paths."""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+from documents.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
+from documents.extract_types import (
+    MIME_PDF,
+    Block,
+    Extraction,
+    Limits,
+    clean_text,
+    format_page_list,
+)
+
+logger = logging.getLogger(__name__)
+
+ENCRYPTED_MESSAGE = "This PDF is encrypted; upload it without a password."
+
+_MAX_OUTLINE_ENTRIES = 50_000
+_MAX_OUTLINE_DEPTH = 32
+
+_SPACES_RE = re.compile(r"[^\S\n]+")
+# Presentation forms (ligatures such as "ﬁ", Arabic contextual forms) are folded to plain
+# letters so that the text can be searched; the rest of the text is left untouched.
+_PRESENTATION_FORMS_RE = re.compile("[\ufb00-\ufdff\ufe70-\ufefe]+")
+_SENTENCE_END_RE = re.compile(r"[.!?:;。！？؟…][\"'”’»)\]]*$")
+_NUMBERING_RE = re.compile(
+    r"(?:(?:chapter|section|part|appendix|kapitel|chapitre)\s+)?[0-9ivxlcdm]{0,6}(?:\.[0-9]{1,3})*\.?",
+    re.I,
+)
+
+
+def _corrupt(exc: BaseException) -> CorruptFileError:
+    text = str(exc) or type(exc).__name__
+    lowered = text.lower()
+    if "ended unexpectedly" in lowered or "eof" in lowered or "truncat" in lowered:
+        reason = "the file is incomplete — it may have been cut off while uploading"
+    elif "xref" in lowered or "startxref" in lowered or "trailer" in lowered:
+        reason = "its table of contents (cross-reference table) is broken"
+    elif "/pages" in lowered or "page tree" in lowered or "/kids" in lowered:
+        reason = "its list of pages is broken"
+    elif "header" in lowered and "pdf" in lowered:
+        reason = "it does not start like a PDF file"
+    else:
+        reason = text if len(text) <= 120 else text[:117] + "..."
+    return CorruptFileError(f"This PDF is damaged and cannot be read ({reason}).")
+
+
+def normalise_page_text(raw: str) -> list[str]:
+    """Page text -> non-empty lines with collapsed whitespace and no control characters."""
+    text = clean_text(raw)
+    text = _PRESENTATION_FORMS_RE.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    lines = []
+    for line in text.split("\n"):
+        line = _SPACES_RE.sub(" ", line).strip()
+        lines.append(line)
+    return lines
+
+
+def _norm_title(title: str) -> str:
+    return _SPACES_RE.sub(" ", title).strip().casefold()
+
+
+def _line_is_title(line: str, title_norm: str) -> bool:
+    line_norm = line.casefold()
+    if line_norm == title_norm:
+        return True
+    if not line_norm.endswith(title_norm):
+        return False
+    prefix = line_norm[: len(line_norm) - len(title_norm)]
+    return prefix.endswith(" ") and bool(_NUMBERING_RE.fullmatch(prefix.strip()))
+
+
+def _outline_paths(reader) -> list[tuple[int, tuple[str, ...]]]:
+    """(0-based page index, heading path) for every outline entry, in outline order."""
+    entries: list[tuple[int, tuple[str, ...]]] = []
+
+    def walk(items, parents: tuple[str, ...], depth: int) -> None:
+        if depth > _MAX_OUTLINE_DEPTH:
+            return
+        last_title: str | None = None
+        for item in items:
+            if len(entries) >= _MAX_OUTLINE_ENTRIES:
+                return
+            if isinstance(item, list):
+                walk(item, parents + ((last_title,) if last_title else ()), depth + 1)
+                continue
+            try:
+                title = _SPACES_RE.sub(" ", clean_text(str(item.title or ""))).strip()
+            except Exception:  # noqa: BLE001 - a broken entry must not break the document
+                title = ""
+            last_title = title or None
+            if not title:
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # noqa: BLE001
+                page = None
+            if page is not None and page >= 0:
+                entries.append((page, parents + (title,)))
+
+    walk(reader.outline, (), 0)
+    return entries
+
+
+def _paragraphs(lines: list[str]) -> list[list[str]]:
+    """Group a page's lines into paragraphs: blank lines, or a short line ending a sentence."""
+    widths = sorted(len(line) for line in lines if line)
+    typical = widths[int(0.9 * (len(widths) - 1))] if len(widths) >= 3 else 0
+    paragraphs: list[list[str]] = []
+    current: list[str] = []
+    for line in lines:
+        if not line:
+            if current:
+                paragraphs.append(current)
+                current = []
+            continue
+        current.append(line)
+        if typical and len(line) < 0.8 * typical and _SENTENCE_END_RE.search(line):
+            paragraphs.append(current)
+            current = []
+    if current:
+        paragraphs.append(current)
+    return paragraphs
+
+
+class PdfExtraction(Extraction):
+    mime_type = MIME_PDF
+
+    def __init__(self, path: Path, *, limits: Limits, on_progress=None):
+        super().__init__(on_progress=on_progress, limits=limits)
+        self.path = Path(path)
+        self._failed_pages: list[int] = []
+        self._outline_warning: str | None = None
+        self._reader = self._open()
+        self.pages_total = self._count_pages()
+
+    # -- opening ---------------------------------------------------------------
+    def _open(self):
+        from pypdf import PdfReader
+        from pypdf import PasswordType
+        from pypdf.errors import FileNotDecryptedError
+
+        try:
+            reader = PdfReader(self.path)
+        except FileNotDecryptedError as exc:
+            raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+        except Exception as exc:  # noqa: BLE001 - pypdf raises many exception types
+            raise _corrupt(exc) from exc
+        try:
+            encrypted = reader.is_encrypted
+        except Exception as exc:  # noqa: BLE001
+            raise _corrupt(exc) from exc
+        if encrypted:
+            try:
+                result = reader.decrypt("")
+            except Exception as exc:  # noqa: BLE001 - unsupported algorithm, missing crypto...
+                raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+            if result == PasswordType.NOT_DECRYPTED:
+                raise EncryptedError(ENCRYPTED_MESSAGE)
+        return reader
+
+    def _count_pages(self) -> int:
+        from pypdf.errors import FileNotDecryptedError
+
+        try:
+            count = len(self._reader.pages)
+        except FileNotDecryptedError as exc:
+            raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+        except Exception as exc:  # noqa: BLE001
+            raise _corrupt(exc) from exc
+        if count == 0:
+            raise CorruptFileError("This PDF is damaged and cannot be read (its list of pages is empty or broken).")
+        if count > self.limits.max_pages:
+            raise TooLargeError(
+                f"This PDF has {count:,} pages; the limit is {self.limits.max_pages:,} pages."
+            )
+        return count
+
+    def _outline_by_page(self) -> dict[int, list[tuple[str, ...]]]:
+        try:
+            entries = _outline_paths(self._reader)
+        except Exception as exc:  # noqa: BLE001 - a broken outline only loses headings
+            logger.info("PDF outline unreadable: %s", exc)
+            self._outline_warning = "The PDF's bookmarks could not be read; section titles are missing."
+            return {}
+        by_page: dict[int, list[tuple[str, ...]]] = {}
+        for page, path in sorted(entries, key=lambda e: e[0]):  # stable: keeps outline order
+            by_page.setdefault(page, []).append(path)
+        return by_page
+
+    # -- pages -----------------------------------------------------------------
+    def _page_lines(self, index: int) -> list[str] | None:
+        try:
+            raw = self._reader.pages[index].extract_text() or ""
+        except Exception as exc:  # noqa: BLE001 - one broken page must not kill the document
+            logger.info("PDF page %d unreadable: %s", index + 1, exc)
+            return None
+        lines = normalise_page_text(raw)
+        # A line holding just this page's number (header/footer) is noise.
+        number = str(index + 1)
+        nonblank = [i for i, line in enumerate(lines) if line]
+        for i in (nonblank[-1:] + nonblank[:1]) if len(nonblank) > 1 else []:
+            if lines[i] == number:
+                lines[i] = ""
+        return lines
+
+    def _iter_blocks(self) -> Iterator[Block]:
+        self._failed_pages = []
+        outline = self._outline_by_page()
+        path: tuple[str, ...] = ()
+        total = self.pages_total or 0
+        for index in range(total):
+            page_number = index + 1
+            lines = self._page_lines(index)
+            if lines is None:
+                self._failed_pages.append(page_number)
+                lines = []
+            if not any(lines):
+                self.empty_pages.append(page_number)
+            # Where on this page does each outline entry start?  Titles found as a line
+            # become heading blocks; the others take effect at the top of the page.
+            starts: dict[int, list[tuple[tuple[str, ...], bool]]] = {}
+            cursor = 0
+            for entry_path in outline.get(index, ()):
+                title = _norm_title(entry_path[-1])
+                found = next((j for j in range(cursor, len(lines))
+                              if lines[j] and _line_is_title(lines[j], title)), None)
+                if found is None:
+                    starts.setdefault(cursor, []).append((entry_path, False))
+                else:
+                    starts.setdefault(found, []).append((entry_path, True))
+                    cursor = found + 1
+            segment: list[str] = []
+            segment_path = path
+            for j, line in enumerate(lines + [""]):
+                changes = starts.get(j)
+                if changes:
+                    yield from self._page_paragraphs(segment, page_number, segment_path)
+                    segment = []
+                    heading_line = None
+                    for entry_path, located in changes:
+                        path = entry_path
+                        if located:
+                            heading_line = line
+                    segment_path = path
+                    if heading_line:
+                        yield Block(heading_line, page_number, path, "heading")
+                        continue
+                segment.append(line)
+            yield from self._page_paragraphs(segment, page_number, segment_path)
+            if self.on_progress is not None:
+                self.on_progress(page_number, total)
+        self._finish_warnings()
+
+    @staticmethod
+    def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...]) -> Iterator[Block]:
+        for para in _paragraphs(lines):
+            yield Block("\n".join(para), page_number, path, "paragraph")
+
+    def _finish_warnings(self) -> None:
+        if self._outline_warning:
+            self.warnings.append(self._outline_warning)
+        failed = set(self._failed_pages)
+        if failed and len(failed) < (self.pages_total or 0):
+            pages = sorted(failed)
+            noun = "Page" if len(pages) == 1 else "Pages"
+            verb = "is" if len(pages) == 1 else "are"
+            self.warnings.append(
+                f"{noun} {format_page_list(pages)} could not be read (damaged?); "
+                f"{'it' if len(pages) == 1 else 'they'} {verb} not searchable."
+            )
+        blank = [p for p in self.empty_pages if p not in failed]
+        if blank and len(self.empty_pages) < (self.pages_total or 0):
+            if len(blank) == 1:
+                self.warnings.append(
+                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.")
+            else:
+                self.warnings.append(
+                    f"Pages {format_page_list(blank)} have no text layer (scanned?); "
+                    "they are not searchable.")
+
+    def _damaged_error(self, exc: Exception) -> Exception:
+        return _corrupt(exc)
+
+    def _no_text_error(self) -> Exception:
+        total = self.pages_total or 0
+        if total and len(self._failed_pages) == total:
+            return CorruptFileError("This PDF is damaged and cannot be read (none of its pages could be read).")
+        if total == 0:
+            return NoTextError("This PDF has no pages.")
+        noun = "page" if total == 1 else "pages"
+        the = "the only page" if total == 1 else f"any of the {total:,} {noun}"
+        return NoTextError(f"No text layer on {the} — scanned PDF? OCR is not available.")

@@ -1,0 +1,131 @@
+"""Shared data types and helpers for the extractors (kept apart to avoid import cycles)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from documents.errors import CorruptFileError, ExtractionError, NoTextError
+
+logger = logging.getLogger(__name__)
+
+MIME_PDF = "application/pdf"
+MIME_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+MIME_TEXT = "text/plain"
+MIME_MARKDOWN = "text/markdown"
+SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN)
+
+BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
+
+MB = 1024 * 1024
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class Block:
+    """One piece of document text, in reading order."""
+
+    text: str  # no leading/trailing blank lines
+    page_number: int | None  # 1-based for PDFs, None otherwise
+    heading_path: tuple[str, ...]
+    kind: str  # "paragraph" | "heading" | "table" | "code" | "page"
+    table_header: str | None = None  # for kind == "table": the rendered header row
+
+
+@dataclass(slots=True, frozen=True)
+class Limits:
+    """Safety limits applied while extracting."""
+
+    max_file_bytes: int = 200 * MB  # any file type
+    max_pages: int = 20_000  # PDF pages
+    max_docx_uncompressed: int = 200 * MB  # sum of the declared sizes of all .docx parts
+    max_docx_ratio: float = 100.0  # compression ratio allowed for a big member ...
+    docx_ratio_min_member: int = 10 * MB  # ... "big" meaning larger than this (uncompressed)
+    max_docx_members: int = 10_000  # number of entries in the .docx zip
+    encoding_sample_bytes: int = 1 * MB  # bytes given to the charset detector
+
+
+class Extraction:
+    """The result of `extract()`: metadata plus a lazy `blocks()` generator.
+
+    `pages_total` is known as soon as the document is opened (PDF only).
+    `empty_pages` and `warnings` are complete once `blocks()` is exhausted.
+    """
+
+    mime_type: str = ""
+
+    def __init__(self, *, pages_total: int | None = None,
+                 on_progress: ProgressCallback | None = None, limits: Limits | None = None):
+        self.pages_total = pages_total
+        self.empty_pages: list[int] = []
+        self.warnings: list[str] = []
+        self.encoding: str | None = None  # detected text encoding (text/Markdown)
+        self.on_progress = on_progress
+        self.limits = limits or Limits()
+
+    def blocks(self) -> Iterator[Block]:
+        """Yield the document's blocks lazily; raises ExtractionError on unreadable content."""
+        self.empty_pages = []
+        self.warnings = list(self._open_warnings())
+        produced = False
+        try:
+            for block in self._iter_blocks():
+                if block.text and not block.text.isspace():
+                    produced = True
+                    yield block
+        except (ExtractionError, MemoryError, GeneratorExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - parser bugs on hostile input end up here
+            logger.warning("Extraction of a %s failed", self.mime_type, exc_info=True)
+            raise self._damaged_error(exc) from exc
+        if not produced:
+            raise self._no_text_error()
+
+    # -- for subclasses -------------------------------------------------
+    def _open_warnings(self) -> list[str]:
+        return []
+
+    def _iter_blocks(self) -> Iterator[Block]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _no_text_error(self) -> Exception:
+        return NoTextError("This document contains no text.")
+
+    def _damaged_error(self, exc: Exception) -> Exception:
+        return CorruptFileError("This file is damaged and cannot be read.")
+
+
+# --- text clean-up -------------------------------------------------------
+
+# Line-breaking characters that are not "\n": vertical tab, form feed, NEL, LS, PS.
+_LINE_BREAKS_RE = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+# Control characters (C0 except tab/newline, DEL, C1), BOM/ZWNBSP, non-characters and lone
+# surrogates: they carry no meaning and NUL in particular cannot be stored in PostgreSQL text.
+_JUNK_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff\ud800-\udfff]+")
+
+
+def clean_text(text: str) -> str:
+    """Normalise line breaks to "\\n" and drop control characters (keeps tabs)."""
+    text = _LINE_BREAKS_RE.sub("\n", text)
+    return _JUNK_RE.sub("", text)
+
+
+def human_size(n: int) -> str:
+    """`209715200` -> "200 MB"."""
+    if n >= MB:
+        value = n / MB
+        return f"{value:.0f} MB" if value >= 10 or value.is_integer() else f"{value:.1f} MB"
+    if n >= 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n} bytes"
+
+
+def format_page_list(pages: list[int], limit: int = 20) -> str:
+    """`[3, 7]` -> "3, 7"; long lists are shortened."""
+    shown = ", ".join(str(p) for p in pages[:limit])
+    if len(pages) > limit:
+        shown += f" and {len(pages) - limit} more"
+    return shown

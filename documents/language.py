@@ -1,0 +1,64 @@
+"""Which language a text is in, and the PostgreSQL text-search configuration that matches it.
+
+A stop-word vote: cheap, deterministic, and good enough to pick a stemmer for the full-text
+arm. Languages PostgreSQL has no stemmer for (Czech, Vietnamese, ...) and unclear texts get the
+`simple` configuration, which only lower-cases.
+"""
+from __future__ import annotations
+
+import re
+
+# ISO 639-1 code -> PostgreSQL text search configuration (all built into PostgreSQL 18).
+TEXT_CONFIGS = {
+    "en": "english", "de": "german", "es": "spanish", "fr": "french", "it": "italian",
+    "pt": "portuguese", "nl": "dutch", "ru": "russian", "sv": "swedish", "da": "danish",
+    "no": "norwegian", "fi": "finnish", "tr": "turkish", "hu": "hungarian", "ro": "romanian",
+    "ca": "catalan", "id": "indonesian", "el": "greek", "ar": "arabic",
+}
+
+_STOPWORDS = {
+    "en": "the of and to in is that for it was on with as are by this be from at or which an not have has",
+    "de": "der die und das ist nicht ein eine zu den von mit sich des auf für im dem sie es auch wird",
+    "es": "el la de que y en los las del se por un una para con no es al lo como más su",
+    "fr": "le la les de des et est une un du que qui dans pour pas sur au il elle avec ce sont",
+    "it": "il di che la e per un una non sono del della con gli le è da si nel anche",
+    "pt": "o os de que e do da em um uma para com não uma dos das se por mais ao é",
+    "nl": "de het een en van is dat in op te zijn met voor niet aan er ook als bij",
+    "ru": "и в не на что с по как это к из но он она они был была для от же то",
+    "sv": "och att det som en på är av för med till den har de inte om ett var jag",
+    "da": "og at det som en på er af for med til den har de ikke om et var jeg",
+    "no": "og at det som en på er av for med til den har de ikke om et var jeg",
+    "fi": "ja on ei se että oli hän mutta kun niin kuin myös ovat tai joka",
+    "tr": "ve bir bu da de için ile ne çok olarak daha gibi ama en olan",
+    "hu": "a az és hogy nem egy is van meg csak de mint már volt ez",
+    "ro": "și de la în cu un o nu care pe din este mai că sau pentru",
+    "ca": "el la els les de i que en un una per amb no del es com al",
+    "id": "dan yang di ini itu dengan untuk dari dalam tidak akan pada juga ke",
+    "el": "και το η της του να σε με που είναι για τα τον την από",
+    "ar": "في من على إلى أن عن هذا التي الذي مع هو كان هذه ما",
+    "cs": "a se na je že v to s z do jsou jako by pro ale o",
+}
+_WORDS = {lang: set(words.split()) for lang, words in _STOPWORDS.items()}
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+SAMPLE_CHARS = 50_000
+
+
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of the text's language, or "" when it cannot be told."""
+    words = [w.lower() for w in _WORD_RE.findall(text[:SAMPLE_CHARS])]
+    if len(words) < 5:
+        return ""
+    scores = {lang: sum(1 for w in words if w in stop) for lang, stop in _WORDS.items()}
+    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+    (best, top), (_, second) = ranked[0], ranked[1]
+    # Enough stop words to be prose, and a clear winner (Danish and Norwegian share most).
+    if top < max(3, len(words) * 0.05) or top < second * 1.15:
+        if best in {"da", "no"} and top >= max(3, len(words) * 0.05):
+            return best
+        return ""
+    return best
+
+
+def text_config_for(language: str) -> str:
+    """The PostgreSQL text search configuration for an ISO 639-1 code; `simple` when unknown."""
+    return TEXT_CONFIGS.get((language or "").lower()[:2], "simple")

@@ -1,0 +1,179 @@
+"""Changes to documents: upload, re-index, delete."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import BinaryIO
+
+from django.conf import settings
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from rest_framework import status
+
+from documents.errors import ExtractionError
+from documents.extraction import detect_type_path
+from documents.models import Document, DocumentStatus
+from ragsite.errors import ApplicationError, NotFound
+
+logger = logging.getLogger(__name__)
+
+INDEX_TASK = "retrieval.indexing.index_document"
+COPY_BUFFER = 1024 * 1024
+
+
+class UploadRejected(ApplicationError):
+    """The file cannot become a document (unsupported, empty, too large); nothing was stored."""
+
+    code = "upload_rejected"
+
+
+def _too_large(size_hint: str) -> UploadRejected:
+    limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
+    return UploadRejected(
+        f"This file is {size_hint}; the largest file ragsite accepts is {limit_mb:.0f} MB.",
+        code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    )
+
+
+@dataclass
+class UploadResult:
+    document: Document
+    duplicate: bool
+
+
+def _spool(source: BinaryIO) -> tuple[Path, str, int]:
+    """Copy the upload to a temporary file while hashing it; refuse it past the size limit."""
+    digest = hashlib.sha256()
+    size = 0
+    handle, name = tempfile.mkstemp(prefix="ragsite-upload-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            while block := source.read(COPY_BUFFER):
+                size += len(block)
+                if size > settings.MAX_UPLOAD_SIZE:
+                    raise _too_large(f"larger than {settings.MAX_UPLOAD_SIZE // (1024 * 1024)} MB")
+                digest.update(block)
+                out.write(block)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name), digest.hexdigest(), size
+
+
+def document_upload(
+    *,
+    owner,
+    source: BinaryIO,
+    filename: str,
+    title: str = "",
+    category: str = "",
+    subcategory: str = "",
+    language: str = "",
+) -> UploadResult:
+    """Store an uploaded file as a new document and queue its indexing.
+
+    The type is detected from the content. The same bytes uploaded again by the same owner
+    return the existing document (`duplicate=True`); another owner gets their own copy.
+    """
+    filename = PurePath(filename or "upload").name[:255] or "upload"
+    path, sha256, size = _spool(source)
+    try:
+        existing = Document.objects.filter(owner=owner, sha256=sha256).first()
+        if existing:
+            return UploadResult(existing, True)
+        try:
+            mime_type = detect_type_path(path, filename=filename)
+        except ExtractionError as exc:
+            code, http = {
+                "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
+                "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
+            }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
+            raise UploadRejected(exc.message, code=code, status_code=http) from exc
+        document = Document(
+            owner=owner,
+            title=(title or PurePath(filename).stem or filename)[:255],
+            original_filename=filename,
+            mime_type=mime_type,
+            size=size,
+            sha256=sha256,
+            category=category.strip(),
+            subcategory=subcategory.strip(),
+            language=language.strip().lower()[:20],
+        )
+        with open(path, "rb") as handle:
+            document.file.save(filename, File(handle), save=False)
+        try:
+            with transaction.atomic():
+                document.save()
+                transaction.on_commit(lambda: enqueue_indexing(document.pk))
+        except IntegrityError:
+            # The same file uploaded twice at the same moment: the other request won.
+            document.file.delete(save=False)
+            return UploadResult(Document.objects.get(owner=owner, sha256=sha256), True)
+        logger.info("document uploaded", extra={"document_id": document.pk, "owner_id": owner.pk,
+                                                "mime_type": mime_type, "size": size})
+        return UploadResult(document, False)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def enqueue_indexing(document_id: int) -> None:
+    """Queue the indexing task (call after the document row is committed)."""
+    from django_q.tasks import async_task
+
+    async_task(INDEX_TASK, document_id, task_name=f"index document {document_id}", group="indexing")
+
+
+def document_get(*, document_id: int, user) -> Document:
+    document = Document.objects.visible_to(user).filter(pk=document_id).first()
+    if document is None:
+        raise NotFound("No such document.")
+    return document
+
+
+REINDEXABLE = {DocumentStatus.INDEXED, DocumentStatus.FAILED}
+
+
+def document_reindex(*, document_id: int, user) -> Document:
+    """Queue a fresh indexing of the document; its current chunks answer until the new ones commit."""
+    with transaction.atomic():
+        document = Document.objects.visible_to(user).select_for_update().filter(pk=document_id).first()
+        if document is None:
+            raise NotFound("No such document.")
+        if document.status not in REINDEXABLE:
+            raise ApplicationError(
+                f"This document is {document.get_status_display().lower()} already; wait until it finishes.",
+                code="invalid_state", status_code=status.HTTP_409_CONFLICT,
+            )
+        document.status = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
+        document.index_error = ""
+        document.index_attempts = 0
+        document.save(update_fields=["status", "index_error", "index_attempts", "updated_at"])
+        transaction.on_commit(lambda: enqueue_indexing(document.pk))
+    return document
+
+
+def document_delete(*, document_id: int, user) -> None:
+    """Delete the document with its chunks, vectors and stored file."""
+    with transaction.atomic():
+        document = Document.objects.visible_to(user).select_for_update().filter(pk=document_id).first()
+        if document is None:
+            raise NotFound("No such document.")
+        file_name = document.file.name
+        storage = document.file.storage
+        document.delete()
+        # The file goes only once the rows are gone for good.
+        transaction.on_commit(lambda: storage.delete(file_name) if file_name else None)
+
+
+def copy_to_temp(document: Document) -> Path:
+    """A local copy of the stored file (storage may be remote), for extraction."""
+    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+    with os.fdopen(handle, "wb") as out, document.file.open("rb") as source:
+        shutil.copyfileobj(source, out, COPY_BUFFER)
+    return Path(name)

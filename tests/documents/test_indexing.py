@@ -1,0 +1,323 @@
+"""The indexing task on real files, real PostgreSQL and real (local) embedding servers."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+from django.db import connection
+from django_q.models import Schedule
+from pypdf import PdfWriter
+
+from documents.models import Chunk, Document, DocumentText
+from retrieval.indexing import index_document
+from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
+from tests.documents.factories import upload_bytes, upload_path
+from tests.pdfgen import text_pdf
+
+pytestmark = pytest.mark.django_db
+
+
+def index(document) -> Document:
+    index_document(document.pk)
+    document.refresh_from_db()
+    return document
+
+
+def assert_consistent(document: Document) -> list[Chunk]:
+    """Offsets map back into the stored text; every chunk has one vector and a tsvector."""
+    text = DocumentText.objects.get(document=document).text
+    chunks = list(Chunk.objects.filter(document=document).order_by("chunk_index"))
+    assert len(chunks) == document.chunk_count > 0
+    assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        assert text[chunk.start_offset:chunk.end_offset] == chunk.content
+        assert chunk.search_vector
+    vectors = ChunkEmbedding.objects.filter(document=document)
+    assert vectors.count() == len(chunks)
+    assert set(vectors.values_list("chunk_id", flat=True)) == {c.pk for c in chunks}
+    return chunks
+
+
+# --- real files from ../shared/data -------------------------------------------------------
+
+
+def test_pdf_pages_with_the_builtin_embedder(user, shared_data):
+    """The real path: built-in multilingual model, no external server."""
+    document = index(upload_path(user, shared_data / "docs/pdf/pdflatex-4-pages.pdf"))
+    assert document.status == "indexed", document.index_error
+    assert document.pages_total == 4 and document.pages_done == 4
+    assert document.embedding_model == "multilingual-e5-small-q4"
+    assert document.embedding_dim == 384
+    assert document.embedding_server.kind == "builtin"
+    chunks = assert_consistent(document)
+    pages = {c.page_number for c in chunks}
+    assert pages == {1, 2, 3, 4}
+    pages_by_text = DocumentText.objects.get(document=document).pages
+    assert [p[0] for p in pages_by_text] == [1, 2, 3, 4]
+    for chunk in chunks:  # each chunk starts inside the page it says
+        page = next(p for p in pages_by_text if p[0] == chunk.page_number)
+        assert page[1] <= chunk.start_offset < page[2]
+    vector = np.asarray(ChunkEmbedding.objects.filter(document=document).first().embedding, dtype=float)
+    assert vector.shape == (384,) and abs(np.linalg.norm(vector) - 1) < 1e-3
+    assert document.language == "en" and document.text_config == "english"
+
+
+@pytest.mark.parametrize("name", ["minimal-document.pdf", "pdflatex-outline.pdf", "multicolumn.pdf",
+                                  "google-doc-document.pdf", "pdflatex-forms.pdf", "habibi.pdf"])
+def test_every_sample_pdf_indexes(user, shared_data, fake_embedder, name):
+    document = index(upload_path(user, shared_data / "docs/pdf" / name))
+    assert document.status == "indexed", document.index_error
+    assert_consistent(document)
+
+
+def test_pdf_outline_gives_heading_paths(user, shared_data, fake_embedder):
+    document = index(upload_path(user, shared_data / "docs/pdf/pdflatex-outline.pdf"))
+    paths = [c.heading_path for c in Chunk.objects.filter(document=document)]
+    assert any(paths), paths
+
+
+def test_encrypted_pdf_fails_with_a_clear_message(user, shared_data, fake_embedder):
+    document = index(upload_path(user, shared_data / "docs/pdf/libreoffice-writer-password.pdf"))
+    assert document.status == "failed"
+    assert document.index_error == "This PDF is encrypted; upload it without a password."
+    assert not Chunk.objects.filter(document=document).exists()
+    assert fake_embedder.requests_to("/v1/embeddings") == []
+
+
+@pytest.mark.parametrize("name", ["test.docx", "par-known-paragraphs.docx", "sty-known-styles.docx",
+                                  "blk-paras-and-tables.docx", "hdr-header-footer.docx"])
+def test_every_sample_docx_indexes(user, shared_data, fake_embedder, name):
+    document = index(upload_path(user, shared_data / "docs/docx" / name))
+    assert document.status == "indexed", document.index_error
+    assert document.mime_type.endswith("wordprocessingml.document")
+    assert_consistent(document)
+
+
+def test_docx_whose_tables_are_all_empty_fails_clearly(user, shared_data, fake_embedder):
+    # tbl-having-tables.docx holds three tables whose every cell is empty, and nothing else.
+    document = index(upload_path(user, shared_data / "docs/docx/tbl-having-tables.docx"))
+    assert document.status == "failed"
+    assert "contains no text" in document.index_error
+
+
+def test_docx_heading_styles_become_heading_paths(user, shared_data, fake_embedder):
+    # sty-known-styles.docx has no heading styles (Normal, Base, Citation); these two have Heading 1.
+    for name in ("par-known-paragraphs.docx", "test.docx"):
+        document = index(upload_path(user, shared_data / "docs/docx" / name))
+        paths = {tuple(c.heading_path) for c in Chunk.objects.filter(document=document)}
+        assert any(len(p) >= 1 for p in paths), (name, paths)
+
+
+def test_docx_tables_are_rows_in_place_with_the_header_kept(user, fake_embedder, tmp_path):
+    import docx
+
+    word = docx.Document()
+    word.add_heading("Prices", level=1)
+    word.add_paragraph("The table below lists fruit prices.")
+    table = word.add_table(rows=1, cols=2)
+    table.rows[0].cells[0].text, table.rows[0].cells[1].text = "Fruit", "Price per kilo"
+    for i in range(300):
+        row = table.add_row()
+        row.cells[0].text, row.cells[1].text = f"fruit number {i}", f"{i}.50 EUR"
+    word.add_paragraph("Prices include tax.")
+    path = tmp_path / "prices.docx"
+    word.save(path)
+    document = index(upload_path(user, path))
+    assert document.status == "indexed", document.index_error
+    text = DocumentText.objects.get(document=document).text
+    assert "Fruit | Price per kilo" in text
+    assert text.index("lists fruit prices") < text.index("fruit number 0 | 0.50 EUR") < text.index("Prices include tax")
+    chunks = assert_consistent(document)
+    later = [c for c in chunks if "fruit number 250" in c.content]
+    assert later and later[0].metadata.get("table_header") == "Fruit | Price per kilo"
+    assert "Fruit | Price per kilo" in later[0].metadata["context"]  # indexed with the rows
+
+
+# --- bad input: each fails clearly, nothing partial, the next file still indexes -----------
+
+
+def _assert_failed_cleanly(document: Document, *words: str) -> None:
+    assert document.status == "failed"
+    assert document.index_error
+    for word in words:
+        assert word.lower() in document.index_error.lower(), document.index_error
+    assert not Chunk.objects.filter(document=document).exists()
+    assert not ChunkEmbedding.objects.filter(document=document).exists()
+
+
+def _good_file_still_indexes(user) -> None:
+    good = index(upload_bytes(user, b"A perfectly ordinary text about apples and pears.", "good.txt"))
+    assert good.status == "indexed", good.index_error
+
+
+def test_file_emptied_after_upload_fails_clearly(user, fake_embedder):
+    document = upload_bytes(user, b"soon to be empty", "a.txt")
+    with document.file.storage.open(document.file.name, "wb") as handle:
+        handle.write(b"")
+    _assert_failed_cleanly(index(document), "empty")
+    _good_file_still_indexes(user)
+
+
+def test_truncated_pdf_fails_clearly(user, shared_data, fake_embedder):
+    data = (shared_data / "docs/pdf/pdflatex-4-pages.pdf").read_bytes()
+    document = upload_bytes(user, data[: len(data) // 2], "truncated.pdf")
+    _assert_failed_cleanly(index(document), "pdf")
+    _good_file_still_indexes(user)
+
+
+def test_pdf_without_a_text_layer_fails_clearly(user, fake_embedder):
+    writer = PdfWriter()
+    for _ in range(3):
+        writer.add_blank_page(width=200, height=200)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    document = index(upload_bytes(user, buffer.getvalue(), "scan.pdf"))
+    _assert_failed_cleanly(document, "No text layer on any of the 3 pages", "OCR")
+    _good_file_still_indexes(user)
+
+
+def test_docx_zip_bomb_fails_clearly(user, fake_embedder):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            block = b"\0" * (1024 * 1024)
+            for _ in range(300):
+                member.write(block)
+    document = index(upload_bytes(user, buffer.getvalue(), "bomb.docx"))
+    _assert_failed_cleanly(document, "200 MB")
+    _good_file_still_indexes(user)
+
+
+def test_extraction_past_the_time_limit_fails_clearly(user, settings, fake_embedder):
+    pdf = text_pdf([[f"page {p} line {j} with some words to extract" for j in range(40)] for p in range(1500)])
+    settings.INDEX_TIME_LIMIT = 1.5  # 1,500 pages take over 2 s to extract here
+    document = index(upload_bytes(user, pdf, "slow.pdf"))
+    _assert_failed_cleanly(document, "longer than the limit of 1.5 seconds")
+    assert 0 < document.pages_done < 1500  # progress was written while it ran
+    settings.INDEX_TIME_LIMIT = 60
+    _good_file_still_indexes(user)
+
+
+def test_too_many_chunks_fails_clearly(user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(max_chunks_per_document=3, chunking_strategy="fixed",
+                                                   chunk_size=200, chunk_overlap=20)
+    text = "\n\n".join(f"Paragraph {i} " + "words " * 40 for i in range(40))
+    document = index(upload_bytes(user, text.encode(), "long.txt"))
+    _assert_failed_cleanly(document, "more than 3 chunks")
+
+
+# --- text encodings and large inputs -------------------------------------------------------
+
+
+def test_utf16_and_cp1251_and_cp1250_text(user, fake_embedder):
+    utf16 = index(upload_bytes(user, "Grüße aus Köln — naïve café.".encode("utf-16"), "u16.txt"))
+    assert utf16.status == "indexed", utf16.index_error
+    assert "Grüße aus Köln" in DocumentText.objects.get(document=utf16).text
+    russian = "Привет, мир! Это обычный текст на русском языке, и он должен читаться правильно."
+    cp1251 = index(upload_bytes(user, russian.encode("cp1251"), "ru.txt"))
+    assert cp1251.status == "indexed", cp1251.index_error
+    assert "Привет, мир!" in DocumentText.objects.get(document=cp1251).text
+    assert cp1251.text_config == "russian"
+    czech = "Příliš žluťoučký kůň úpěl ďábelské ódy. Žluťoučký kůň je v tomto textu a je to pro něj dobrý den."
+    cp1250 = index(upload_bytes(user, czech.encode("cp1250"), "cs.txt"))
+    assert cp1250.status == "indexed", cp1250.index_error
+    assert "žluťoučký kůň" in DocumentText.objects.get(document=cp1250).text
+    assert cp1250.text_config == "simple"  # PostgreSQL has no Czech stemmer
+
+
+def test_markdown_with_ten_thousand_headings(user, fake_embedder):
+    text = "\n\n".join(f"# Heading {i}\n\nBody of section {i}." for i in range(10_000))
+    document = index(upload_bytes(user, text.encode(), "many.md"))
+    assert document.status == "indexed", document.index_error
+    assert document.chunk_count == 10_000
+    chunk = Chunk.objects.get(document=document, chunk_index=1234)
+    assert chunk.heading_path == ["Heading 1234"]
+    assert "Body of section 1234." in chunk.content
+
+
+@pytest.mark.slow
+def test_fifty_megabyte_text_without_newlines(user, fake_embedder):
+    words = ("lorem ipsum dolor sit amet consectetur adipiscing elit " * 6).encode()
+    data = (words * (50 * 1024 * 1024 // len(words) + 1))[: 50 * 1024 * 1024]
+    assert b"\n" not in data
+    document = index(upload_bytes(user, data, "huge.txt"))
+    assert document.status == "indexed", document.index_error
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT max(end_offset), bool_and(end_offset > start_offset), count(*) FROM documents_chunk "
+                       "WHERE document_id = %s", [document.pk])
+        end, ordered, count = cursor.fetchone()
+    assert ordered and count == document.chunk_count > 1000
+    assert end >= len(data.rstrip()) - 1
+    assert ChunkEmbedding.objects.filter(document=document).count() == count
+
+
+# --- at-least-once, re-indexing, retries ------------------------------------------------------
+
+
+def test_running_the_task_twice_gives_the_same_chunks(user, fake_embedder):
+    document = upload_bytes(user, ("Sentence number one. " * 400).encode(), "twice.txt")
+    index(document)
+    first = list(Chunk.objects.filter(document=document).values_list("chunk_index", "start_offset", "end_offset"))
+    assert index_document(document.pk).startswith("skipped")  # the second delivery does nothing
+    assert list(Chunk.objects.filter(document=document).values_list("chunk_index", "start_offset", "end_offset")) == first
+    document.status = "reindexing"
+    document.save()
+    index(document)
+    assert list(Chunk.objects.filter(document=document).values_list("chunk_index", "start_offset", "end_offset")) == first
+    assert ChunkEmbedding.objects.filter(document=document).count() == len(first)
+
+
+def test_transient_embedding_failure_retries_then_succeeds(user, settings, fake_embedder):
+    document = upload_bytes(user, b"Text about retries and backoff.", "retry.txt")
+    fake_embedder.fail_next("/v1/embeddings", {"status": 503}, times=10)
+    result = index_document(document.pk)
+    document.refresh_from_db()
+    assert result.startswith("retrying")
+    assert document.status == "uploaded"
+    assert "attempt 2 of 3" in document.index_error
+    retry = Schedule.objects.get(name=f"retry indexing {document.pk} #2")
+    assert retry.func == "retrieval.indexing.index_document"
+    fake_embedder.reset()
+    document = index(document)  # what the scheduled retry runs
+    assert document.status == "indexed"
+    assert document.index_error == ""
+
+
+def test_transient_failures_give_up_after_three_attempts(user, fake_embedder):
+    document = upload_bytes(user, b"Text that never gets embedded.", "never.txt")
+    fake_embedder.fail_next("/v1/embeddings", {"status": 500}, times=100)
+    for _ in range(3):
+        index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "failed"
+    assert "after 3 attempts" in document.index_error
+    assert not Chunk.objects.filter(document=document).exists()
+
+
+def test_wrong_dimension_fails_without_storing_a_vector(user, fake_embedder):
+    fake_embedder.fail_next("/v1/embeddings", {"wrong_dim": 7}, times=5)
+    document = index(upload_bytes(user, b"Dimension check text.", "dim.txt"))
+    _assert_failed_cleanly(document, "7 dimensions", "384")
+
+
+def test_external_server_refused_when_external_ai_is_disabled(user, settings, fake_embedder):
+    AiServer.objects.filter(pk=fake_embedder.server_row.pk).update(is_external=True)
+    settings.EXTERNAL_AI_DISABLED = True
+    document = index(upload_bytes(user, b"Confidential text that must stay inside.", "secret.txt"))
+    _assert_failed_cleanly(document, "external AI is disabled")
+    assert fake_embedder.requests_to("/v1/embeddings") == []
+
+
+def test_failed_reindex_keeps_the_previous_chunks(user, fake_embedder):
+    document = index(upload_bytes(user, b"Version one of the text.", "v.txt"))
+    before = list(Chunk.objects.filter(document=document).values_list("id", flat=True))
+    document.status = "reindexing"
+    document.save()
+    fake_embedder.fail_next("/v1/embeddings", {"status": 400}, times=5)
+    document = index(document)
+    assert document.status == "failed"
+    assert "previous version stays searchable" in document.index_error
+    assert list(Chunk.objects.filter(document=document).values_list("id", flat=True)) == before

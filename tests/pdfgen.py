@@ -1,0 +1,61 @@
+"""Write simple text PDFs (one Helvetica text block per page), for tests and benchmarks."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _page_stream(lines: list[str]) -> bytes:
+    ops = ["BT", "/F1 10 Tf", "12 TL", "50 780 Td"]
+    for line in lines:
+        ops.append(f"({_escape(line.encode('latin-1', 'replace').decode('latin-1'))}) Tj T*")
+    ops.append("ET")
+    return "\n".join(ops).encode("latin-1")
+
+
+def text_pdf_chunks(pages: Iterable[list[str]]) -> Iterator[bytes]:
+    """Yield the bytes of a PDF whose page i shows the lines of pages[i]; streams, so 1,000s of pages are cheap."""
+    offsets: list[int] = []
+    written = 0
+    page_ids: list[int] = []
+
+    def obj(number: int, body: bytes) -> bytes:
+        nonlocal written
+        offsets.append(written)
+        data = f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+        written += len(data)
+        return data
+
+    header = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n"
+    written += len(header)
+    yield header
+    # 1: catalog, 2: pages (written last, as object 2 via a forward reference), 3: font
+    yield obj(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+    yield obj(3, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    number = 4
+    for lines in pages:
+        stream = _page_stream(lines)
+        yield obj(number, f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+        yield obj(number + 1, (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                               f"/Resources << /Font << /F1 3 0 R >> >> /Contents {number} 0 R >>").encode())
+        page_ids.append(number + 1)
+        number += 2
+    kids = " ".join(f"{i} 0 R" for i in page_ids)
+    pages_obj = obj(2, f"<< /Type /Pages /Kids [{kids}] /Count {len(page_ids)} >>".encode())
+    yield pages_obj
+    # offsets were appended in write order: 1, 3, 4.., 2 — the xref needs them by number.
+    by_number = {1: offsets[0], 3: offsets[1], 2: offsets[-1]}
+    for i, off in enumerate(offsets[2:-1]):
+        by_number[4 + i] = off
+    xref_at = written
+    rows = ["xref", f"0 {number}", "0000000000 65535 f "]
+    rows += [f"{by_number[n]:010d} 00000 n " for n in range(1, number)]
+    rows += ["trailer", f"<< /Size {number} /Root 1 0 R >>", "startxref", str(xref_at), "%%EOF", ""]
+    yield "\n".join(rows).encode()
+
+
+def text_pdf(pages: Iterable[list[str]]) -> bytes:
+    return b"".join(text_pdf_chunks(pages))
