@@ -1,6 +1,7 @@
 """ragsite settings. Every deploy-time value comes from an environment variable (see README)."""
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -27,6 +28,11 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+
+# Metrics from every process (web, workers) are summed by /metrics; the folder must exist
+# before prometheus_client is first imported.
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))
+Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -188,6 +194,9 @@ CHAT_SERVER_URL = env_str("CHAT_SERVER_URL")
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_API_KEY = env_str("CHAT_API_KEY")
 AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERVER_URL servers
+# Below this many vectors in a search's scope an exact scan is used (fast and never short);
+# above it, the HNSW index with pgvector's iterative scan.
+RETRIEVAL_EXACT_SCAN_MAX = env_int("RETRIEVAL_EXACT_SCAN_MAX", 20_000)
 AI_BACKOFF_BASE = env_float("AI_BACKOFF_BASE", 0.5)  # seconds before the first retry of an AI request
 
 LOGGING = {

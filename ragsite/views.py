@@ -1,4 +1,4 @@
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
@@ -14,6 +14,14 @@ def healthz(request):
     healthy, report = health_report()
     body = {"status": "ok" if healthy else "unavailable", **report}
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+@never_cache
+def metrics(request):
+    """Prometheus metrics of every ragsite process (web server and workers)."""
+    from retrieval.telemetry import CONTENT_TYPE_LATEST, render_metrics
+
+    return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_LATEST)
 
 
 def home(request):

@@ -34,6 +34,7 @@ from retrieval.ai import AiServerError
 from retrieval.embedding import embedder_for
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
+from retrieval.telemetry import INDEX_JOBS
 from retrieval.vectors import embedding_model_ensure
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,12 @@ class Built:
 
 def index_document(document_id: int) -> str:
     """Index one document. Safe to run twice; returns what happened, for the task log."""
+    outcome = _index_document(document_id)
+    INDEX_JOBS.labels(status=outcome.split(":")[0]).inc()
+    return outcome
+
+
+def _index_document(document_id: int) -> str:
     document = _claim(document_id)
     if document is None:
         return "skipped: not waiting to be indexed"

@@ -29,6 +29,9 @@ def create_hnsw_index(connection, model_id: int, dim: int) -> None:
     concurrently = not connection.in_atomic_block
     with connection.cursor() as cursor:
         if connection.in_atomic_block:
+            # CREATE INDEX refuses to run while deferred foreign-key checks are pending in the
+            # transaction; check them now instead of at commit.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(f"SET LOCAL maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
         else:
             cursor.execute(f"SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")

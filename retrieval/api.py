@@ -1,0 +1,67 @@
+"""GET /api/search/ and POST /api/embed/."""
+from __future__ import annotations
+
+import time
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from retrieval.embedding import embedder_for
+from retrieval.models import AiServer
+from retrieval.search import retrieve
+from ragsite.errors import ApplicationError, NotFound
+
+
+class SearchQuery(serializers.Serializer):
+    q = serializers.CharField(max_length=2000)
+    conversation = serializers.IntegerField(required=False)
+    category = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    k = serializers.IntegerField(required=False, min_value=1, max_value=100)
+
+
+class SearchView(APIView):
+    """The user's passages for a query: exactly what the chat would retrieve."""
+
+    @extend_schema(parameters=[OpenApiParameter(name, type, required=name == "q") for name, type in
+                               (("q", str), ("conversation", int), ("category", str), ("subcategory", str), ("k", int))])
+    def get(self, request):
+        params = SearchQuery(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        result = retrieve(request.user, data["q"], conversation=data.get("conversation"),
+                          category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
+        return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})
+
+
+class EmbedRequest(serializers.Serializer):
+    server_id = serializers.IntegerField()
+    texts = serializers.ListField(child=serializers.CharField(allow_blank=True, max_length=20000),
+                                  min_length=1, max_length=64)
+    kind = serializers.ChoiceField(choices=["query", "passage"], default="query")
+
+
+class EmbedView(APIView):
+    """Staff only: embed texts with a server, to check it."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=EmbedRequest)
+    def post(self, request):
+        form = EmbedRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        server = AiServer.objects.filter(pk=form.validated_data["server_id"]).first()
+        if server is None:
+            raise NotFound("No such AI server.")
+        client = embedder_for(server)
+        started = time.perf_counter()
+        texts = form.validated_data["texts"]
+        try:
+            vectors = client.embed_queries(texts) if form.validated_data["kind"] == "query" else client.embed_passages(texts)
+        except Exception as exc:  # AiServerError and friends: show the reason to staff
+            raise ApplicationError(str(exc), code="ai_server_error", status_code=502) from exc
+        return Response({"server_id": server.pk, "model": client.model, "dim": int(vectors.shape[1]),
+                         "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+                         "vectors": [[round(float(x), 6) for x in v] for v in vectors]})

@@ -1,0 +1,119 @@
+"""What a question may search: the conversation's attached documents, else all of the user's own.
+
+Every query here runs as the `ragsite_reader` role with the user's id set for the transaction,
+so PostgreSQL's row-level security hides other users' rows even from a query that forgot its
+owner filter. The owner filter is in the SQL as well.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+
+from ragsite.errors import NotFound
+
+READER_ROLE = "ragsite_reader"
+
+
+@contextmanager
+def reader_transaction(user):
+    """A transaction in which SQL sees only `user`'s documents, chunks and vectors."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL ROLE {READER_ROLE}")
+            cursor.execute("SELECT set_config('ragsite.user_id', %s, true)", [str(int(user.pk))])
+        try:
+            yield
+        finally:
+            # Inside an outer transaction (tests, callers' atomic blocks) SET LOCAL would outlive
+            # this block; put the session back explicitly.
+            if connection.connection is not None and not connection.needs_rollback:
+                with connection.cursor() as cursor:
+                    cursor.execute("RESET ROLE")
+                    cursor.execute("SELECT set_config('ragsite.user_id', '', true)")
+
+
+@dataclass
+class ModelGroup:
+    """Documents in scope whose vectors live in one embedding model."""
+
+    model_id: int | None
+    model_name: str
+    dim: int | None
+    server_id: int | None
+    document_ids: list[int] = field(default_factory=list)
+    chunks: int = 0
+
+
+@dataclass
+class Scope:
+    kind: str  # "attached" | "all"
+    conversation_id: int | None
+    attached_ids: list[int] | None  # None when searching all of the user's documents
+    not_indexed: list[int] = field(default_factory=list)
+
+
+def resolve_scope(user, conversation) -> Scope:
+    """The conversation's attached documents, else everything the user owns."""
+    if conversation is None:
+        return Scope("all", None, None)
+    from chat.models import Conversation  # noqa: PLC0415 - chat depends on retrieval, not the reverse at import
+
+    conversation_id = conversation if isinstance(conversation, int) else conversation.pk
+    if not Conversation.objects.visible_to(user).filter(pk=conversation_id).exists():
+        raise NotFound("No such conversation.")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT cd.document_id, d.chunk_count FROM chat_conversationdocument cd "
+            "JOIN documents_document d ON d.id = cd.document_id "
+            "WHERE cd.conversation_id = %s AND d.owner_id = %s",
+            [conversation_id, user.pk],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return Scope("all", conversation_id, None)
+    return Scope("attached", conversation_id, [r[0] for r in rows], not_indexed=[r[0] for r in rows if not r[1]])
+
+
+def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "") -> tuple[list[ModelGroup], list[str], int]:
+    """Documents in scope (and category), grouped by their pinned embedding model.
+
+    Returns the groups, the text-search configurations present, and the number of documents.
+    Call inside `reader_transaction(user)`.
+    """
+    where = ["d.owner_id = %s", "d.chunk_count > 0"]
+    params: list = [user.pk]
+    if scope.attached_ids is not None:
+        where.append("d.id = ANY(%s)")
+        params.append(scope.attached_ids)
+    if category:
+        where.append("d.category = %s")
+        params.append(category)
+    if subcategory:
+        where.append("d.subcategory = %s")
+        params.append(subcategory)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT m.id, d.embedding_model, d.embedding_dim, d.embedding_server_id,
+                   array_agg(d.id ORDER BY d.id), sum(d.chunk_count), array_agg(DISTINCT d.text_config)
+            FROM documents_document d
+            LEFT JOIN retrieval_embeddingmodel m ON m.name = d.embedding_model AND m.dim = d.embedding_dim
+            WHERE {' AND '.join(where)}
+            GROUP BY m.id, d.embedding_model, d.embedding_dim, d.embedding_server_id
+            """,
+            params,
+        )
+        rows = cursor.fetchall()
+    groups: dict[tuple, ModelGroup] = {}
+    configs: set[str] = set()
+    documents = 0
+    for model_id, name, dim, server_id, doc_ids, chunks, cfgs in rows:
+        key = (model_id, name, dim)
+        group = groups.setdefault(key, ModelGroup(model_id, name, dim, server_id))
+        group.document_ids.extend(doc_ids)
+        group.chunks += int(chunks or 0)
+        configs.update(cfgs)
+        documents += len(doc_ids)
+    return list(groups.values()), sorted(configs), documents

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from retrieval.api import EmbedView, SearchView
+
+urlpatterns = [
+    path("search/", SearchView.as_view(), name="api-search"),
+    path("embed/", EmbedView.as_view(), name="api-embed"),
+]

@@ -1,0 +1,312 @@
+"""retrieve() on real PostgreSQL: hybrid order, languages, tiers, two models, isolation, HNSW filtering."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from chat.models import Conversation, ConversationDocument
+from documents.models import Chunk, Document
+from retrieval.fusion import rrf
+from retrieval.indexing import index_document
+from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.models import AiServer, ChunkEmbedding, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
+from retrieval.scope import reader_transaction
+from retrieval.search import retrieve
+from retrieval.vectors import embedding_model_ensure
+from tests.documents.factories import upload_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+def indexed(owner, text: str, name: str = "doc.txt", **kwargs) -> Document:
+    document = upload_bytes(owner, text.encode(), name, **kwargs)
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "indexed", document.index_error
+    return document
+
+
+# --- fusion (pure) ---------------------------------------------------------------------------
+
+
+def test_rrf_orders_by_summed_reciprocal_ranks():
+    fused = rrf({"vector": ["a", "b", "c"], "fts": ["c", "a", "d"]}, k=60)
+    assert [f.key for f in fused][:2] == ["a", "c"]
+    assert fused[0].ranks == {"vector": 1, "fts": 2}
+    assert {f.key for f in fused} == {"a", "b", "c", "d"}
+
+
+def test_rrf_weights_shift_the_order_and_zero_weight_only_annotates():
+    arms = {"vector": ["a", "b"], "fts": ["b", "a"]}
+    assert rrf(arms, weights={"vector": 1.0, "fts": 0.5})[0].key == "a"
+    assert rrf(arms, weights={"vector": 0.5, "fts": 1.0})[0].key == "b"
+    only_vector = rrf(arms, weights={"vector": 1.0, "fts": 0.0})
+    assert [f.key for f in only_vector] == ["a", "b"]
+    assert only_vector[1].ranks["fts"] == 1
+
+
+# --- hybrid search ---------------------------------------------------------------------------
+
+
+def test_hybrid_finds_the_right_passage_with_full_segment_fields(user, fake_embedder):
+    indexed(user, "Raspberries grow on canes. Everbearing raspberries fruit twice a year, in summer and autumn.",
+            "berries.txt")
+    indexed(user, "The suspension bridge over the river was opened in 1932 after four years of construction.",
+            "bridge.txt")
+    result = retrieve(user, "When was the bridge opened?")
+    top = result.segments[0]
+    assert top["document_name"] == "bridge.txt"
+    assert top["source_type"] == "document" and top["tier"] == 2
+    for key in ("chunk_id", "document_id", "document_name", "chunk_index", "page_number", "heading_path",
+                "start_offset", "end_offset", "excerpt", "score", "distance", "vector_rank", "fts_rank"):
+        assert key in top
+    assert top["vector_rank"] == 1 and top["fts_rank"] == 1
+    assert 0 <= top["distance"] < 1
+    trace = result.trace
+    assert trace["scope"] == "all"
+    assert trace["tiers"][0]["candidate_documents"] == 2
+    assert {"query_embedding", "vector_arm_t2", "fts_arm_t2", "fusion_t2", "total"} <= set(trace["timings_ms"])
+
+
+def test_full_text_uses_each_documents_language_configuration(user, fake_embedder):
+    german = indexed(user, "Die alten Häuser der Stadt wurden im Krieg zerstört und danach wieder aufgebaut. "
+                           "Viele Häuser stehen heute unter Denkmalschutz, und die Stadt ist stolz auf sie.", "de.txt")
+    english = indexed(user, "The houses of the old town were rebuilt after the war and many of them are protected.",
+                      "en.txt")
+    assert german.text_config == "german" and english.text_config == "english"
+    # German stemming: "Haus" finds "Häuser"; English stemming: "house" finds "houses".
+    de = retrieve(user, "Haus", arms=("fts",)).segments
+    assert [s["document_name"] for s in de] == ["de.txt"]
+    en = retrieve(user, "house", arms=("fts",)).segments
+    assert [s["document_name"] for s in en] == ["en.txt"]
+
+
+def test_vector_and_fts_arms_can_run_alone(user, fake_embedder):
+    indexed(user, "Photosynthesis turns light into chemical energy in plants.", "bio.txt")
+    vector_only = retrieve(user, "photosynthesis light energy", arms=("vector",))
+    assert vector_only.segments and vector_only.segments[0]["fts_rank"] is None
+    fts_only = retrieve(user, "photosynthesis", arms=("fts",))
+    assert fts_only.segments and fts_only.segments[0]["vector_rank"] is None
+
+
+# --- scope and isolation -----------------------------------------------------------------------
+
+
+def test_conversation_attachments_limit_the_scope(user, fake_embedder):
+    a = indexed(user, "Apples are harvested in autumn.", "apples.txt")
+    indexed(user, "Apples are also used for cider in Normandy.", "cider.txt")
+    conversation = Conversation.objects.create(owner=user)
+    ConversationDocument.objects.create(conversation=conversation, document=a)
+    result = retrieve(user, "apples", conversation=conversation)
+    assert {s["document_id"] for s in result.segments} == {a.pk}
+    assert result.trace["scope"] == "attached"
+    unattached = Conversation.objects.create(owner=user)
+    assert len({s["document_id"] for s in retrieve(user, "apples", conversation=unattached).segments}) == 2
+
+
+def test_users_never_see_each_others_chunks(user, other_user, fake_embedder):
+    secret = indexed(user, "The launch code is tango seven seven alpha.", "secret.txt")
+    indexed(other_user, "A public note about gardening and tomatoes.", "garden.txt")
+    result = retrieve(other_user, "launch code tango alpha")
+    assert all(s["document_id"] != secret.pk for s in result.segments)
+    conversation = Conversation.objects.create(owner=user)
+    ConversationDocument.objects.create(conversation=conversation, document=secret)
+    from ragsite.errors import NotFound
+
+    with pytest.raises(NotFound):
+        retrieve(other_user, "launch code", conversation=conversation)
+    # B's own conversation with A's document forced into it (bypassing the API) still finds nothing of A's.
+    theirs = Conversation.objects.create(owner=other_user)
+    ConversationDocument.objects.create(conversation=theirs, document=secret)
+    assert all(s["document_id"] != secret.pk for s in retrieve(other_user, "launch code", conversation=theirs).segments)
+
+
+def test_row_level_security_hides_other_users_rows_from_a_query_without_owner_filter(user, other_user, fake_embedder):
+    indexed(user, "Alice's private text about her bank account.", "alice.txt")
+    indexed(other_user, "Bob's text about bicycles.", "bob.txt")
+    mine = {"documents_document": Document.objects.filter(owner=other_user).count(),
+            "documents_chunk": Chunk.objects.filter(owner=other_user).count(),
+            "retrieval_chunkembedding": ChunkEmbedding.objects.filter(owner=other_user).count()}
+    assert all(mine.values())
+    with reader_transaction(other_user):
+        with connection.cursor() as cursor:
+            for table, expected in mine.items():
+                cursor.execute(f"SELECT count(*) FROM {table}")  # no WHERE owner_id = ... on purpose
+                assert cursor.fetchone()[0] == expected, table
+            cursor.execute("SELECT count(*) FROM documents_chunk WHERE content LIKE %s", ["%bank account%"])
+            assert cursor.fetchone()[0] == 0
+    # Outside the reader role (the application's own role) every row is there, and the session is back to normal.
+    assert Chunk.objects.count() > mine["documents_chunk"]
+
+
+# --- tiers ----------------------------------------------------------------------------------------
+
+
+def _qa(staff, question, answer, category, subcategory=""):
+    entry = KnowledgeEntry.objects.create(question=question, answer=answer, category=category, subcategory=subcategory)
+    knowledge_entry_approve(entry=entry, user=staff)
+    assert knowledge_entry_embed(entry.pk) == "ready"
+    return entry
+
+
+def test_approved_qa_comes_first_then_documents_of_the_subcategory(user, staff_user, fake_embedder):
+    _qa(staff_user, "How often do everbearing raspberries fruit?", "Twice a year.", "fruit", "raspberry, everbearing")
+    doc = indexed(user, "Everbearing raspberries fruit twice: in summer and autumn. Prune after the autumn crop.",
+                  "rasp.txt", category="fruit", subcategory="raspberry, everbearing")
+    indexed(user, "Everbearing raspberries are also mentioned in this unrelated category text.", "other.txt",
+            category="vegetables", subcategory="misc")
+    result = retrieve(user, "How often do everbearing raspberries fruit?", category="fruit",
+                      subcategory="raspberry, everbearing")
+    assert result.segments[0]["source_type"] == "qa" and result.segments[0]["tier"] == 1
+    assert result.segments[0]["answer"] == "Twice a year."
+    docs = [s for s in result.segments if s["source_type"] == "document"]
+    assert docs and {s["document_id"] for s in docs} == {doc.pk}
+    assert all(s["tier"] == 2 for s in docs)
+    assert result.trace["answered_by_tier"] == 1
+
+
+def test_qa_outside_the_threshold_is_dropped_and_said(user, staff_user, fake_embedder):
+    _qa(staff_user, "What is the capital of France?", "Paris.", "geo")
+    RetrievalSettings.objects.filter(pk=1).update(qa_distance_threshold=0.2)
+    result = retrieve(user, "How tall is Mount Everest in metres?", category="geo")
+    assert not [s for s in result.segments if s["source_type"] == "qa"]
+    assert any("none within the distance threshold" in f for f in result.trace["fallbacks"])
+
+
+def test_qa_of_the_subcategory_else_of_the_category(user, staff_user, fake_embedder):
+    _qa(staff_user, "When should raspberries be pruned?", "After fruiting.", "fruit", "raspberry, summer")
+    result = retrieve(user, "When should raspberries be pruned?", category="fruit", subcategory="raspberry, autumn")
+    assert result.segments[0]["source_type"] == "qa"
+    assert any("tried the category alone" in f for f in result.trace["fallbacks"])
+
+
+def test_tier_three_uses_the_general_subcategory_only_when_tier_two_is_empty(user, fake_embedder):
+    SubcategoryMapping.objects.create(subcategory="raspberry, everbearing", general_subcategory="raspberry, general")
+    general = indexed(user, "Raspberries need full sun and well drained soil to fruit well.", "general.txt",
+                      category="fruit", subcategory="raspberry, general")
+    result = retrieve(user, "raspberries soil sun", category="fruit", subcategory="raspberry, everbearing")
+    assert result.segments and all(s["tier"] == 3 for s in result.segments)
+    assert result.segments[0]["document_id"] == general.pk
+    assert any("general subcategory 'raspberry, general'" in f for f in result.trace["fallbacks"])
+    specific = indexed(user, "Everbearing raspberries need sun and soil rich in compost.", "specific.txt",
+                       category="fruit", subcategory="raspberry, everbearing")
+    again = retrieve(user, "raspberries soil sun", category="fruit", subcategory="raspberry, everbearing")
+    assert {s["document_id"] for s in again.segments} == {specific.pk}
+    assert {s["tier"] for s in again.segments} == {2}
+
+
+def test_document_threshold_applies_to_vector_distance(user, fake_embedder):
+    indexed(user, "Completely unrelated words: zebra quantum violin.", "z.txt", category="c", subcategory="s")
+    RetrievalSettings.objects.filter(pk=1).update(doc_distance_threshold=0.3)
+    result = retrieve(user, "tax return deadline", category="c", subcategory="s")
+    assert result.segments == []
+    assert any("none within the distance threshold" in f or "no documents" in f for f in result.trace["fallbacks"])
+
+
+# --- several embedding models ----------------------------------------------------------------------
+
+
+def test_two_embedding_models_in_one_scope_are_both_searched(user, fake_embedder):
+    small = indexed(user, "Glaciers carve valleys over thousands of years.", "glacier.txt")
+    big_server = AiServer.objects.create(
+        name="fake 768", kind="openai", base_url=fake_embedder.url,
+        capabilities={"embeddings": True, "embedding_model": "fake-embed-768", "embedding_dim": 768})
+    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=big_server)
+    big = indexed(user, "Glaciers also deposit moraines when they melt.", "moraine.txt")
+    assert (small.embedding_dim, big.embedding_dim) == (384, 768)
+    result = retrieve(user, "glaciers")
+    assert {s["document_id"] for s in result.segments} == {small.pk, big.pk}
+    hits = result.trace["tiers"][0]["vector_hits"]
+    assert set(hits) == {"vector:fake-embed", "vector:fake-embed-768"}
+    assert all(hits.values())
+
+
+def test_documents_of_a_model_no_server_provides_are_not_silently_skipped(user, fake_embedder):
+    doc = indexed(user, "Volcanoes erupt lava and ash.", "volcano.txt")
+    AiServer.objects.filter(pk=fake_embedder.server_row.pk).update(is_active=False)
+    result = retrieve(user, "volcanoes lava")
+    assert [s["document_id"] for s in result.segments] == [doc.pk]  # found by full text
+    assert any("searched by full text only" in f for f in result.trace["fallbacks"])
+
+
+# --- HNSW with a filter never comes back short ---------------------------------------------------------
+
+
+def test_filtered_hnsw_returns_full_results(user, other_user, settings):
+    """User B owns 1% of the vectors; the HNSW path (iterative scan) still returns top_k of them."""
+    model = embedding_model_ensure(name="bench-model", dim=32)
+    server = AiServer.objects.create(name="bench", kind="openai", base_url="http://127.0.0.1:9",
+                                     capabilities={"embeddings": True, "embedding_model": "bench-model",
+                                                   "embedding_dim": 32})
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(20, 32))
+
+    def add(owner, n, name):
+        document = Document.objects.create(owner=owner, title=name, original_filename=name, mime_type="text/plain",
+                                           size=1, sha256=name.ljust(64, "0"), status="indexed", chunk_count=n,
+                                           embedding_server=server, embedding_model="bench-model", embedding_dim=32)
+        chunks = Chunk.objects.bulk_create([Chunk(document=document, owner=owner, chunk_index=i, content=f"c{i}",
+                                                  start_offset=0, end_offset=1) for i in range(n)])
+        vectors = centers[rng.integers(0, 20, n)] + rng.normal(scale=0.3, size=(n, 32))
+        ChunkEmbedding.objects.bulk_create([ChunkEmbedding(chunk=c, model=model, document=document, owner=owner,
+                                                           embedding=v) for c, v in zip(chunks, vectors)])
+        return document
+
+    add(user, 4950, "a")
+    b_doc = add(other_user, 50, "b")
+    from retrieval import arms
+
+    settings.RETRIEVAL_EXACT_SCAN_MAX = 0  # force the HNSW path
+    query = centers[3]
+    with reader_transaction(other_user):
+        hits, method = arms.vector_arm(model_id=model.pk, dim=32, query_vector=query, owner_id=other_user.pk,
+                                       document_ids=[b_doc.pk], scope_vectors=50, top_k=10)
+    assert method == "hnsw"
+    assert len(hits) == 10
+    with reader_transaction(other_user):
+        exact, method = arms.vector_arm(model_id=model.pk, dim=32, query_vector=query, owner_id=other_user.pk,
+                                        document_ids=[b_doc.pk], scope_vectors=50, top_k=10)
+    settings.RETRIEVAL_EXACT_SCAN_MAX = 10**9
+    with reader_transaction(other_user):
+        exact, method = arms.vector_arm(model_id=model.pk, dim=32, query_vector=query, owner_id=other_user.pk,
+                                        document_ids=[b_doc.pk], scope_vectors=50, top_k=10)
+    assert method == "exact"
+    recall = len({c for c, _ in hits} & {c for c, _ in exact}) / 10
+    assert recall >= 0.9
+
+
+# --- API ----------------------------------------------------------------------------------------------
+
+
+def test_search_api_returns_segments_and_trace(api, user, fake_embedder):
+    indexed(user, "Copper conducts electricity very well.", "copper.txt")
+    body = api.get("/api/search/", {"q": "copper electricity"}).json()
+    assert body["segments"][0]["document_name"] == "copper.txt"
+    assert body["trace"]["scope"] == "all"
+    assert api.get("/api/search/").status_code == 400
+
+
+def test_search_api_for_another_users_conversation_is_404(api, other_api, user, fake_embedder):
+    conversation = Conversation.objects.create(owner=user)
+    assert other_api.get("/api/search/", {"q": "x", "conversation": conversation.pk}).status_code == 404
+
+
+def test_embed_api_is_staff_only(api, staff_user, fake_embedder):
+    payload = {"server_id": fake_embedder.server_row.pk, "texts": ["hello world"]}
+    assert api.post("/api/embed/", payload, format="json").status_code == 403
+    staff = APIClient()
+    staff.force_authenticate(staff_user)
+    body = staff.post("/api/embed/", payload, format="json").json()
+    assert body["dim"] == 384 and len(body["vectors"][0]) == 384
+
+
+def test_metrics_endpoint_counts_retrievals_and_index_jobs(client, user, fake_embedder):
+    indexed(user, "Metrics text.", "m.txt")
+    retrieve(user, "metrics")
+    text = client.get("/metrics").content.decode()
+    assert 'ai_rag_retrieve_total{scope="all"}' in text
+    assert 'ai_index_jobs_total{status="indexed"}' in text
+    assert "ai_rag_embed_latency_seconds_bucket" in text and "ai_rag_search_latency_seconds_bucket" in text
+    assert "ai_rag_chunks_retrieved_bucket" in text
