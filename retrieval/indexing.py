@@ -156,8 +156,8 @@ class _Progress:
 
 def _build(document: Document) -> Built:
     rs = retrieval_settings_get()
-    server = document.embedding_server if document.chunk_count and document.embedding_server else None
-    server = server or default_embedding_server(rs)
+    # (Re-)indexing always uses the current default; search follows each document's pinned model.
+    server = default_embedding_server(rs)
     if server is None:
         raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
     progress = _Progress(document, document.index_attempts)

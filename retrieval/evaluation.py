@@ -1,0 +1,130 @@
+"""Retrieval evaluation on SQuAD-format question sets (XQuAD): hit@1, hit@5, MRR@10 per arm.
+
+Each article becomes one document (its paragraphs joined by blank lines) of a dedicated
+evaluation user, ingested through the real pipeline and reused by sha256 on later runs. A
+question is a hit at rank r when the r-th retrieved chunk's [start_offset, end_offset) covers
+the answer's span in that article's stored text.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+
+from chat.models import Conversation, ConversationDocument
+from documents.models import DocumentText
+from documents.services import document_upload
+from retrieval.indexing import index_document
+from retrieval.search import retrieve
+
+ARMS = {"vector": ("vector",), "fts": ("fts",), "hybrid": ("vector", "fts")}
+EVAL_USER = "eval-retrieval"
+
+
+@dataclass
+class Question:
+    id: str
+    text: str
+    article: int
+    answer_start: int  # in the article's stored text
+    answer_end: int
+
+
+def load_squad(path: Path) -> list[dict]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+
+
+def article_text(article: dict) -> str:
+    return "\n\n".join(p["context"].strip() for p in article["paragraphs"])
+
+
+def ingest_articles(articles: list[dict], *, label: str, log=print) -> list[int]:
+    """Index every article as a document of the evaluation user; return their ids in order."""
+    user, _ = get_user_model().objects.get_or_create(username=EVAL_USER, defaults={"is_active": False})
+    ids = []
+    for number, article in enumerate(articles):
+        name = f"{label}-{number:02d}-{article.get('title', 'article')[:60]}.txt"
+        result = document_upload(owner=user, source=io.BytesIO(article_text(article).encode("utf-8")), filename=name)
+        document = result.document
+        if document.status != "indexed":
+            started = time.monotonic()
+            index_document(document.pk)
+            document.refresh_from_db()
+            log(f"indexed {name}: {document.status} {document.chunk_count} chunks in {time.monotonic() - started:.1f}s")
+        if document.status != "indexed":
+            raise RuntimeError(f"{name} did not index: {document.index_error}")
+        ids.append(document.pk)
+    return ids
+
+
+def questions_for(articles: list[dict], document_ids: list[int], question_texts: dict[str, str] | None = None
+                  ) -> list[Question]:
+    """Questions with their answer spans mapped into the stored text of each article."""
+    questions = []
+    for number, (article, doc_id) in enumerate(zip(articles, document_ids)):
+        stored = DocumentText.objects.get(document_id=doc_id).text
+        cursor = 0
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"].strip()
+            offset = stored.find(context, cursor)
+            if offset < 0:
+                offset = stored.find(context[:200])
+            if offset < 0:
+                continue  # the paragraph's text changed in extraction; skip its questions
+            cursor = offset + len(context)
+            lead = len(paragraph["context"]) - len(paragraph["context"].lstrip())
+            for qa in paragraph["qas"]:
+                answer = qa["answers"][0]
+                start = offset + answer["answer_start"] - lead
+                end = start + len(answer["text"])
+                if stored[start:end] != answer["text"]:
+                    found = stored.find(answer["text"], offset, cursor)
+                    if found < 0:
+                        continue
+                    start, end = found, found + len(answer["text"])
+                text = (question_texts or {}).get(qa["id"], qa["question"])
+                questions.append(Question(qa["id"], text, doc_id, start, end))
+    return questions
+
+
+def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms=ARMS, log=print) -> dict:
+    """hit@1, hit@5 and MRR@k per arm, plus timing per question."""
+    results = {}
+    for arm_name, arm in arms.items():
+        hits1 = hits5 = 0
+        reciprocal = 0.0
+        started = time.perf_counter()
+        for question in questions:
+            segments = retrieve(user, question.text, conversation=conversation, k=k, arms=arm).segments
+            rank = next((i for i, s in enumerate(segments, start=1)
+                         if s["document_id"] == question.article and s["start_offset"] <= question.answer_start
+                         and question.answer_end <= s["end_offset"]), None)
+            if rank == 1:
+                hits1 += 1
+            if rank is not None and rank <= 5:
+                hits5 += 1
+            if rank is not None and rank <= k:
+                reciprocal += 1.0 / rank
+        n = len(questions)
+        elapsed = time.perf_counter() - started
+        results[arm_name] = {"n": n, "hit@1": round(hits1 / n, 4) if n else 0.0,
+                             "hit@5": round(hits5 / n, 4) if n else 0.0,
+                             f"mrr@{k}": round(reciprocal / n, 4) if n else 0.0,
+                             "ms_per_question": round(elapsed * 1000 / n, 1) if n else 0.0}
+        log(f"{arm_name}: {results[arm_name]}")
+    return results
+
+
+def eval_conversation(document_ids: list[int], label: str) -> Conversation:
+    """A conversation of the evaluation user with exactly these documents attached (the search scope)."""
+    user = get_user_model().objects.get(username=EVAL_USER)
+    conversation, _ = Conversation.objects.get_or_create(owner=user, title=f"eval {label}")
+    ConversationDocument.objects.filter(conversation=conversation).exclude(document_id__in=document_ids).delete()
+    existing = set(ConversationDocument.objects.filter(conversation=conversation).values_list("document_id", flat=True))
+    ConversationDocument.objects.bulk_create([ConversationDocument(conversation=conversation, document_id=d)
+                                              for d in document_ids if d not in existing])
+    return conversation

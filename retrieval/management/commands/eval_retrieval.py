@@ -1,0 +1,55 @@
+"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval import evaluation
+
+
+class Command(BaseCommand):
+    help = ("Ingest the articles of a SQuAD-format file for an evaluation user (reused on later runs), ask its "
+            "questions (or another language's, with --questions) and print hit@1, hit@5 and MRR@k per arm.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--squad", required=True, type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--questions", type=Path, help="Ask these questions instead (same ids, another language)")
+        parser.add_argument("--k", type=int, default=10)
+        parser.add_argument("--arms", default="vector,fts,hybrid")
+        parser.add_argument("--limit", type=int, help="Only the first N questions")
+        parser.add_argument("--articles", type=int, help="Only the first N articles")
+        parser.add_argument("--json", action="store_true", help="Print only the JSON result")
+
+    def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, **options):
+        if not squad.exists():
+            raise CommandError(f"{squad} does not exist.")
+        wanted = [a.strip() for a in arms.split(",") if a.strip()]
+        unknown = set(wanted) - set(evaluation.ARMS)
+        if unknown:
+            raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
+        log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
+        data = evaluation.load_squad(squad)[:articles] if articles else evaluation.load_squad(squad)
+        label = squad.stem
+        started = time.monotonic()
+        ids = evaluation.ingest_articles(data, label=label, log=log)
+        ingest_s = time.monotonic() - started
+        texts = None
+        if questions:
+            texts = {qa["id"]: qa["question"] for article in evaluation.load_squad(questions)
+                     for p in article["paragraphs"] for qa in p["qas"]}
+        asked = evaluation.questions_for(data, ids, texts)
+        if limit:
+            asked = asked[:limit]
+        user = get_user_model().objects.get(username=evaluation.EVAL_USER)
+        conversation = evaluation.eval_conversation(ids, label)
+        results = evaluation.evaluate(user, conversation, asked, k=k,
+                                      arms={name: evaluation.ARMS[name] for name in wanted}, log=log)
+        results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),
+                           "k": k, "ingest_seconds": round(ingest_s, 1),
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1)}
+        self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))

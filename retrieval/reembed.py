@@ -1,0 +1,102 @@
+"""Moving documents to another embedding model without a gap in search.
+
+Each document gets its new vectors in the background while its old ones keep answering
+(search follows the document's pinned model); then one transaction switches the pin and
+removes the old vectors.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import Q
+
+from documents.models import Chunk, Document, DocumentStatus
+from retrieval.embedding import embedder_for
+from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
+from retrieval.selectors import retrieval_settings_get
+from retrieval.vectors import embedding_model_ensure
+
+logger = logging.getLogger(__name__)
+
+TASK = "retrieval.reembed.reembed_document"
+BATCH = 64
+
+
+def documents_to_reembed(server: AiServer):
+    """Indexed documents whose pinned model is not the server's."""
+    return Document.objects.filter(status=DocumentStatus.INDEXED, chunk_count__gt=0).exclude(
+        Q(embedding_model=server.embedding_model) & Q(embedding_dim=server.embedding_dim))
+
+
+def reembed_start(*, server: AiServer) -> int:
+    """Make `server` the default embedding server and queue every other document for re-embedding."""
+    from django_q.tasks import async_task
+
+    if not server.embedding_model or not server.embedding_dim:
+        raise ValueError(f"The server '{server.name}' has no embedding model and dimension set.")
+    embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
+    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
+    ids = list(documents_to_reembed(server).values_list("id", flat=True))
+    for document_id in ids:
+        async_task(TASK, document_id, server.pk, task_name=f"re-embed document {document_id}", group="reembed")
+    logger.info("re-embedding queued", extra={"server": server.name, "documents": len(ids)})
+    return len(ids)
+
+
+def reembed_progress(server: AiServer) -> dict:
+    total = Document.objects.filter(status=DocumentStatus.INDEXED, chunk_count__gt=0).count()
+    remaining = documents_to_reembed(server).count()
+    return {"documents": total, "done": total - remaining, "remaining": remaining}
+
+
+def reembed_document(document_id: int, server_id: int) -> str:
+    """Task: give the document vectors of the server's model, then switch it over."""
+    server = AiServer.objects.filter(pk=server_id).first()
+    document = Document.objects.filter(pk=document_id).first()
+    if server is None or document is None:
+        return "skipped: gone"
+    if (document.embedding_model, document.embedding_dim) == (server.embedding_model, server.embedding_dim):
+        return "skipped: already on this model"
+    embed_new_vectors(document, server)
+    return "switched" if switch_model(document, server) else "skipped: document changed meanwhile"
+
+
+def embed_new_vectors(document: Document, server: AiServer) -> int:
+    """Phase 1, no transaction held: vectors of the new model for every chunk (old ones still answer)."""
+    client = embedder_for(server, batch_size=retrieval_settings_get().embed_batch_size)
+    model = embedding_model_ensure(name=client.model, dim=server.embedding_dim or client.dim)
+    chunks = list(Chunk.objects.filter(document=document).order_by("chunk_index").values_list("id", "content", "metadata"))
+    done = 0
+    for start in range(0, len(chunks), BATCH):
+        batch = chunks[start:start + BATCH]
+        texts = [f"{(meta or {}).get('context', '')}\n{content}" if (meta or {}).get("context") else content
+                 for _, content, meta in batch]
+        vectors = np.asarray(client.embed_passages(texts), dtype=np.float32)
+        ChunkEmbedding.objects.bulk_create(
+            [ChunkEmbedding(chunk_id=chunk_id, model=model, document_id=document.pk, owner_id=document.owner_id,
+                            embedding=vector) for (chunk_id, _, _), vector in zip(batch, vectors)],
+            update_conflicts=True, unique_fields=["chunk", "model"], update_fields=["embedding"],
+        )
+        done += len(batch)
+    return done
+
+
+def switch_model(document: Document, server: AiServer) -> bool:
+    """Phase 2, one transaction: pin the new model and drop the old vectors, if every chunk has a new one."""
+    model = embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
+    with transaction.atomic():
+        locked = Document.objects.select_for_update().filter(pk=document.pk, status=DocumentStatus.INDEXED).first()
+        if locked is None:
+            return False
+        chunk_count = Chunk.objects.filter(document=locked).count()
+        covered = ChunkEmbedding.objects.filter(document=locked, model=model).count()
+        if chunk_count == 0 or covered != chunk_count:
+            return False  # re-indexed in between: its new chunks were embedded with the new default already
+        Document.objects.filter(pk=locked.pk).update(embedding_server=server, embedding_model=model.name,
+                                                     embedding_dim=model.dim)
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM retrieval_chunkembedding WHERE document_id = %s AND model_id <> %s",
+                           [locked.pk, model.pk])
+    return True
