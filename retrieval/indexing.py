@@ -349,6 +349,15 @@ def recover_stale_documents() -> int:
             if base.update(status=waiting, heartbeat_at=None, updated_at=timezone.now()):
                 transaction.on_commit(lambda pk=document.pk: enqueue_indexing(pk))
                 recovered += 1
+    # Waiting documents whose task was lost (the queue write failed after the upload committed,
+    # or the queue was purged): queue them again, at most once per lease period each. A
+    # duplicate task is harmless — the claim lets only one of them work.
+    waiting = Document.objects.filter(status__in=[DocumentStatus.UPLOADED, DocumentStatus.REINDEXING],
+                                      updated_at__lt=cutoff)
+    for pk in waiting.values_list("pk", flat=True)[:1000]:
+        if Document.objects.filter(pk=pk, updated_at__lt=cutoff).update(updated_at=timezone.now()):
+            enqueue_indexing(pk)
+            recovered += 1
     if recovered:
         logger.warning("recovered interrupted indexing jobs", extra={"count": recovered})
     return recovered

@@ -321,3 +321,32 @@ def test_failed_reindex_keeps_the_previous_chunks(user, fake_embedder):
     assert document.status == "failed"
     assert "previous version stays searchable" in document.index_error
     assert list(Chunk.objects.filter(document=document).values_list("id", flat=True)) == before
+
+
+def test_recovery_requeues_stale_processing_and_lost_waiting_documents(user, settings, fake_embedder):
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from django_q.models import OrmQ
+
+    from retrieval.indexing import recover_stale_documents
+
+    settings.INDEX_LEASE_SECONDS = 60
+    stuck = upload_bytes(user, b"A worker died while indexing this.", "stuck.txt")
+    lost = upload_bytes(user, b"This one's task never reached the queue.", "lost.txt")
+    fresh = upload_bytes(user, b"This one was just uploaded.", "fresh.txt")
+    old = timezone.now() - timedelta(minutes=5)
+    Document.objects.filter(pk=stuck.pk).update(status="processing", heartbeat_at=old, index_attempts=1)
+    Document.objects.filter(pk=lost.pk).update(updated_at=old)
+    OrmQ.objects.all().delete()
+    assert recover_stale_documents() == 2
+    stuck.refresh_from_db()
+    assert stuck.status == "uploaded"
+    assert recover_stale_documents() == 0  # not again within the lease
+    assert index(stuck).status == "indexed" and index(lost).status == "indexed"
+    fresh.refresh_from_db()
+    assert fresh.status == "uploaded"
+    Document.objects.filter(pk=fresh.pk).update(status="processing", heartbeat_at=old, index_attempts=3)
+    recover_stale_documents()
+    fresh.refresh_from_db()
+    assert fresh.status == "failed" and "interrupted 3 times" in fresh.index_error
