@@ -132,15 +132,23 @@ def _claim(document_id: int) -> Document | None:
 
 
 class _Progress:
-    """Writes progress to the document row at most every PROGRESS_INTERVAL seconds (and renews the lease)."""
+    """Writes progress to the document row at most every PROGRESS_INTERVAL seconds (and renews the lease).
 
-    def __init__(self, document: Document, attempt: int):
+    Also the cooperative half of the time limit: every page and every embedding batch passes
+    here, so the job stops even when the alarm's exception was swallowed (an exception raised
+    inside a finaliser or a library's blanket handler is lost).
+    """
+
+    def __init__(self, document: Document, attempt: int, deadline: float | None = None):
         self.document = document
         self.attempt = attempt
+        self.deadline = deadline
         self.last = 0.0
 
     def __call__(self, force: bool = False, **fields) -> None:
         now = time.monotonic()
+        if self.deadline is not None and now > self.deadline:
+            raise IndexTimeout()
         if not force and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
@@ -160,7 +168,8 @@ def _build(document: Document) -> Built:
     server = default_embedding_server(rs)
     if server is None:
         raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
-    progress = _Progress(document, document.index_attempts)
+    limit = settings.INDEX_TIME_LIMIT
+    progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
     t0 = time.monotonic()
     path = copy_to_temp(document)
@@ -175,8 +184,7 @@ def _build(document: Document) -> Built:
     finally:
         path.unlink(missing_ok=True)
     timings["extract_s"] = round(time.monotonic() - t0, 3)
-    if extraction.pages_total is not None:
-        progress(force=True, pages_done=extraction.pages_total)
+    progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
 
     t0 = time.monotonic()
     strategy = rs.chunking_strategy if rs.chunking_strategy in ("tokens", "fixed") else "tokens"

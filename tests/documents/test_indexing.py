@@ -192,11 +192,11 @@ def test_docx_zip_bomb_fails_clearly(user, fake_embedder):
 
 
 def test_extraction_past_the_time_limit_fails_clearly(user, settings, fake_embedder):
-    pdf = text_pdf([[f"page {p} line {j} with some words to extract" for j in range(40)] for p in range(1500)])
-    settings.INDEX_TIME_LIMIT = 1.5  # 1,500 pages take over 2 s to extract here
+    pdf = text_pdf([[f"page {p} line {j} with some words to extract" for j in range(40)] for p in range(3000)])
+    settings.INDEX_TIME_LIMIT = 3  # 3,000 pages take about 5 s to extract here
     document = index(upload_bytes(user, pdf, "slow.pdf"))
-    _assert_failed_cleanly(document, "longer than the limit of 1.5 seconds")
-    assert 0 < document.pages_done < 1500  # progress was written while it ran
+    _assert_failed_cleanly(document, "longer than the limit of 3 seconds")
+    assert 0 < document.pages_done < 3000  # progress was written while it ran
     settings.INDEX_TIME_LIMIT = 60
     _good_file_still_indexes(user)
 
