@@ -71,23 +71,25 @@ def questions_for(articles: list[dict], document_ids: list[int], question_texts:
         for paragraph in article["paragraphs"]:
             context = paragraph["context"].strip()
             offset = stored.find(context, cursor)
-            if offset < 0:
-                offset = stored.find(context[:200])
-            if offset < 0:
-                continue  # the paragraph's text changed in extraction; skip its questions
-            cursor = offset + len(context)
+            exact = offset >= 0
+            if not exact:  # extraction normalised something in this paragraph (whitespace, a control character)
+                offset = cursor
             lead = len(paragraph["context"]) - len(paragraph["context"].lstrip())
             for qa in paragraph["qas"]:
                 answer = qa["answers"][0]
                 start = offset + answer["answer_start"] - lead
                 end = start + len(answer["text"])
                 if stored[start:end] != answer["text"]:
-                    found = stored.find(answer["text"], offset, cursor)
+                    # Nearest occurrence of the answer after the previous paragraph.
+                    found = stored.find(answer["text"], max(cursor, start - 200))
+                    if found < 0:
+                        found = stored.find(answer["text"], cursor)
                     if found < 0:
                         continue
                     start, end = found, found + len(answer["text"])
                 text = (question_texts or {}).get(qa["id"], qa["question"])
                 questions.append(Question(qa["id"], text, doc_id, start, end))
+            cursor = offset + len(context) if exact else cursor
     return questions
 
 

@@ -224,7 +224,8 @@ class RetrievalSettings(models.Model):
     vector_top_k = models.PositiveIntegerField(default=40)
     fts_top_k = models.PositiveIntegerField(default=40)
     vector_weight = models.FloatField(default=1.0)
-    fts_weight = models.FloatField(default=1.0)
+    # Measured on XQuAD (README): the lexical arm at half weight beats both arms alone and an equal mix.
+    fts_weight = models.FloatField(default=0.5)
     final_top_n = models.PositiveIntegerField(default=8)
     rrf_k = models.PositiveIntegerField(default=60)
     qa_distance_threshold = models.FloatField(default=0.6)
