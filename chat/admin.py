@@ -36,3 +36,17 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ("content",)
     raw_id_fields = ("conversation",)
     readonly_fields = ("created_at", "updated_at")
+    actions = ["promote_to_qa_pair"]
+
+    @admin.action(description="Promote to Q&A pair (prefilled with the question and this answer)")
+    def promote_to_qa_pair(self, request, queryset):
+        from django.contrib import messages
+        from django.http import HttpResponseRedirect
+        from django.urls import reverse
+
+        answers = list(queryset.filter(role="assistant")[:2])
+        if len(answers) != 1:
+            self.message_user(request, "Select exactly one assistant message to promote.", messages.WARNING)
+            return None
+        add = reverse("admin:retrieval_knowledgeentry_add")
+        return HttpResponseRedirect(f"{add}?from_message={answers[0].pk}")

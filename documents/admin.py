@@ -1,36 +1,132 @@
-from django.contrib import admin
+"""Documents in the staff admin: status badges, filters, read-only indexing facts, the first chunks, re-index.
 
-from documents.models import Chunk, Document
+The retrieval app extends this admin with the actions that touch vectors (clear and re-index,
+re-embed), since documents never imports retrieval.
+"""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.template.defaultfilters import filesizeformat
+from django.utils.html import format_html
+
+from documents.models import Chunk, Document, DocumentStatus
+from documents.services import document_reindex
+from ragsite.errors import ApplicationError
+
+FIRST_CHUNKS = 10
+STATUS_COLOURS = {
+    DocumentStatus.UPLOADED: "#175cd3", DocumentStatus.PROCESSING: "#175cd3", DocumentStatus.INDEXED: "#1f7a3a",
+    DocumentStatus.FAILED: "#b42318", DocumentStatus.REINDEXING: "#9a6700",
+}
 
 
-class ChunkInline(admin.TabularInline):
+def status_badge(document: Document) -> str:
+    return format_html('<span class="rs-badge rs-status-{}" title="{}" style="background:{};color:#fff;'
+                       'padding:1px 7px;border-radius:9px;font-size:11px;white-space:nowrap">{}</span>',
+                       document.status, document.index_error[:300], STATUS_COLOURS.get(document.status, "#667085"),
+                       document.get_status_display())
+
+
+def progress_text(document: Document) -> str:
+    """"pages 3/10 · chunks 40/120 embedded" while a document is being indexed."""
+    parts = []
+    if document.pages_total:
+        parts.append(f"pages {document.pages_done}/{document.pages_total}")
+    if document.chunks_total:
+        parts.append(f"chunks {document.chunks_embedded}/{document.chunks_total} embedded")
+    return " · ".join(parts) or "—"
+
+
+class FirstChunksInline(admin.TabularInline):
+    """The first chunks, read-only: enough to see what extraction and chunking produced."""
+
     model = Chunk
-    fields = ("chunk_index", "page_number", "heading_path", "token_count", "content")
+    fields = ("chunk_index", "page_number", "heading", "token_count", "text")
     readonly_fields = fields
     extra = 0
     max_num = 0
     can_delete = False
     show_change_link = True
+    verbose_name_plural = f"first {FIRST_CHUNKS} chunks"
 
     def get_queryset(self, request):
-        # The first chunks are enough to see what the extraction produced.
-        qs = super().get_queryset(request)
-        return qs.filter(chunk_index__lt=20)
+        return super().get_queryset(request).filter(chunk_index__lt=FIRST_CHUNKS).defer("search_vector")
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="heading path")
+    def heading(self, chunk):
+        return " › ".join(chunk.heading_path) or "—"
+
+    @admin.display(description="text")
+    def text(self, chunk):
+        content = " ".join(chunk.content.split())
+        content = content if len(content) <= 360 else content[:360] + "…"
+        return format_html('<div style="min-width:50em;max-width:90em">{}</div>', content)
 
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ("id", "title", "owner", "status", "chunk_count", "pages_total", "embedding_model", "category",
-                    "subcategory", "created_at")
-    list_filter = ("status", "embedding_model", "category", "mime_type")
+    list_display = ("id", "title", "owner", "status_column", "progress", "chunk_count", "embedding_model",
+                    "category", "subcategory", "created_at")
+    list_display_links = ("id", "title")
+    list_filter = ("status", ("owner", admin.RelatedOnlyFieldListFilter), "embedding_model", "category",
+                   "subcategory", "mime_type")
     search_fields = ("title", "original_filename", "sha256", "owner__username")
     list_select_related = ("owner",)
-    readonly_fields = ("sha256", "size", "mime_type", "status", "chunk_count", "pages_total", "pages_done",
-                       "chunks_total", "chunks_embedded", "indexed_at", "index_error", "index_warnings",
-                       "empty_pages", "index_attempts", "heartbeat_at", "embedding_server",
-                       "embedding_model", "embedding_dim", "chunking_strategy", "language", "text_config",
-                       "created_at", "updated_at")
-    inlines = [ChunkInline]
+    fieldsets = (
+        (None, {"fields": ("title", "owner", "original_filename", "file_size", "mime_type", "sha256",
+                           "category", "subcategory")}),
+        ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
+                                 "index_attempts", "heartbeat_at", "indexed_at")}),
+        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "embedding_server", "embedding_model",
+                                           "embedding_dim", "language", "text_config")}),
+        ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
+    )
+    # Staff may rename and recategorise; everything about the file and its indexing is a fact.
+    readonly_fields = ("owner", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
+                       "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
+                       "indexed_at", "chunk_count", "chunking_strategy", "embedding_server", "embedding_model",
+                       "embedding_dim", "language", "text_config", "created_at", "updated_at")
+    inlines = [FirstChunksInline]
+    actions = ["reindex"]
+
+    def has_add_permission(self, request):
+        return False  # documents come in through the upload page, the API or `manage.py ingest`
+
+    @admin.display(description="status", ordering="status")
+    def status_column(self, obj):
+        return status_badge(obj)
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        if obj.status == DocumentStatus.INDEXED:
+            return "—"
+        return progress_text(obj)
+
+    @admin.display(description="size", ordering="size")
+    def file_size(self, obj):
+        return filesizeformat(obj.size)
+
+    @admin.action(description="Re-index the selected documents (their chunks answer until the new ones are ready)",
+                  permissions=["change"])
+    def reindex(self, request, queryset):
+        queued, refused = [], []
+        for document in queryset.select_related("owner"):
+            try:
+                # The owner's own re-index: the same service and state checks as the API.
+                document_reindex(document_id=document.pk, user=document.owner)
+                queued.append(document)
+            except ApplicationError as exc:
+                refused.append(f"{document}: {exc.message}")
+        if queued:
+            self.message_user(request, f"Re-indexing queued for {len(queued)} document(s).", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
 
 
 @admin.register(Chunk)

@@ -109,8 +109,8 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) ->
         return []
     live = KnowledgeEntry.objects.live().filter(category=category)
     rows = []
-    started = time.perf_counter()
     q = search_arms.vector_literal(vectors.for_server(server))
+    started = time.perf_counter()  # after the query embedding, which has its own timing
     for label, entries in ((f"{category} / {subcategory}", live.filter(subcategory=subcategory)) if subcategory else (None, None),
                            (category, live)):
         if entries is None:

@@ -1,0 +1,217 @@
+"""Forms of the staff admin: AI servers per kind, Q&A pairs, settings, import, embed and retrieval test."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q
+
+from retrieval.models import (
+    BUILTIN_EMBEDDING_DIM,
+    BUILTIN_EMBEDDING_MODEL,
+    AiServer,
+    AiServerKind,
+    KnowledgeEntry,
+    RetrievalSettings,
+)
+
+# Capability keys edited as form fields; other keys in AiServer.capabilities are kept as they are.
+CAPABILITY_FIELDS = {
+    "embeddings": "embeddings", "embedding_model": "embedding_model", "embedding_dim": "embedding_dim",
+    "embedding_max_input_tokens": "embedding_max_input_tokens", "chat": "chat", "chat_model": "chat_model",
+    "context_window": "context_window", "rerank": "rerank", "rerank_model": "rerank_model",
+    "token_embeddings": "token_embeddings",
+}
+
+
+class AiServerForm(forms.ModelForm):
+    base_url = forms.URLField(assume_scheme="http", required=False, max_length=500, label="Base URL",
+                              help_text="e.g. http://127.0.0.1:11434 (Ollama) or https://api.openai.com; "
+                                        "not used by the built-in server")
+    # Write-only: the stored key is never sent back to the browser.
+    api_key = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False), label="API key",
+        help_text="Leave empty to keep the stored key. Tick 'clear API key' to remove it.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Clear API key")
+
+    embeddings = forms.BooleanField(required=False, label="Embeds text")
+    embedding_model = forms.CharField(required=False, max_length=200,
+                                      help_text="Model name sent to the server, e.g. bge-m3 or nomic-embed-text")
+    embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label="Embedding dimension",
+                                       help_text="Vector size; “Test connection” reports what the server returns")
+    embedding_max_input_tokens = forms.IntegerField(required=False, min_value=1, label="Max input tokens")
+    chat = forms.BooleanField(required=False, label="Answers chats")
+    chat_model = forms.CharField(required=False, max_length=200, help_text="e.g. llama3.1:8b or gpt-4o-mini")
+    context_window = forms.IntegerField(required=False, min_value=256, help_text="Tokens")
+    rerank = forms.BooleanField(required=False, label="Reranks")
+    rerank_model = forms.CharField(required=False, max_length=200)
+    token_embeddings = forms.BooleanField(required=False, label="Token embeddings (late chunking)")
+
+    class Meta:
+        model = AiServer
+        exclude = ("capabilities",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        caps = self.instance.capabilities or {}
+        for key in CAPABILITY_FIELDS:
+            if key in caps:
+                self.initial.setdefault(key, caps[key])
+
+    def clean(self):
+        data = super().clean()
+        if data.get("clear_api_key"):
+            data["api_key"] = ""
+        elif not data.get("api_key") and self.instance.pk:
+            data["api_key"] = self.instance.api_key
+        kind = data.get("kind")
+        if kind == AiServerKind.BUILTIN:
+            # The built-in model is fixed: it embeds with one model and answers no chats.
+            if data.get("base_url"):
+                self.add_error("base_url", "The built-in server runs inside ragsite; leave the address empty.")
+            if data.get("chat"):
+                self.add_error("chat", "The built-in server only embeds text.")
+            data.update(embeddings=True, embedding_model=BUILTIN_EMBEDDING_MODEL, embedding_dim=BUILTIN_EMBEDDING_DIM)
+            data["is_external"] = False
+        elif kind:
+            if not data.get("base_url"):
+                self.add_error("base_url", "An OpenAI-compatible or Ollama server needs its address.")
+            if data.get("embeddings"):
+                if not data.get("embedding_model"):
+                    self.add_error("embedding_model", "Name the embedding model.")
+                if not data.get("embedding_dim"):
+                    self.add_error("embedding_dim", "Give the vector size (Test connection shows it).")
+            if data.get("chat") and not data.get("chat_model"):
+                self.add_error("chat_model", "Name the chat model.")
+            if data.get("rerank") and not data.get("rerank_model") and kind == AiServerKind.OLLAMA:
+                self.add_error("rerank_model", "Name the rerank model.")
+        return data
+
+    def save(self, commit=True):
+        server = super().save(commit=False)
+        caps = dict(server.capabilities or {})
+        for key in CAPABILITY_FIELDS:
+            value = self.cleaned_data.get(key)
+            if value in (None, "", False):
+                caps.pop(key, None)
+            else:
+                caps[key] = value
+        server.capabilities = caps
+        if commit:
+            server.save()
+        return server
+
+
+class KnowledgeEntryForm(forms.ModelForm):
+    approve = forms.BooleanField(required=False, initial=True, label="Approve when saving",
+                                 help_text="Records you and the time; only approved, active pairs answer questions.")
+
+    class Meta:
+        model = KnowledgeEntry
+        fields = ("question", "answer", "category", "subcategory", "is_active")
+        widgets = {"question": forms.Textarea(attrs={"rows": 3}), "answer": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and "approve" in self.fields:
+            self.fields["approve"].initial = False  # editing a waiting pair does not approve it by accident
+
+    def clean(self):
+        data = super().clean()
+        if data.get("subcategory") and not data.get("category"):
+            self.add_error("category", "A subcategory needs a category.")
+        return data
+
+
+class KnowledgeImportForm(forms.Form):
+    file = forms.FileField(help_text="CSV with a header row, or JSON: a list of objects. Columns / keys: "
+                                     "question, answer, category, subcategory (question and answer required).")
+    approve = forms.BooleanField(required=False, initial=True, label="Approve the imported pairs",
+                                 help_text="Unticked, they are saved but do not answer until approved.")
+
+
+class EmbedTextForm(forms.Form):
+    texts = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "cols": 80}), max_length=20000,
+                            help_text="One text per line (at most 16); the similarity of every pair is shown.")
+    kind = forms.ChoiceField(choices=[("query", "as a query"), ("passage", "as a passage")], initial="query")
+
+    def clean_texts(self):
+        lines = [line.strip() for line in self.cleaned_data["texts"].splitlines() if line.strip()]
+        if not lines:
+            raise forms.ValidationError("Type at least one text.")
+        if len(lines) > 16:
+            raise forms.ValidationError("At most 16 texts at a time.")
+        return lines
+
+
+class RetrievalSettingsForm(forms.ModelForm):
+    class Meta:
+        model = RetrievalSettings
+        fields = "__all__"
+        labels = {
+            "rag_enabled": "RAG enabled", "external_ai_disabled": "External AI disabled",
+            "vector_top_k": "Vector top K", "fts_top_k": "Full-text top K", "fts_weight": "Full-text weight",
+            "final_top_n": "Final top N", "rrf_k": "RRF k", "qa_distance_threshold": "Q&A distance threshold",
+            "qa_limit": "Q&A limit", "doc_distance_threshold": "Document distance threshold",
+            "doc_limit": "Document limit", "max_chunks_per_document": "Max chunks per document",
+        }
+        help_texts = {
+            "vector_top_k": "Passages the vector arm (HNSW, cosine) hands to the fusion",
+            "fts_top_k": "Passages the full-text arm hands to the fusion",
+            "vector_weight": "Weight of the vector arm in reciprocal rank fusion (0 turns it off)",
+            "fts_weight": "Weight of the full-text arm in reciprocal rank fusion (0 turns it off)",
+            "final_top_n": "Passages given to the chat",
+            "rrf_k": "Reciprocal rank fusion constant: larger values flatten the ranks",
+            "qa_distance_threshold": "Approved answers farther than this cosine distance from the question are not used",
+            "doc_distance_threshold": "Passages farther than this cosine distance are dropped (then the general "
+                                      "subcategory is tried)",
+            "qa_limit": "Approved Q&A pairs considered per question",
+            "doc_limit": "Document passages kept per tier when a category is given",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only servers able to do the job, plus the current choice (so an old choice never blocks a save).
+        active = AiServer.objects.filter(is_active=True)
+        if "default_embedding_server" in self.fields:
+            self.fields["default_embedding_server"].queryset = AiServer.objects.filter(
+                Q(pk=self.instance.default_embedding_server_id)
+                | Q(is_active=True, kind=AiServerKind.BUILTIN) | Q(is_active=True, capabilities__embeddings=True))
+            self.fields["default_chat_server"].queryset = active.filter(capabilities__chat=True) | \
+                AiServer.objects.filter(pk=self.instance.default_chat_server_id)
+
+    def clean(self):
+        data = super().clean()
+        size, overlap = data.get("chunk_size"), data.get("chunk_overlap")
+        if size is not None and size < 16:
+            self.add_error("chunk_size", "Chunks of fewer than 16 tokens or characters find nothing useful.")
+        if size is not None and overlap is not None and overlap >= size:
+            self.add_error("chunk_overlap", "The overlap must be smaller than the chunk size.")
+        for name in ("vector_weight", "fts_weight"):
+            if data.get(name) is not None and data[name] < 0:
+                self.add_error(name, "A weight cannot be negative (0 turns the arm off in the fusion).")
+        for name in ("qa_distance_threshold", "doc_distance_threshold"):
+            if data.get(name) is not None and not 0 < data[name] <= 2:
+                self.add_error(name, "A cosine distance threshold lies between 0 and 2.")
+        for name in ("final_top_n", "vector_top_k", "fts_top_k", "rrf_k", "embed_batch_size", "qa_limit", "doc_limit"):
+            if data.get(name) == 0:
+                self.add_error(name, "Must be at least 1.")
+        return data
+
+
+class RetrievalTestForm(forms.Form):
+    q = forms.CharField(label="Query", max_length=2000, widget=forms.TextInput(attrs={"size": 80}))
+    user = forms.CharField(label="As user", max_length=150, help_text="Username or id: whose documents are searched")
+    conversation = forms.IntegerField(required=False, min_value=1, help_text="Optional: search its attached documents")
+    category = forms.CharField(required=False, max_length=100)
+    subcategory = forms.CharField(required=False, max_length=100)
+    k = forms.IntegerField(required=False, min_value=1, max_value=100, label="Top N",
+                           help_text="Empty: the settings' final top-N")
+
+    def clean_user(self):
+        value = self.cleaned_data["user"].strip()
+        users = get_user_model().objects.filter(is_active=True)
+        found = users.filter(username=value).first() or (users.filter(pk=int(value)).first() if value.isdigit() else None)
+        if found is None:
+            raise forms.ValidationError(f"No active user '{value}'.")
+        return found

@@ -1,0 +1,87 @@
+"""Retrieval settings (one row, applied at once) and subcategory mappings (no cycles)."""
+from __future__ import annotations
+
+import pytest
+from django.forms.models import model_to_dict
+from django.urls import reverse
+
+from retrieval.models import AiServer, RetrievalSettings, SubcategoryMapping
+from retrieval.search import retrieve
+from tests.admin.conftest import indexed
+
+pytestmark = pytest.mark.django_db
+
+URL = reverse("admin:retrieval_retrievalsettings_change", args=[1])
+
+
+def settings_form(**changes) -> dict:
+    data = {k: ("" if v is None else v) for k, v in model_to_dict(RetrievalSettings.objects.get(pk=1)).items()}
+    for name in ("rag_enabled", "external_ai_disabled"):
+        if not data[name]:
+            data.pop(name)
+    data.update(changes)
+    data["_save"] = "Save"
+    return data
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_saved_settings_apply_to_the_next_question(admin_client, api, user, fake_embedder):
+    for n in range(4):
+        indexed(user, f"Raspberry note {n}: canes, fruit and pruning.", f"note{n}.txt")
+    assert len(retrieve(user, "raspberry canes").segments) == 4
+    response = admin_client.post(URL, settings_form(final_top_n=2), follow=True)
+    assert "Saved: the next question uses these settings." in messages_of(response)
+    assert not any("Chunking" in m for m in messages_of(response))
+    assert response.redirect_chain[-1][0] == URL  # stays on the single row
+    assert len(retrieve(user, "raspberry canes").segments) == 2
+    assert len(api.get("/api/search/", {"q": "raspberry canes"}).json()["segments"]) == 2
+
+
+def test_a_chunking_change_says_it_applies_on_reindex(admin_client):
+    response = admin_client.post(URL, settings_form(chunk_size=256, chunk_overlap=32), follow=True)
+    texts = messages_of(response)
+    assert any(t.startswith("Chunking changed (chunk size, chunk overlap): it applies to documents indexed "
+                            "from now on") and "re-indexed" in t for t in texts), texts
+    assert RetrievalSettings.objects.get().chunk_size == 256
+
+
+def test_invalid_settings_are_refused_with_reasons(admin_client):
+    response = admin_client.post(URL, settings_form(chunk_size=100, chunk_overlap=100, fts_weight=-1,
+                                                    doc_distance_threshold=3, final_top_n=0))
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert set(errors) == {"chunk_overlap", "fts_weight", "doc_distance_threshold", "final_top_n"}
+    assert RetrievalSettings.objects.get().chunk_overlap == 64
+
+
+def test_default_servers_must_be_able_to_do_the_job(admin_client):
+    chat_only = AiServer.objects.create(name="chat only", kind="openai", base_url="http://127.0.0.1:9",
+                                        capabilities={"chat": True, "chat_model": "m"})
+    refused = admin_client.post(URL, settings_form(default_embedding_server=chat_only.pk))
+    assert "default_embedding_server" in refused.context["adminform"].form.errors
+    accepted = admin_client.post(URL, settings_form(default_chat_server=chat_only.pk), follow=True)
+    assert RetrievalSettings.objects.get().default_chat_server == chat_only
+    assert "Saved: the next question uses these settings." in messages_of(accepted)
+
+
+def test_settings_row_cannot_be_added_or_deleted(admin_client):
+    assert admin_client.get(reverse("admin:retrieval_retrievalsettings_add")).status_code == 403
+    assert admin_client.post(reverse("admin:retrieval_retrievalsettings_delete", args=[1]),
+                             {"post": "yes"}).status_code == 403
+    assert RetrievalSettings.objects.count() == 1
+
+
+def test_subcategory_mapping_refuses_cycles(admin_client):
+    add = reverse("admin:retrieval_subcategorymapping_add")
+    ok = admin_client.post(add, {"subcategory": "raspberry, everbearing", "general_subcategory": "raspberry"})
+    assert ok.status_code == 302
+    admin_client.post(add, {"subcategory": "raspberry", "general_subcategory": "berries"})
+    cycle = admin_client.post(add, {"subcategory": "berries", "general_subcategory": "raspberry, everbearing"})
+    assert cycle.status_code == 200
+    assert "would make a cycle" in cycle.content.decode()
+    itself = admin_client.post(add, {"subcategory": "garlic", "general_subcategory": "garlic"})
+    assert "cannot fall back on itself" in itself.content.decode()
+    assert SubcategoryMapping.objects.count() == 2
