@@ -1,2 +1,8 @@
 """WebSocket routes of every app, collected for the ASGI application."""
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from chat.consumers import ConversationConsumer, TokenAuthMiddleware
+
+websocket_urlpatterns: list = [
+    path("ws/conversations/<int:conversation_id>/", TokenAuthMiddleware(ConversationConsumer.as_asgi())),
+]

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "channels",
+    "channels_postgres",
     "ragsite",
     "documents",
     "retrieval",
@@ -104,6 +105,9 @@ _db.update(
     CONN_HEALTH_CHECKS=True,
     TEST={"NAME": env_str("TEST_DATABASE_NAME") or None},
 )
+if os.environ.get("Q_CLUSTER_NAME") == "chat":
+    # The chat worker keeps its connections: a new one costs milliseconds on every answer.
+    _db["CONN_MAX_AGE"] = env_int("CHAT_CONN_MAX_AGE", 600)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -178,9 +182,32 @@ Q_CLUSTER = {
     "cache": "default",
     "label": "Task queue",
 }
+# Answers run in a cluster of their own (`Q_CLUSTER_NAME=chat manage.py qcluster`; `serve` starts
+# it): a long indexing job never delays an answer, and its broker is woken by a NOTIFY when a
+# question is queued instead of polling (see chat/broker.py).
+CHAT_WORKERS = env_int("CHAT_WORKERS", 8)  # answers streamed at the same time, per chat worker
+CHAT_ANSWER_TIME_LIMIT = env_int("CHAT_ANSWER_TIME_LIMIT", 300)  # seconds one answer may take
+Q_CLUSTER["ALT_CLUSTERS"] = {
+    "chat": {
+        "workers": CHAT_WORKERS,
+        "timeout": CHAT_ANSWER_TIME_LIMIT + 60,
+        "retry": CHAT_ANSWER_TIME_LIMIT + 120,
+        "max_attempts": 2,
+        "poll": 1.0,  # only a fallback: a NOTIFY wakes the broker at once
+        "broker_class": "chat.broker.ListeningOrmBroker",
+    },
+}
 
-# --- Channels (live events); REDIS_URL switches the layer to Redis (chat issue wires this) ---
+# --- Channels (live events across processes) ---
+# Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres
+# app provides the tables). REDIS_URL: Redis, for several machines.
 REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "chat.layers.PostgresChannelLayer",
+                                  "CONFIG": {"database": "default"}}}
 
 # --- ragsite's own settings ---
 MAX_UPLOAD_SIZE = env_int("MAX_UPLOAD_SIZE", 100 * 1024 * 1024)
@@ -198,6 +225,12 @@ AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERV
 # above it, the HNSW index with pgvector's iterative scan.
 RETRIEVAL_EXACT_SCAN_MAX = env_int("RETRIEVAL_EXACT_SCAN_MAX", 20_000)
 AI_BACKOFF_BASE = env_float("AI_BACKOFF_BASE", 0.5)  # seconds before the first retry of an AI request
+# Chat: an approved Q&A pair this close (cosine distance) answers directly, without the model; 0 = never.
+CHAT_QA_DIRECT_DISTANCE = env_float("CHAT_QA_DIRECT_DISTANCE", 0.15)
+CHAT_HISTORY_TOKENS = env_int("CHAT_HISTORY_TOKENS", 2000)  # earlier turns sent with a question
+CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 6000)  # passages, unless the server states its context window
+CHAT_MAX_ANSWER_TOKENS = env_int("CHAT_MAX_ANSWER_TOKENS", 0) or None
+CHAT_MAX_QUESTION_CHARS = env_int("CHAT_MAX_QUESTION_CHARS", 8000)
 
 LOGGING = {
     "version": 1,

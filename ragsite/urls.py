@@ -12,6 +12,7 @@ api_patterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("documents.urls")),
     path("", include("retrieval.urls")),
+    path("", include("chat.urls")),
 ]
 
 urlpatterns = [
@@ -21,4 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
+    # End-user pages (templates/): the library and document viewer, conversations and chat.
+    path("", include("documents.page_urls")),
+    path("", include("chat.page_urls")),
 ]

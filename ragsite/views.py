@@ -25,6 +25,11 @@ def metrics(request):
 
 
 def home(request):
+    """Signed in: the conversations. Otherwise a short introduction with the way to sign in."""
+    if request.user.is_authenticated:
+        from chat.pages import conversation_list
+
+        return conversation_list(request)
     return render(request, "home.html")
 
 

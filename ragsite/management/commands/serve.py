@@ -47,10 +47,15 @@ class Command(BaseCommand):
         if not no_worker:
             worker_cmd = [sys.executable, manage, "qcluster"]
             children.append(("worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
+            # Answers have a cluster of their own: an indexing job never delays an answer.
+            chat_env = {**env, "Q_CLUSTER_NAME": "chat"}
+            children.append(("chat worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=chat_env,
+                                                             start_new_session=True)))
         self.stdout.write(self.style.SUCCESS(
             f"ragsite is running at http://{host}:{port}/ (PostgreSQL with pgvector {version}"
             f"{', embedded' if settings.EMBEDDED_PGDATA else ''}; "
-            f"{'no worker' if no_worker else f'{workers} worker processes'}). Press Ctrl-C to stop."
+            f"{'no worker' if no_worker else f'{workers} worker processes, {settings.CHAT_WORKERS} chat workers'}). "
+            "Press Ctrl-C to stop."
         ))
 
         stopping = False

@@ -1,0 +1,183 @@
+"""How one answer is produced: retrieval, then the model (streamed), an extractive answer, or an approved Q&A pair.
+
+Pure of status bookkeeping (that is chat.orchestrator): :func:`produce` streams text through
+`job.emit` and returns what was said and what it may cite.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from chat.citations import snippet_preview, segment_excerpt
+from chat.extractive import extractive_answer
+from chat.models import Message, MessageRole, MessageStatus
+from chat.prompts import build_messages, build_plain_messages, resolve_token_counter, tag_segments
+from ragsite.errors import ApplicationError
+from retrieval.embedding import chat_client_for, ensure_allowed, server_config
+from retrieval.search import retrieve
+from retrieval.selectors import retrieval_settings_get
+
+HISTORY_MESSAGES = 20
+ANSWER_RESERVE_TOKENS = 1024  # of a stated context window, kept for the answer
+PROMPT_RESERVE_TOKENS = 800  # system prompt and framing
+
+
+class AnswerFailed(ApplicationError):
+    code = "answer_failed"
+
+
+@dataclass
+class Outcome:
+    mode: str  # "llm" | "extractive" | "approved_answer" | "plain"
+    text: str
+    tag_map: dict = field(default_factory=dict)
+    json_mode: bool = False
+    usage: dict = field(default_factory=dict)
+    segments: list = field(default_factory=list)
+    trace: dict | None = None
+
+
+def context_sources(tag_map: dict) -> list[dict]:
+    """What the `sources` event shows: each tag given to the model and where it comes from."""
+    return [
+        {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),
+         "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
+         "chunk_index": seg.get("chunk_index"), "page_number": seg.get("page_number"), "score": seg.get("score"),
+         "preview": snippet_preview(segment_excerpt(seg))}
+        for tag, seg in tag_map.items()
+    ]
+
+
+def chat_server(rs):
+    """The default chat server if one is configured and switched on, else None (extractive answers)."""
+    server = rs.default_chat_server
+    if server is None or not server.is_active or not server.can("chat"):
+        return None
+    return server
+
+
+def history_for(question: Message) -> list[dict]:
+    """Earlier turns of the conversation (answered ones), oldest first."""
+    rows = (Message.objects.filter(conversation_id=question.conversation_id, pk__lt=question.pk,
+                                   role__in=[MessageRole.USER, MessageRole.ASSISTANT])
+            .exclude(role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING,
+                                                              MessageStatus.FAILED])
+            .order_by("-id").values("role", "content")[:HISTORY_MESSAGES])
+    return list(reversed(rows))
+
+
+def produce(job) -> Outcome:
+    """Answer `job.question`; stream through `job.emit(text)`; raise AnswerFailed/AiServerError on failure."""
+    rs = retrieval_settings_get()
+    server = chat_server(rs)
+    question = job.question.content
+    if not rs.rag_enabled:
+        if server is None:
+            raise AnswerFailed("Searching the documents is switched off and no chat server is configured, "
+                               "so there is nothing to answer with.")
+        messages = build_plain_messages(question=question, history=history_for(job.question),
+                                        history_token_budget=settings.CHAT_HISTORY_TOKENS)
+        job.mark("prompt")
+        text, usage = _stream(job, server, messages, json_mode=False)
+        return Outcome("plain", text, usage=usage)
+
+    params = job.question.metadata or {}
+    result = retrieve(job.conversation.owner, question, conversation=job.conversation,
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    job.mark("retrieval")
+    segments = result.segments
+    direct = settings.CHAT_QA_DIRECT_DISTANCE
+    top = segments[0] if segments else None
+    if (direct > 0 and top and top.get("source_type") == "qa" and top.get("distance") is not None
+            and top["distance"] <= direct):
+        tag_map = {"S1": top}
+        job.sources(context_sources(tag_map))
+        text = f"{top.get('answer') or segment_excerpt(top)} [S1]"
+        job.emit(text)
+        return Outcome("approved_answer", text, tag_map, usage=_no_model_usage("approved Q&A"), segments=segments,
+                       trace=result.trace)
+    if server is None:
+        tagged = tag_segments(segments)
+        tag_map = {t.tag: t.segment for t in tagged}
+        job.sources(context_sources(tag_map))
+        text = extractive_answer(question, tagged)
+        job.mark("prompt")
+        for i, paragraph in enumerate(text.split("\n\n")):
+            job.emit(("\n\n" if i else "") + paragraph)
+        return Outcome("extractive", text, tag_map, usage=_no_model_usage("extractive"), segments=segments,
+                       trace=result.trace)
+
+    json_mode = bool(server.capabilities.get("json_answers"))
+    messages, tag_map = build_messages(
+        question=question, segments=segments, history=history_for(job.question),
+        history_token_budget=settings.CHAT_HISTORY_TOKENS, context_token_budget=_context_budget(server),
+        json_mode=json_mode,
+    )
+    job.sources(context_sources(tag_map))
+    job.mark("prompt")
+    text, usage = _stream(job, server, messages, json_mode=json_mode)
+    return Outcome("llm", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+
+
+def _context_budget(server) -> int:
+    window = server.capabilities.get("context_window")
+    if window:
+        return max(500, int(window) - settings.CHAT_HISTORY_TOKENS - ANSWER_RESERVE_TOKENS - PROMPT_RESERVE_TOKENS)
+    return settings.CHAT_CONTEXT_TOKENS
+
+
+def _no_model_usage(model: str) -> dict:
+    return {"model": model, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+_clients: dict = {}
+
+
+def _client(server):
+    """The chat client of a server, kept per process: creating an httpx client costs 20-60 ms
+    (its TLS context) and a kept one reuses its connection. The server's rules are checked every time."""
+    ensure_allowed(server)
+    key = server_config(server)
+    client = _clients.get(key)
+    if client is None:
+        client = chat_client_for(server, token_counter=resolve_token_counter())
+        for old in _clients.values():  # one configuration at a time: an edited server replaces it
+            old.close()
+        _clients.clear()
+        _clients[key] = client
+    return client
+
+
+def _stream(job, server, messages: list[dict], *, json_mode: bool) -> tuple[str, dict]:
+    """Stream the model's answer through job.emit; (text, usage)."""
+    client = _client(server)
+    deadline = job.started + settings.CHAT_ANSWER_TIME_LIMIT
+    usage: dict = {}
+    parts: list[str] = []
+    kwargs = {"max_tokens": settings.CHAT_MAX_ANSWER_TOKENS}
+    if json_mode:
+        kwargs["response_format"] = {"type": "json_object"}
+    sent = time.perf_counter()
+    stream = client.stream(messages, **kwargs)
+    try:
+        for delta in stream:
+            if delta.text:
+                if not parts:
+                    job.timings["server_first_token_ms"] = round((time.perf_counter() - sent) * 1000, 1)
+                parts.append(delta.text)
+                job.emit(delta.text)
+            if delta.usage:
+                usage = dict(delta.usage)
+            if time.perf_counter() > deadline:
+                raise AnswerFailed(f"The answer took longer than {settings.CHAT_ANSWER_TIME_LIMIT} s and was stopped.")
+    finally:
+        stream.close()
+    text = "".join(parts)
+    if not text.strip():
+        raise AnswerFailed(f"The chat server '{server.name}' returned an empty answer.")
+    usage = {"model": client.model, "prompt_tokens": usage.get("prompt_tokens", 0),
+             "completion_tokens": usage.get("completion_tokens", 0), "total_tokens": usage.get("total_tokens", 0),
+             **({"estimated": True} if usage.get("estimated") else {})}
+    return text, usage

@@ -1,0 +1,140 @@
+"""The conversations API: conversations, attached documents, messages, retry, retrieval details."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chat import selectors, services
+from chat.serializers import (
+    AttachedDocumentSerializer,
+    AttachSerializer,
+    ConversationCreateSerializer,
+    ConversationSerializer,
+    ConversationUpdateSerializer,
+    MessageCreateSerializer,
+    MessagePairSerializer,
+    MessageRetrievalSerializer,
+    MessageSerializer,
+)
+
+
+class ConversationListView(generics.ListAPIView):
+    serializer_class = ConversationSerializer
+
+    def get_queryset(self):
+        return selectors.conversation_list(user=self.request.user).order_by("-updated_at", "-id")
+
+    @extend_schema(request=ConversationCreateSerializer, responses={201: ConversationSerializer})
+    def post(self, request):
+        """Start a conversation, optionally with documents attached (its questions then search only those)."""
+        form = ConversationCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        conversation = services.conversation_create(user=request.user, **form.validated_data)
+        conversation = selectors.conversation_get(conversation_id=conversation.pk, user=request.user)
+        return Response(ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailView(APIView):
+    @extend_schema(responses=ConversationSerializer)
+    def get(self, request, conversation_id):
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+        return Response(ConversationSerializer(conversation).data)
+
+    @extend_schema(request=ConversationUpdateSerializer, responses=ConversationSerializer)
+    def patch(self, request, conversation_id):
+        form = ConversationUpdateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+        return Response(ConversationSerializer(conversation).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, conversation_id):
+        services.conversation_delete(conversation_id=conversation_id, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ConversationDocumentsView(APIView):
+    @extend_schema(responses=AttachedDocumentSerializer(many=True))
+    def get(self, request, conversation_id):
+        """The attached documents with their indexing status."""
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+        documents = selectors.conversation_documents(conversation=conversation)
+        return Response(AttachedDocumentSerializer(documents, many=True).data)
+
+    @extend_schema(request=AttachSerializer, responses={201: AttachedDocumentSerializer, 200: AttachedDocumentSerializer})
+    def post(self, request, conversation_id):
+        """Attach one of your documents (201; 200 when it already was)."""
+        form = AttachSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        document, created = services.conversation_document_attach(
+            conversation_id=conversation_id, document_id=form.validated_data["document_id"], user=request.user)
+        return Response(AttachedDocumentSerializer(document).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ConversationDocumentDetailView(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request, conversation_id, document_id):
+        services.conversation_document_detach(conversation_id=conversation_id, document_id=document_id,
+                                              user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MessageListView(generics.ListAPIView):
+    serializer_class = MessageSerializer
+
+    def get_queryset(self):
+        conversation = selectors.conversation_get(conversation_id=self.kwargs["conversation_id"], user=self.request.user)
+        return selectors.message_list(conversation=conversation)
+
+    @extend_schema(request=MessageCreateSerializer, responses={201: MessagePairSerializer})
+    def post(self, request, conversation_id):
+        """Ask: the question and a pending answer at once; follow the answer over SSE or the WebSocket."""
+        form = MessageCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        question, answer = services.message_send(conversation_id=conversation_id, user=request.user,
+                                                 **form.validated_data)
+        base = f"/api/conversations/{answer.conversation_id}/messages/{answer.pk}"
+        return Response({
+            "user_message": MessageSerializer(question).data,
+            "assistant_message": MessageSerializer(answer).data,
+            "stream_url": request.build_absolute_uri(f"{base}/stream/"),
+            "websocket_url": f"/ws/conversations/{answer.conversation_id}/",
+        }, status=status.HTTP_201_CREATED)
+
+
+class MessageDetailView(APIView):
+    @extend_schema(responses=MessageSerializer)
+    def get(self, request, conversation_id, message_id):
+        """One message with everything it keeps, retrieved segments included."""
+        message = selectors.message_get(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        return Response(MessageSerializer(message, context={"segments": True}).data)
+
+
+class MessageRetryView(APIView):
+    @extend_schema(request=None, responses={202: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """Answer a failed message again."""
+        message = services.message_retry(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
+
+
+class MessageRetrievalView(APIView):
+    @extend_schema(responses=MessageRetrievalSerializer)
+    def get(self, request, conversation_id, message_id):
+        """What the answer was built from: retrieved segments, retrieval trace, usage and timings."""
+        message = selectors.message_get(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        metadata = message.metadata or {}
+        return Response({
+            "message_id": message.pk,
+            "status": message.status,
+            "mode": metadata.get("mode"),
+            "retrieved_segments": metadata.get("retrieved_segments", []),
+            "context_sources": metadata.get("context_sources", []),
+            "retrieval": metadata.get("retrieval"),
+            "llm_usage": metadata.get("llm_usage"),
+            "timings": metadata.get("timings", {}),
+        })

@@ -1,0 +1,55 @@
+"""Ask a question as a user and print the finished answer as JSON."""
+from __future__ import annotations
+
+import json
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from chat.models import Message, MessageStatus
+from chat.orchestrator import answer_conversation
+from chat.serializers import message_data
+from chat.services import conversation_create, message_send
+from ragsite.errors import ApplicationError
+
+
+class Command(BaseCommand):
+    help = "Ask a question (as --user, in a new conversation or --conversation ID) and print the answer as JSON."
+
+    def add_arguments(self, parser):
+        parser.add_argument("question")
+        parser.add_argument("--user", required=True, help="username")
+        parser.add_argument("--conversation", type=int, help="an existing conversation of the user")
+        parser.add_argument("--category", default="")
+        parser.add_argument("--subcategory", default="")
+        parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the answer")
+
+    def handle(self, *args, question, user, conversation, category, subcategory, timeout, **options):
+        account = get_user_model().objects.filter(username=user).first()
+        if account is None:
+            raise CommandError(f"No user named {user!r}.")
+        try:
+            if conversation is None:
+                conversation = conversation_create(user=account).pk
+            _, answer = message_send(conversation_id=conversation, user=account, content=question,
+                                     category=category, subcategory=subcategory, enqueue=False)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        # Answered here, in order after any earlier question; if a worker is answering this
+        # conversation right now, it answers this one too and we wait for it.
+        answer_conversation(conversation)
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = Message.objects.get(pk=answer.pk)
+            if answer.status in (MessageStatus.DONE, MessageStatus.FAILED):
+                break
+            if time.monotonic() > deadline:
+                raise CommandError(f"No answer after {timeout:g} s (message {answer.pk} is {answer.status}).")
+            time.sleep(0.2)
+        from chat.events import writer
+
+        writer.close()
+        self.stdout.write(json.dumps(message_data(answer, segments=True), indent=2, ensure_ascii=False))
+        if answer.status == MessageStatus.FAILED:
+            raise CommandError(answer.error)

@@ -1,0 +1,253 @@
+"""The answer task: the pending answers of a conversation, one at a time, oldest first.
+
+django-q2 delivers at least once, so the task takes a conversation id and does whatever is
+pending: a second delivery, or a task for a conversation someone else is answering, finds
+nothing to do. One answerer per conversation is a PostgreSQL advisory lock, held on the
+worker's session while it answers; a worker that dies releases it with its connection, and the
+next answerer puts the answer it left half-written back in the queue (up to MAX_ATTEMPTS).
+
+One answer: claim (pending → streaming) → chat.answering.produce streams text through the
+stream writer (saved, then sent as token events) → citations parsed by tag → content, sources
+and metadata saved, status done — or failed with the reason in plain words.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from chat.answering import AnswerFailed, Outcome, context_sources, produce
+from chat.citations import parse_any
+from chat.events import status_event, writer
+from chat.models import Conversation, Message, MessageRole, MessageStatus
+from chat.serializers import message_data
+from ragsite.errors import ApplicationError
+from retrieval.ai import AiServerError
+
+logger = logging.getLogger(__name__)
+
+LOCK_NAMESPACE = 0x43484154  # "CHAT": the first key of the conversation's advisory lock
+MAX_ATTEMPTS = 3
+STALE_AFTER = timedelta(seconds=60)
+UNEXPECTED = "Something went wrong while answering; it has been logged. Try again."
+
+
+@contextmanager
+def conversation_lock(conversation_id: int):
+    """Yield True when this session now answers the conversation, False when another one does."""
+    key = int(conversation_id) & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", [LOCK_NAMESPACE, key])
+        locked = cursor.fetchone()[0]
+    try:
+        yield locked
+    finally:
+        if locked:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", [LOCK_NAMESPACE, key])
+
+
+def answer_conversation(conversation_id: int) -> str:
+    """django-q2 task: answer the conversation's pending messages in order. Safe to run twice."""
+    answered = 0
+    while _unfinished(conversation_id):
+        with conversation_lock(conversation_id) as locked:
+            if not locked:
+                # The holder checks for pending answers again after it unlocks: it answers ours too.
+                return f"answered {answered}; the rest is being answered by another worker"
+            _requeue_interrupted(conversation_id)
+            while (message_id := _next_pending(conversation_id)) is not None:
+                answer_message(message_id)
+                answered += 1
+    return f"answered {answered}"
+
+
+def recover_interrupted_answers() -> int:
+    """Scheduled: queue again conversations with answers that have waited or stalled too long."""
+    from chat.services import enqueue_answer
+
+    cutoff = timezone.now() - STALE_AFTER
+    conversation_ids = set(Message.objects.filter(
+        role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING],
+        updated_at__lt=cutoff).values_list("conversation_id", flat=True)[:1000])
+    for conversation_id in conversation_ids:
+        enqueue_answer(conversation_id)
+    return len(conversation_ids)
+
+
+def _unfinished(conversation_id: int) -> bool:
+    return Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT,
+                                  status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists()
+
+
+def _next_pending(conversation_id: int) -> int | None:
+    return (Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT,
+                                   status=MessageStatus.PENDING)
+            .order_by("created_at", "id").values_list("pk", flat=True).first())
+
+
+def _requeue_interrupted(conversation_id: int) -> None:
+    """Under the conversation's lock nobody is streaming: a `streaming` answer is a dead worker's."""
+    for message in Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT,
+                                          status=MessageStatus.STREAMING):
+        attempts = int(message.metadata.get("attempts", 1))
+        if attempts >= MAX_ATTEMPTS:
+            _save_failed(message, f"The worker stopped while answering, {attempts} times; giving up. Try again later.")
+        else:
+            Message.objects.filter(pk=message.pk, status=MessageStatus.STREAMING).update(
+                status=MessageStatus.PENDING, content="", updated_at=timezone.now())
+        logger.warning("interrupted answer recovered", extra={"message_id": message.pk, "attempts": attempts})
+
+
+class Job:
+    """One answer being produced: where its text goes and how long each step took."""
+
+    def __init__(self, message: Message, question: Message, conversation: Conversation):
+        self.message = message
+        self.question = question
+        self.conversation = conversation
+        self.started = time.perf_counter()
+        self.last_mark = self.started
+        self.text = ""
+        self.context: list[dict] = []
+        self.timings: dict = {"queue_ms": round((timezone.now() - message.created_at).total_seconds() * 1000, 1)}
+
+    def mark(self, step: str) -> None:
+        now = time.perf_counter()
+        self.timings[f"{step}_ms"] = round((now - self.last_mark) * 1000, 1)
+        self.last_mark = now
+
+    def emit(self, delta: str) -> None:
+        if not delta:
+            return
+        if not self.text:
+            self.timings["first_token_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
+        offset = len(self.text)
+        self.text += delta
+        writer.token(self.conversation.pk, self.message.pk, delta, offset, self.text)
+
+    def sources(self, sources: list[dict]) -> None:
+        self.context = sources
+        writer.sources(self.conversation.pk, self.message.pk, sources)
+
+
+def answer_message(message_id: int) -> None:
+    """Produce one pending answer (call with the conversation's lock held)."""
+    claimed = _claim(message_id)
+    if claimed is None:
+        return
+    job = Job(*claimed)
+    try:
+        outcome = produce(job)
+    except (AnswerFailed, AiServerError, ApplicationError) as exc:
+        _fail(job, str(exc))
+    except Exception:
+        logger.exception("answering failed", extra={"message_id": message_id})
+        _fail(job, UNEXPECTED)
+    else:
+        _finish(job, outcome)
+    writer.flush()  # the final event is out before the worker may stop
+
+
+def _claim(message_id: int) -> tuple[Message, Message, Conversation] | None:
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # Should the database crash right after, the answer is still pending and gets re-answered.
+            cursor.execute("SET LOCAL synchronous_commit TO off")
+        message = (Message.objects.select_for_update().select_related("conversation__owner")
+                   .filter(pk=message_id, role=MessageRole.ASSISTANT).first())
+        if message is None or message.status != MessageStatus.PENDING:
+            return None
+        question = _question_of(message)
+        if question is None:
+            _save_failed(message, "The question of this answer no longer exists.")
+            return None
+        message.status = MessageStatus.STREAMING
+        message.content = ""
+        message.error = ""
+        message.sources = []
+        message.metadata = {"question_id": question.pk, "attempts": int(message.metadata.get("attempts", 0)) + 1,
+                            **({"retries": message.metadata["retries"]} if message.metadata.get("retries") else {})}
+        message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+    writer.send(message.conversation_id, status_event(message_data(message)))
+    return message, question, message.conversation
+
+
+def _question_of(message: Message) -> Message | None:
+    question_id = message.metadata.get("question_id")
+    base = Message.objects.filter(conversation_id=message.conversation_id, role=MessageRole.USER)
+    if question_id:
+        return base.filter(pk=question_id).first()
+    return base.filter(pk__lt=message.pk).order_by("-id").first()
+
+
+def _finish(job: Job, outcome: Outcome) -> None:
+    parsed = parse_any(outcome.text, outcome.tag_map, json_mode=outcome.json_mode)
+    job.mark("generation")
+    job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
+    tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
+    metadata = {
+        **_base_metadata(job),
+        "mode": outcome.mode,
+        "answer_format": parsed.format,
+        "sections": parsed.sections,
+        "citations": parsed.citations,
+        "invalid_citations": parsed.invalid_citations,
+        "invalid_tags": parsed.invalid_tags,
+        "streamed_text": outcome.text,
+        "context_sources": job.context or context_sources(outcome.tag_map),
+        "retrieved_segments": [{"source_id": tags_of.get(id(seg)), **seg} for seg in outcome.segments],
+        "llm_usage": outcome.usage,
+        "retrieval": outcome.trace,
+        "timings": job.timings,
+    }
+    sources = [
+        {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
+         "document_name": c["document_name"], "chunk_index": c["chunk_index"], "page_number": c["page_number"],
+         "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"]}
+        for c in parsed.citations
+    ]
+    writer.flush()
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=job.message.pk).first()
+        if message is None or message.status != MessageStatus.STREAMING:
+            return  # deleted, or handed to another answerer meanwhile
+        message.status = MessageStatus.DONE
+        message.content = parsed.content
+        message.sources = sources
+        message.metadata = metadata
+        message.save(update_fields=["status", "content", "sources", "metadata", "updated_at"])
+    writer.send(message.conversation_id, status_event(message_data(message)))
+    logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),
+                                   "invalid_citations": parsed.invalid_citations, **job.timings})
+
+
+def _base_metadata(job: Job) -> dict:
+    keep = ("question_id", "attempts", "retries")
+    return {k: job.message.metadata[k] for k in keep if k in job.message.metadata}
+
+
+def _fail(job: Job, error: str) -> None:
+    job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
+    writer.flush()
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=job.message.pk).first()
+        if message is None or message.status != MessageStatus.STREAMING:
+            return
+        message.status = MessageStatus.FAILED
+        message.error = error
+        message.content = job.text  # what was streamed before the failure stays visible
+        message.metadata = {**_base_metadata(job), "context_sources": job.context, "timings": job.timings}
+        message.save(update_fields=["status", "error", "content", "metadata", "updated_at"])
+    writer.send(message.conversation_id, status_event(message_data(message)))
+    logger.warning("answer failed", extra={"message_id": message.pk, "error": error})
+
+
+def _save_failed(message: Message, error: str) -> None:
+    Message.objects.filter(pk=message.pk).update(status=MessageStatus.FAILED, error=error, updated_at=timezone.now())
+    message.refresh_from_db()
+    writer.send(message.conversation_id, status_event(message_data(message)))

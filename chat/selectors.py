@@ -1,0 +1,59 @@
+"""Reads of conversations and messages; every one is scoped to the user (others get 404)."""
+from __future__ import annotations
+
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
+from documents.models import Document
+from ragsite.errors import NotFound
+
+IN_FLIGHT = (MessageStatus.PENDING, MessageStatus.STREAMING)
+
+
+def _count(model) -> Coalesce:
+    rows = model.objects.filter(conversation=OuterRef("pk")).values("conversation").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+
+def conversation_list(*, user) -> QuerySet[Conversation]:
+    return Conversation.objects.visible_to(user).annotate(
+        document_count=_count(ConversationDocument), message_count=_count(Message))
+
+
+def conversation_get(*, conversation_id, user) -> Conversation:
+    conversation = conversation_list(user=user).filter(pk=_int(conversation_id)).first()
+    if conversation is None:
+        raise NotFound("No such conversation.")
+    return conversation
+
+
+def conversation_documents(*, conversation: Conversation) -> QuerySet[Document]:
+    """The documents attached to a conversation (only the owner's, whatever was stored)."""
+    return Document.objects.filter(owner_id=conversation.owner_id, attachments__conversation=conversation).order_by(
+        "attachments__attached_at", "id")
+
+
+def message_list(*, conversation: Conversation) -> QuerySet[Message]:
+    return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+
+
+def message_get(*, conversation_id, message_id, user) -> Message:
+    message = (Message.objects.filter(conversation__owner_id=user.pk if user.is_authenticated else None)
+               .filter(conversation_id=_int(conversation_id), pk=_int(message_id)).first())
+    if message is None:
+        raise NotFound("No such message.")
+    return message
+
+
+def messages_in_flight(*, conversation_id: int) -> list[Message]:
+    """Assistant messages of the conversation still waiting for or receiving their answer."""
+    return list(Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT,
+                                       status__in=IN_FLIGHT).order_by("created_at", "id"))
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise NotFound("Not found.") from None

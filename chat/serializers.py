@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from chat.models import Conversation, Message
+
+_datetime = serializers.DateTimeField()
+
+
+def message_data(message: Message, *, segments: bool = False) -> dict:
+    """A message as the API and live events show it (retrieved segments only when asked for)."""
+    metadata = dict(message.metadata or {})
+    if not segments:
+        metadata.pop("retrieved_segments", None)
+    return {
+        "id": message.pk,
+        "conversation_id": message.conversation_id,
+        "role": message.role,
+        "status": message.status,
+        "content": message.content,
+        "sources": message.sources,
+        "metadata": metadata,
+        "error": message.error,
+        "created_at": _datetime.to_representation(message.created_at),
+        "updated_at": _datetime.to_representation(message.updated_at),
+    }
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    """`metadata` holds sections, citations, llm_usage, retrieval and timings (segments: see /retrieval/)."""
+
+    conversation_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Message
+        fields = ["id", "conversation_id", "role", "status", "content", "sources", "metadata", "error",
+                  "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def to_representation(self, instance):
+        return message_data(instance, segments=self.context.get("segments", False))
+
+
+class MessageCreateSerializer(serializers.Serializer):
+    content = serializers.CharField(max_length=20000, trim_whitespace=True)
+    category = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+    subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+
+
+class MessagePairSerializer(serializers.Serializer):
+    user_message = MessageSerializer()
+    assistant_message = MessageSerializer()
+    stream_url = serializers.CharField(help_text="Server-sent events of the answer")
+    websocket_url = serializers.CharField(help_text="Live events of the whole conversation")
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    document_count = serializers.IntegerField(read_only=True, default=0)
+    message_count = serializers.IntegerField(read_only=True, default=0)
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "document_count", "message_count", "created_at", "updated_at"]
+        read_only_fields = ["id", "document_count", "message_count", "created_at", "updated_at"]
+
+
+class ConversationCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    document_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
+                                         max_length=500)
+
+
+class ConversationUpdateSerializer(serializers.Serializer):
+    title = serializers.CharField(allow_blank=True, max_length=200)
+
+
+class AttachSerializer(serializers.Serializer):
+    document_id = serializers.IntegerField()
+
+
+class AttachedDocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    name = serializers.CharField(source="original_filename")
+    status = serializers.CharField()
+    chunk_count = serializers.IntegerField()
+    index_error = serializers.CharField()
+
+
+class MessageRetrievalSerializer(serializers.Serializer):
+    message_id = serializers.IntegerField()
+    status = serializers.CharField()
+    mode = serializers.CharField(allow_null=True, help_text="llm, extractive, approved_answer or plain")
+    retrieved_segments = serializers.ListField(child=serializers.DictField())
+    context_sources = serializers.ListField(child=serializers.DictField(), help_text="The tags given to the model")
+    retrieval = serializers.DictField(allow_null=True, help_text="Scope, tiers, fallbacks, timings")
+    llm_usage = serializers.DictField(allow_null=True)
+    timings = serializers.DictField()

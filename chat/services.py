@@ -1,0 +1,142 @@
+"""Changes to conversations and messages. Answers are produced by chat.orchestrator in the chat worker."""
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import status
+
+from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
+from chat.selectors import conversation_get
+from documents.models import Document
+from ragsite.errors import ApplicationError, Conflict, NotFound
+
+logger = logging.getLogger(__name__)
+
+ANSWER_TASK = "chat.orchestrator.answer_conversation"
+CHAT_CLUSTER = "chat"
+TITLE_CHARS = 80
+
+
+def enqueue_answer(conversation_id: int) -> None:
+    """Queue the answering of the conversation's pending messages."""
+    from django_q.tasks import async_task
+
+    async_task(ANSWER_TASK, conversation_id, cluster=CHAT_CLUSTER, task_name=f"answer conversation {conversation_id}",
+               group="chat")
+
+
+def _enqueue_with(conversation_id: int) -> None:
+    """Queue the answer as part of the current transaction when the queue is this database.
+
+    The task row then commits with the messages (a worker cannot see one without the other, and
+    nothing is lost if the process dies right after the commit); it also saves the two new
+    connections django-q2's broker opens when called after the commit (~20 ms per question).
+    With another broker (Redis) the task is sent after the commit.
+    """
+    from django_q.conf import Conf
+
+    if Conf.ORM == "default" and not (Conf.BROKER_CLASS or Conf.REDIS or Conf.DJANGO_REDIS):
+        enqueue_answer(conversation_id)
+    else:
+        transaction.on_commit(lambda: enqueue_answer(conversation_id))
+
+
+def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None) -> Conversation:
+    with transaction.atomic():
+        conversation = Conversation.objects.create(owner=user, title=title.strip()[:200])
+        for document_id in document_ids or []:
+            conversation_document_attach(conversation_id=conversation.pk, document_id=document_id, user=user)
+    return conversation
+
+
+def conversation_update(*, conversation_id, user, title: str) -> Conversation:
+    conversation = conversation_get(conversation_id=conversation_id, user=user)
+    conversation.title = title.strip()[:200]
+    conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_delete(*, conversation_id, user) -> None:
+    """Delete the conversation and its messages (an answer being written stops quietly)."""
+    conversation_get(conversation_id=conversation_id, user=user).delete()
+
+
+def conversation_document_attach(*, conversation_id, document_id, user) -> tuple[Document, bool]:
+    """Attach one of the user's documents; (document, whether it was newly attached)."""
+    conversation = conversation_get(conversation_id=conversation_id, user=user)
+    document = Document.objects.visible_to(user).filter(pk=_int(document_id)).first()
+    if document is None:
+        raise NotFound("No such document.")
+    _, created = ConversationDocument.objects.get_or_create(conversation=conversation, document=document)
+    if created:
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+    return document, created
+
+
+def conversation_document_detach(*, conversation_id, document_id, user) -> None:
+    conversation = conversation_get(conversation_id=conversation_id, user=user)
+    deleted, _ = ConversationDocument.objects.filter(conversation=conversation, document_id=_int(document_id)).delete()
+    if not deleted:
+        raise NotFound("This document is not attached to the conversation.")
+
+
+def message_send(*, conversation_id, user, content: str, category: str = "", subcategory: str = "",
+                 enqueue: bool = True) -> tuple[Message, Message]:
+    """Save the question and a pending answer; the chat worker answers it (in order) after commit."""
+    content = (content or "").strip()
+    if not content:
+        raise ApplicationError("The question is empty.", code="invalid")
+    if len(content) > settings.CHAT_MAX_QUESTION_CHARS:
+        raise ApplicationError(f"The question is longer than {settings.CHAT_MAX_QUESTION_CHARS} characters.",
+                               code="invalid")
+    with transaction.atomic():
+        conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        question = Message.objects.create(
+            conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
+            metadata={"category": category.strip(), "subcategory": subcategory.strip()},
+        )
+        answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
+                                        status=MessageStatus.PENDING, metadata={"question_id": question.pk})
+        fields = ["updated_at"]
+        if not conversation.title:
+            conversation.title = " ".join(content.split())[:TITLE_CHARS]
+            fields.append("title")
+        conversation.save(update_fields=fields)
+        if enqueue:
+            _enqueue_with(conversation.pk)
+    logger.info("question queued", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
+    return question, answer
+
+
+def message_retry(*, conversation_id, message_id, user) -> Message:
+    """Answer a failed message again."""
+    with transaction.atomic():
+        message = (Message.objects.select_for_update()
+                   .filter(conversation__owner_id=user.pk, conversation_id=_int(conversation_id), pk=_int(message_id))
+                   .first())
+        if message is None:
+            raise NotFound("No such message.")
+        if message.role != MessageRole.ASSISTANT or message.status != MessageStatus.FAILED:
+            raise Conflict("Only a failed answer can be retried.", code="invalid_state",
+                           extra={"status": message.status})
+        message.status = MessageStatus.PENDING
+        message.content = ""
+        message.error = ""
+        message.sources = []
+        message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
+                            int(message.metadata.get("retries", 0)) + 1}
+        message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+        _enqueue_with(message.conversation_id)
+    return message
+
+
+def _int(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise NotFound("Not found.", code="not_found", status_code=status.HTTP_404_NOT_FOUND) from None

@@ -1,0 +1,118 @@
+"""Server-sent events of one answer: `GET /api/conversations/<id>/messages/<message_id>/stream/`.
+
+The same events as the WebSocket, for one message: its current state (`message.status_updated`),
+its sources once known and its text so far (a `token` at offset 0), then live `sources` / `token`
+events until the final
+`message.status_updated` (done or failed), after which the stream ends. A client that leaves
+early changes nothing: the answer is written by the worker, not by this view.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+from channels.layers import get_channel_layer
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from chat.consumers import forward
+from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events, status_event
+from chat.models import Message
+from chat.serializers import message_data
+
+KEEPALIVE_SECONDS = 15.0
+
+
+def _error(status: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"code": code, "message": message, "extra": {}}, status=status)
+
+
+async def _user(request):
+    header = request.headers.get("Authorization", "")
+    kind, _, key = header.partition(" ")
+    if kind.lower() == "token" and key.strip():
+        from rest_framework.authtoken.models import Token
+
+        token = await Token.objects.select_related("user").filter(key=key.strip()).afirst()
+        return token.user if token and token.user.is_active else None
+    user = await request.auser()
+    return user if user.is_authenticated else None
+
+
+async def _message(user, conversation_id: int, message_id: int) -> Message | None:
+    return await Message.objects.filter(conversation__owner_id=user.pk, conversation_id=conversation_id,
+                                        pk=message_id).afirst()
+
+
+def _sse(event: dict) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+@require_GET
+async def message_stream(request, conversation_id: int, message_id: int):
+    user = await _user(request)
+    if user is None:
+        return _error(401, "not_authenticated", "Authentication credentials were not provided.")
+    if await _message(user, conversation_id, message_id) is None:
+        return _error(404, "not_found", "No such message.")
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = group_name(conversation_id)
+    await layer.group_add(group, channel)
+    # Subscribed first, read second: whatever was sent before is in the saved text.
+    message = await _message(user, conversation_id, message_id)
+
+    async def events():
+        tracker = TextTracker()
+        pending: asyncio.Task | None = None
+        out: list[bytes] = []
+
+        async def collect(event: dict) -> None:
+            out.append(_sse(event))
+
+        try:
+            if message is None:
+                return
+            if message.status in FINAL_STATUSES:
+                yield _sse(status_event(message_data(message)))
+                return
+            for event in snapshot_events(message_data(message), tracker):
+                yield _sse(event)
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(layer.receive(channel))
+                done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+                if not done:
+                    # Quiet for a while: make sure the answer still exists and has not ended unseen.
+                    current = await _message(user, conversation_id, message_id)
+                    if current is None:
+                        return
+                    if current.status in FINAL_STATUSES:
+                        yield _sse(status_event(message_data(current)))
+                        return
+                    yield b": keep-alive\n\n"
+                    continue
+                event = pending.result()["event"]
+                pending = None
+                if _message_id(event) != message.pk:
+                    continue
+                await forward(event, tracker, collect)
+                while out:
+                    yield out.pop(0)
+                if event["type"] == "message.status_updated" and event["message"]["status"] in FINAL_STATUSES:
+                    return
+        finally:
+            if pending is not None:
+                pending.cancel()
+            await layer.group_discard(group, channel)
+
+    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
+    return response
+
+
+def _message_id(event: dict) -> int | None:
+    if event["type"] == "message.status_updated":
+        return event["message"]["id"]
+    return event.get("message_id")

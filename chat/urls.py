@@ -1,0 +1,20 @@
+from django.urls import path
+
+from chat import api
+from chat.sse import message_stream
+
+conversation = "conversations/<int:conversation_id>/"
+message = conversation + "messages/<int:message_id>/"
+
+urlpatterns = [
+    path("conversations/", api.ConversationListView.as_view(), name="api-conversations"),
+    path(conversation, api.ConversationDetailView.as_view(), name="api-conversation"),
+    path(conversation + "documents/", api.ConversationDocumentsView.as_view(), name="api-conversation-documents"),
+    path(conversation + "documents/<int:document_id>/", api.ConversationDocumentDetailView.as_view(),
+         name="api-conversation-document"),
+    path(conversation + "messages/", api.MessageListView.as_view(), name="api-messages"),
+    path(message, api.MessageDetailView.as_view(), name="api-message"),
+    path(message + "retry/", api.MessageRetryView.as_view(), name="api-message-retry"),
+    path(message + "retrieval/", api.MessageRetrievalView.as_view(), name="api-message-retrieval"),
+    path(message + "stream/", message_stream, name="api-message-stream"),
+]

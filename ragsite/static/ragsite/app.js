@@ -1,0 +1,211 @@
+/* Shared helpers for ragsite's pages: API calls, DOM building, dialogs, toasts, document status. */
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    const meta = document.querySelector('meta[name="csrf-token"]');
+    if (meta && meta.content) return meta.content;
+    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  class ApiError extends Error {
+    constructor(status, body) {
+      super((body && body.message) || `The server answered ${status}.`);
+      this.status = status;
+      this.code = (body && body.code) || "error";
+      this.body = body;
+    }
+  }
+
+  /** fetch() for the JSON API: session cookie + CSRF token; errors become ApiError with the server's message. */
+  async function api(method, url, body) {
+    const options = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+    if (method !== "GET" && method !== "HEAD") options.headers["X-CSRFToken"] = csrfToken();
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(url, options);
+    } catch (err) {
+      throw new ApiError(0, { code: "network", message: "Could not reach ragsite. Check your connection and try again." });
+    }
+    if (response.status === 204) return null;
+    let data = null;
+    const text = await response.text();
+    if (text) {
+      try { data = JSON.parse(text); } catch (err) { data = null; }
+    }
+    if (!response.ok) {
+      if (response.status === 401 || response.status === 403) {
+        if (!data || !data.message) data = { code: "auth", message: "Your session has ended. Sign in again." };
+      }
+      throw new ApiError(response.status, data);
+    }
+    return data;
+  }
+
+  /** Tiny DOM builder: el("a", {href, class, onclick}, "text", child...). Never parses HTML. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+      else if (value === true) node.setAttribute(key, "");
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  /** An icon from the sprite in base.html (decorative: hidden from screen readers). */
+  function icon(name, extraClass) {
+    const svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("class", "icon" + (extraClass ? " " + extraClass : ""));
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("focusable", "false");
+    const use = document.createElementNS(SVG_NS, "use");
+    use.setAttribute("href", "#i-" + name);
+    svg.append(use);
+    return svg;
+  }
+
+  function toast(message, kind) {
+    const box = document.getElementById("toasts");
+    if (!box) return;
+    const item = el("div", { class: "toast" + (kind === "error" ? " err" : "") }, message);
+    box.append(item);
+    setTimeout(() => item.remove(), kind === "error" ? 7000 : 4000);
+  }
+
+  /** A modal confirmation (native <dialog>: focus trapped, Escape cancels). Resolves true/false. */
+  function confirmDialog({ title, message, confirm = "OK", danger = false }) {
+    return new Promise((resolve) => {
+      const ok = el("button", { type: "button", class: "btn " + (danger ? "btn-danger-solid" : "btn-primary") }, confirm);
+      const cancel = el("button", { type: "button", class: "btn" }, "Cancel");
+      const titleId = "dlg-" + Math.random().toString(36).slice(2);
+      const dialog = el("dialog", { "aria-labelledby": titleId, class: "confirm-dialog" },
+        el("div", { class: "dialog-body" }, el("h2", { id: titleId }, title), message ? el("p", {}, message) : null),
+        el("div", { class: "dialog-foot" }, cancel, ok));
+      let answer = false;
+      ok.addEventListener("click", () => { answer = true; dialog.close(); });
+      cancel.addEventListener("click", () => dialog.close());
+      dialog.addEventListener("close", () => { dialog.remove(); resolve(answer); });
+      document.body.append(dialog);
+      dialog.showModal();
+      cancel.focus();
+    });
+  }
+
+  function formatBytes(n) {
+    if (n === null || n === undefined) return "";
+    if (n < 1024) return `${n} B`;
+    const units = ["KB", "MB", "GB"];
+    let value = n / 1024, i = 0;
+    while (value >= 1024 && i < units.length - 1) { value /= 1024; i++; }
+    return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[i]}`;
+  }
+
+  const rtf = typeof Intl !== "undefined" && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }) : null;
+  function timeAgo(iso) {
+    if (!iso) return "";
+    const then = new Date(iso);
+    const seconds = Math.round((then.getTime() - Date.now()) / 1000);
+    const abs = Math.abs(seconds);
+    if (!rtf) return then.toLocaleString();
+    if (abs < 45) return "just now";
+    if (abs < 3600) return rtf.format(Math.round(seconds / 60), "minute");
+    if (abs < 86400) return rtf.format(Math.round(seconds / 3600), "hour");
+    if (abs < 86400 * 7) return rtf.format(Math.round(seconds / 86400), "day");
+    return then.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+  }
+
+  function fileKind(doc) {
+    const mime = doc.mime_type || "";
+    const name = (doc.name || "").toLowerCase();
+    if (mime === "application/pdf") return "pdf";
+    if (mime.includes("wordprocessingml")) return "docx";
+    if (mime === "text/markdown" || name.endsWith(".md")) return "md";
+    return "txt";
+  }
+
+  const FINAL = new Set(["indexed", "failed"]);
+  function isFinal(doc) { return FINAL.has(doc.status); }
+  function hasWarnings(doc) {
+    return (doc.index_warnings && doc.index_warnings.length > 0) || (doc.empty_pages && doc.empty_pages.length > 0);
+  }
+
+  function plural(n, one, many) { return `${n.toLocaleString()} ${n === 1 ? one : many}`; }
+
+  /**
+   * What a document's status looks like to a person:
+   * {label, kind: ok|warn|err|busy|idle, progress: 0..1|null (null = indeterminate), detail, details[]}.
+   */
+  function docStatus(doc) {
+    const reindexing = doc.status === "reindexing" || (doc.status === "processing" && doc.chunk_count > 0);
+    if (doc.status === "indexed") {
+      if (hasWarnings(doc)) {
+        const details = [];
+        if (doc.empty_pages && doc.empty_pages.length && !(doc.index_warnings && doc.index_warnings.length)) {
+          const pages = doc.empty_pages.slice(0, 12).join(", ") + (doc.empty_pages.length > 12 ? ", …" : "");
+          details.push(`No text on ${doc.empty_pages.length === 1 ? "page" : "pages"} ${pages} (scanned images are not read).`);
+        }
+        for (const w of doc.index_warnings || []) details.push(String(w));
+        return { label: "Indexed with warnings", kind: "warn", short: `Indexed with warnings (${plural(doc.chunk_count, "chunk", "chunks")})`, details, chunks: doc.chunk_count };
+      }
+      return { label: `Indexed (${plural(doc.chunk_count, "chunk", "chunks")})`, kind: "ok", details: [] };
+    }
+    if (doc.status === "failed") {
+      return { label: `Failed — ${doc.index_error || "unknown reason"}`, kind: "err", details: [] };
+    }
+    if (doc.status === "uploaded" || (doc.status === "reindexing")) {
+      const retrying = doc.index_error ? [doc.index_error] : [];
+      if (reindexing) return { label: "Re-indexing…", kind: "busy", progress: null, details: retrying.length ? retrying : ["Waiting for a worker. The current version keeps answering."] };
+      return { label: "Uploaded — waiting to index", kind: "idle", progress: null, details: retrying };
+    }
+    // processing
+    let progress = null, label = reindexing ? "Re-indexing…" : "Indexing…";
+    if (doc.chunks_total > 0) {
+      progress = Math.min(1, doc.chunks_embedded / doc.chunks_total);
+      label += ` ${doc.chunks_embedded.toLocaleString()} / ${plural(doc.chunks_total, "chunk", "chunks")}`;
+    } else if (doc.pages_total) {
+      progress = Math.min(1, doc.pages_done / doc.pages_total);
+      label += ` ${doc.pages_done.toLocaleString()} / ${plural(doc.pages_total, "page", "pages")}`;
+    }
+    return { label, kind: "busy", progress, details: reindexing ? ["The current version keeps answering until this finishes."] : [] };
+  }
+
+  function badge(doc, { short = false } = {}) {
+    const s = docStatus(doc);
+    const label = short && s.short ? s.short : s.label;
+    const kindClass = { ok: "badge-ok", warn: "badge-warn", err: "badge-err", busy: "badge-busy", idle: "" }[s.kind];
+    const cut = s.kind === "err" ? label.indexOf(" — ") : -1;
+    const text = cut > 0 ? [el("strong", {}, label.slice(0, cut + 3)), el("span", { class: "reason" }, label.slice(cut + 3))] : [label];
+    return el("span", { class: `badge ${kindClass}`, dataset: { status: doc.status } }, el("span", { class: "dot", "aria-hidden": "true" }), el("span", {}, ...text));
+  }
+
+  function progressBar(fraction, label) {
+    const bar = el("div", { class: "progress" + (fraction === null ? " indeterminate" : ""), role: "progressbar", "aria-label": label || "Progress",
+      "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": fraction === null ? null : String(Math.round(fraction * 100)) }, el("span"));
+    bar.firstChild.style.width = fraction === null ? "35%" : `${Math.round(fraction * 100)}%`;
+    return bar;
+  }
+
+  /** Read a json_script payload. */
+  function data(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  window.rag = { icon, api, ApiError, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge,
+    progressBar, data, csrfToken, plural, hasWarnings };
+})();

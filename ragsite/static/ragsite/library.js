@@ -1,0 +1,377 @@
+/* The library page: live document statuses, drag-and-drop uploads with progress, delete and re-index. */
+(function () {
+  "use strict";
+  const { api, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge, progressBar, plural } = window.rag;
+
+  const initial = rag.data("library-data");
+  const list = document.getElementById("doc-list");
+  const emptyBox = document.getElementById("lib-empty");
+  const noMatch = document.getElementById("lib-nomatch");
+  const countLabel = document.getElementById("lib-count");
+  const toolbar = document.getElementById("lib-toolbar");
+  const filterInput = document.getElementById("lib-filter");
+  const moreBox = document.getElementById("lib-more");
+  const announcer = document.getElementById("lib-announce");
+  const POLL_MS = 1500;
+  const HIDDEN_POLL_MS = 6000;
+
+  const docs = new Map(); // id -> document (API shape)
+  const rows = new Map(); // id -> {li, statusKey, actionsKey}
+  let total = initial.total;
+  let nextPage = initial.documents.length < initial.total ? 2 : null;
+  let pollTimer = null;
+
+  // --- rendering ---------------------------------------------------------------------------
+
+  function sortedIds() {
+    return [...docs.values()].sort((a, b) => (b.created_at || "").localeCompare(a.created_at || "") || b.id - a.id).map((d) => d.id);
+  }
+
+  function metaLine(doc) {
+    const parts = [];
+    if (doc.title && doc.name && doc.title !== doc.name) parts.push(doc.name);
+    parts.push(formatBytes(doc.size));
+    if (doc.pages_total) parts.push(plural(doc.pages_total, "page", "pages"));
+    parts.push(`added ${timeAgo(doc.created_at)}`);
+    return parts.join(" · ");
+  }
+
+  function statusBlock(doc) {
+    const s = docStatus(doc);
+    const box = el("div", { class: "doc-status" }, badge(doc));
+    if (s.kind === "busy") box.append(progressBar(s.progress, `Indexing ${doc.title}`));
+    for (const line of s.details) box.append(el("div", { class: "detail" + (s.kind === "err" ? " err" : "") }, line));
+    return box;
+  }
+
+  function actionsFor(doc) {
+    const box = el("div", { class: "doc-actions" });
+    if (doc.status === "failed") {
+      box.append(el("button", { type: "button", class: "btn btn-sm btn-primary", onclick: () => reindex(doc, false),
+        "aria-label": `Retry indexing ${doc.title}` }, "Retry"));
+    }
+    if (doc.chunk_count > 0) {
+      box.append(el("form", { method: "post", action: "/c/new/", class: "inline-form" },
+        el("input", { type: "hidden", name: "csrfmiddlewaretoken", value: rag.csrfToken() }),
+        el("input", { type: "hidden", name: "document_id", value: doc.id }),
+        el("button", { type: "submit", class: "btn btn-sm btn-ghost", "aria-label": `Ask about ${doc.title}` }, rag.icon("chat"), "Ask")));
+    }
+    box.append(el("a", { class: "btn btn-sm btn-ghost", href: `/documents/${doc.id}/download/`, "aria-label": `Download ${doc.title}` }, "Download"));
+    if (doc.status === "indexed") {
+      box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => reindex(doc, true),
+        "aria-label": `Re-index ${doc.title}` }, "Re-index"));
+    }
+    box.append(el("button", { type: "button", class: "btn btn-sm btn-danger", onclick: () => remove(doc),
+      "aria-label": `Delete ${doc.title}` }, "Delete"));
+    return box;
+  }
+
+  function buildRow(doc) {
+    const kind = fileKind(doc);
+    const li = el("li", { class: "doc", id: `doc-${doc.id}`, dataset: { id: doc.id } },
+      el("div", { class: "doc-icon " + kind, "aria-hidden": "true" }, kind.toUpperCase()),
+      el("div", { class: "doc-main" },
+        el("div", { class: "doc-title" }, el("a", { href: `/documents/${doc.id}/` }, doc.title || doc.name)),
+        el("div", { class: "doc-meta" }, metaLine(doc)),
+        statusBlock(doc)),
+      actionsFor(doc));
+    return li;
+  }
+
+  function statusKey(doc) {
+    return JSON.stringify([doc.status, doc.pages_done, doc.pages_total, doc.chunks_embedded, doc.chunks_total, doc.chunk_count,
+      doc.index_error, doc.index_warnings, doc.empty_pages, doc.title]);
+  }
+
+  function actionsKey(doc) { return `${doc.status === "failed" || doc.status === "indexed" ? doc.status : "busy"}:${doc.chunk_count > 0}`; }
+
+  function updateRow(doc) {
+    let row = rows.get(doc.id);
+    if (!row) {
+      row = { li: buildRow(doc), statusKey: statusKey(doc), actionsKey: actionsKey(doc) };
+      rows.set(doc.id, row);
+      return row;
+    }
+    row.li.dataset.status = doc.status;
+    const sk = statusKey(doc);
+    if (sk !== row.statusKey) {
+      row.li.querySelector(".doc-status").replaceWith(statusBlock(doc));
+      row.li.querySelector(".doc-meta").textContent = metaLine(doc);
+      row.statusKey = sk;
+    }
+    const ak = actionsKey(doc);
+    if (ak !== row.actionsKey) {
+      const hadFocus = row.li.querySelector(".doc-actions").contains(document.activeElement);
+      const fresh = actionsFor(doc);
+      row.li.querySelector(".doc-actions").replaceWith(fresh);
+      if (hadFocus) fresh.querySelector("a,button").focus();
+      row.actionsKey = ak;
+    }
+    return row;
+  }
+
+  function render() {
+    const ids = sortedIds();
+    const query = filterInput.value.trim().toLowerCase();
+    let shown = 0;
+    let previous = null;
+    for (const id of ids) {
+      const doc = docs.get(id);
+      const row = updateRow(doc);
+      const match = !query || `${doc.title} ${doc.name}`.toLowerCase().includes(query);
+      row.li.hidden = !match;
+      if (match) shown++;
+      // Keep DOM order = newest first without re-inserting rows that are already in place.
+      const expected = previous ? previous.nextSibling : list.firstChild;
+      if (expected !== row.li) list.insertBefore(row.li, expected);
+      previous = row.li;
+    }
+    for (const [id, row] of rows) {
+      if (!docs.has(id)) { row.li.remove(); rows.delete(id); }
+    }
+    const n = docs.size;
+    emptyBox.hidden = n > 0;
+    list.hidden = n === 0;
+    toolbar.hidden = n < 2;
+    noMatch.hidden = !(n > 0 && shown === 0);
+    moreBox.hidden = !nextPage;
+    const pending = [...docs.values()].filter((d) => !isFinal(d)).length;
+    countLabel.textContent = n ? `${plural(Math.max(total, n), "document", "documents")}${pending ? ` · ${pending} indexing` : ""}` : "";
+    schedulePoll();
+  }
+
+  function flashRow(id) {
+    const row = rows.get(id);
+    if (!row) return;
+    row.li.hidden = false;
+    row.li.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    row.li.classList.remove("flash-row");
+    void row.li.offsetWidth;
+    row.li.classList.add("flash-row");
+  }
+
+  // --- live updates --------------------------------------------------------------------------
+
+  function setDoc(doc) {
+    const before = docs.get(doc.id);
+    docs.set(doc.id, doc);
+    if (before && !isFinal(before) && isFinal(doc)) {
+      const s = docStatus(doc);
+      announcer.textContent = `${doc.title}: ${s.label}`;
+    }
+  }
+
+  function schedulePoll() {
+    const pending = [...docs.values()].some((d) => !isFinal(d));
+    if (!pending) { clearTimeout(pollTimer); pollTimer = null; return; }
+    if (pollTimer) return;
+    pollTimer = setTimeout(poll, document.hidden ? HIDDEN_POLL_MS : POLL_MS);
+  }
+
+  async function poll() {
+    const waiting = new Set([...docs.values()].filter((d) => !isFinal(d)).map((d) => d.id));
+    try {
+      const page = await api("GET", "/api/documents/?status=uploaded,processing,reindexing&page_size=200");
+      for (const doc of page.results) {
+        if (!docs.has(doc.id)) total++;
+        setDoc(doc);
+        waiting.delete(doc.id);
+      }
+      // The rest finished (or were deleted elsewhere): fetch each once.
+      await Promise.all([...waiting].map(async (id) => {
+        try {
+          setDoc(await api("GET", `/api/documents/${id}/`));
+        } catch (err) {
+          if (err.status === 404) { docs.delete(id); total = Math.max(0, total - 1); }
+        }
+      }));
+    } catch (err) {
+      if (err.status === 401 || err.status === 403) { toast(err.message, "error"); pollTimer = null; return; }
+    }
+    pollTimer = null;
+    render();
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && pollTimer) { clearTimeout(pollTimer); pollTimer = null; poll(); }
+  });
+
+  // --- actions -------------------------------------------------------------------------------
+
+  async function reindex(doc, confirmFirst) {
+    if (confirmFirst) {
+      const ok = await confirmDialog({ title: `Re-index “${doc.title}”?`,
+        message: "ragsite reads the file again and rebuilds its index. The current version keeps answering until the new one is ready.",
+        confirm: "Re-index" });
+      if (!ok) return;
+    }
+    try {
+      setDoc(await api("POST", `/api/documents/${doc.id}/reindex/`));
+      render();
+      toast(confirmFirst ? `Re-indexing ${doc.title}` : `Indexing ${doc.title} again`);
+    } catch (err) {
+      toast(err.message, "error");
+    }
+  }
+
+  async function remove(doc) {
+    const ok = await confirmDialog({ title: `Delete “${doc.title}”?`,
+      message: "The file, its text and its index are removed; conversations can no longer search or cite it. This cannot be undone.",
+      confirm: "Delete", danger: true });
+    if (!ok) return;
+    try {
+      await api("DELETE", `/api/documents/${doc.id}/`);
+    } catch (err) {
+      if (err.status !== 404) { toast(err.message, "error"); return; }
+    }
+    const ids = sortedIds();
+    const next = ids[ids.indexOf(doc.id) + 1] || ids[ids.indexOf(doc.id) - 1];
+    docs.delete(doc.id);
+    total = Math.max(0, total - 1);
+    render();
+    toast(`Deleted ${doc.title}`);
+    const focusTarget = next && rows.get(next) ? rows.get(next).li.querySelector(".doc-title a") : document.getElementById("choose-files");
+    if (focusTarget) focusTarget.focus();
+  }
+
+  moreBox.querySelector("button").addEventListener("click", async (event) => {
+    const button = event.currentTarget;
+    button.disabled = true;
+    try {
+      const page = await api("GET", `/api/documents/?page=${nextPage}&page_size=${initial.page_size}`);
+      for (const doc of page.results) if (!docs.has(doc.id)) docs.set(doc.id, doc);
+      nextPage = page.next ? nextPage + 1 : null;
+      total = page.count;
+      render();
+    } catch (err) {
+      toast(err.message, "error");
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  filterInput.addEventListener("input", render);
+
+  // --- uploads -------------------------------------------------------------------------------
+
+  const uploadsBox = document.getElementById("uploads");
+  const fileInput = document.getElementById("file-input");
+  const dropzone = document.getElementById("dropzone");
+  const queue = [];
+  let running = 0;
+  const PARALLEL = 2;
+
+  function uploadRow(file) {
+    const state = el("span", { class: "upload-state" }, "Waiting…");
+    const bar = progressBar(0, `Uploading ${file.name}`);
+    const dismiss = el("button", { type: "button", class: "btn btn-ghost btn-icon btn-sm", "aria-label": `Dismiss ${file.name}`, hidden: true }, rag.icon("x"));
+    const li = el("li", { class: "upload" },
+      el("span", { class: "upload-name", title: file.name }, file.name, el("span", { class: "muted small" }, ` · ${formatBytes(file.size)}`)),
+      el("span", { class: "btn-row" }, state, dismiss), bar);
+    dismiss.addEventListener("click", () => { li.remove(); uploadsBox.hidden = !uploadsBox.children.length; });
+    uploadsBox.prepend(li);
+    uploadsBox.hidden = false;
+    return {
+      li,
+      progress(fraction) {
+        bar.firstChild.style.width = `${Math.round(fraction * 100)}%`;
+        bar.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
+        state.textContent = fraction < 1 ? `Uploading… ${Math.round(fraction * 100)}%` : "Checking…";
+      },
+      finish(kind, message, extra) {
+        bar.remove();
+        li.classList.add(kind === "error" ? "is-error" : kind === "dup" ? "is-dup" : "is-done");
+        state.textContent = message;
+        if (extra) li.append(extra);
+        dismiss.hidden = false;
+        if (kind === "done") setTimeout(() => { li.remove(); uploadsBox.hidden = !uploadsBox.children.length; }, 6000);
+      },
+    };
+  }
+
+  function addFiles(files) {
+    for (const file of files) {
+      const row = uploadRow(file);
+      if (file.size > initial.max_upload_size) {
+        row.finish("error", "Too large", el("span", { class: "upload-msg" },
+          `This file is ${formatBytes(file.size)}; the largest file ragsite accepts is ${formatBytes(initial.max_upload_size)}.`));
+        continue;
+      }
+      queue.push({ file, row });
+    }
+    pump();
+  }
+
+  function pump() {
+    while (running < PARALLEL && queue.length) {
+      const job = queue.shift();
+      running++;
+      upload(job).finally(() => { running--; pump(); });
+    }
+  }
+
+  function upload({ file, row }) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      const form = new FormData();
+      form.append("file", file, file.name);
+      xhr.open("POST", "/api/documents/");
+      xhr.setRequestHeader("X-CSRFToken", rag.csrfToken());
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) row.progress(e.loaded / e.total); });
+      xhr.addEventListener("load", () => {
+        let body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
+        if ((xhr.status === 200 || xhr.status === 201) && body && body.id) {
+          const known = docs.has(body.id);
+          setDoc(body);
+          if (!known) total++;
+          render();
+          if (body.duplicate) {
+            const show = el("a", { href: `#doc-${body.id}`, class: "upload-msg", style: "color:inherit",
+              onclick: (e) => { e.preventDefault(); flashRow(body.id); } }, `Already in your library as “${body.title}” — show it`);
+            row.finish("dup", "Duplicate", show);
+          } else {
+            row.finish("done", "Uploaded ✓");
+            flashRow(body.id);
+          }
+        } else {
+          let message = body && body.message;
+          if (!message) {
+            message = xhr.status === 413 ? `This file is larger than the limit of ${formatBytes(initial.max_upload_size)}.`
+              : xhr.status === 403 ? "Your session has ended. Sign in again." : `Upload failed (the server answered ${xhr.status}).`;
+          }
+          row.finish("error", xhr.status === 415 ? "Not supported" : "Failed", el("span", { class: "upload-msg" }, message));
+        }
+        resolve();
+      });
+      xhr.addEventListener("error", () => {
+        row.finish("error", "Failed", el("span", { class: "upload-msg" }, "The upload was interrupted. Check your connection and try again."));
+        resolve();
+      });
+      xhr.send(form);
+      row.progress(0);
+    });
+  }
+
+  document.getElementById("choose-files").addEventListener("click", () => fileInput.click());
+  fileInput.addEventListener("change", () => { addFiles([...fileInput.files]); fileInput.value = ""; });
+
+  let dragDepth = 0;
+  const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  window.addEventListener("dragenter", (e) => { if (!hasFiles(e)) return; e.preventDefault(); dragDepth++; dropzone.classList.add("dragover"); });
+  window.addEventListener("dragover", (e) => { if (!hasFiles(e)) return; e.preventDefault(); e.dataTransfer.dropEffect = "copy"; });
+  window.addEventListener("dragleave", (e) => { if (!hasFiles(e)) return; dragDepth = Math.max(0, dragDepth - 1); if (!dragDepth) dropzone.classList.remove("dragover"); });
+  window.addEventListener("drop", (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    dragDepth = 0;
+    dropzone.classList.remove("dragover");
+    addFiles([...e.dataTransfer.files]);
+  });
+
+  for (const doc of initial.documents) docs.set(doc.id, doc);
+  render();
+  // Relative times ("added 2 minutes ago") stay true.
+  setInterval(() => { for (const [id, row] of rows) row.li.querySelector(".doc-meta").textContent = metaLine(docs.get(id)); }, 60000);
+})();

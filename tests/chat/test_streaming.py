@@ -1,0 +1,198 @@
+"""Live events over the WebSocket and SSE, with a real channel layer on PostgreSQL and the fake AI server."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from chat.models import Message
+from chat.orchestrator import answer_conversation
+from chat.services import conversation_create, message_send
+from tests.chat.helpers import events_until_final, in_worker_thread, indexed, run, session_cookie, streamed_text, ws
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+BRIDGE = ("The suspension bridge over the river was opened in 1932 after four years of construction. "
+          "It is 450 metres long.")
+
+
+def _ask_in_background(user, conversation, question: str):
+    def ask():
+        _, answer = message_send(conversation_id=conversation.pk, user=user, content=question, enqueue=False)
+        answer_conversation(conversation.pk)
+        return answer.pk
+
+    return in_worker_thread(ask)
+
+
+async def _sse_events(response, *, stop_after_tokens: int | None = None) -> list[dict]:
+
+
+    events, buffer, tokens = [], b"", 0
+    async for chunk in response.streaming_content:
+        buffer += chunk
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            for line in block.decode().splitlines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+                    tokens += events[-1]["type"] == "token"
+        if stop_after_tokens is not None and tokens >= stop_after_tokens:
+            await response.streaming_content.aclose()  # the client goes away mid-answer
+            break
+    return events
+
+
+@pytest.fixture
+def bridge(user, chat_ai):
+    document = indexed(user, BRIDGE, "bridge.txt")
+    return conversation_create(user=user, document_ids=[document.pk]), chat_ai
+
+
+def test_tokens_arrive_in_order_over_the_websocket(user, bridge):
+    conversation, ai = bridge
+    pieces = ["The bridge ", "opened ", "in 1932 ", "[S1]", ".\n\n", "It is ", "450 m ", "long ", "[S1]."]
+    ai.script_chat({"chunks": pieces, "piece_delay": 0.01})
+    cookie = session_cookie(user)
+
+    async def scenario():
+        communicator = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
+        assert (await communicator.connect())[0]
+        message_id = await _ask_in_background(user, conversation, "When did the bridge open?")
+        events = await events_until_final(communicator, message_id)
+        await communicator.disconnect()
+        return message_id, events
+
+    message_id, events = run(scenario)
+    assert streamed_text(events, message_id) == "".join(pieces)
+    assert sum(e["type"] == "token" for e in events) > 1  # streamed, not sent at the end
+    types = [e["type"] for e in events]
+    assert types[0] == "message.status_updated" and events[0]["message"]["status"] == "streaming"
+    assert types.index("sources") < types.index("token")
+    [sources] = [e for e in events if e["type"] == "sources"]
+    assert sources["sources"][0]["source_id"] == "S1" and sources["sources"][0]["document_name"] == "bridge.txt"
+    final = events[-1]["message"]
+    assert final["status"] == "done"
+    assert final["content"] == "The bridge opened in 1932 [S1].\n\nIt is 450 m long [S1]."
+    assert final["metadata"]["citations"][0]["document_name"] == "bridge.txt"
+
+
+def _pending_answer(user, conversation) -> int:
+    _, answer = message_send(conversation_id=conversation.pk, user=user, content="How long is the bridge?",
+                             enqueue=False)
+    return answer.pk
+
+
+def test_tokens_arrive_in_order_over_sse(user, bridge):
+    from django.test import AsyncClient
+
+    conversation, ai = bridge
+    pieces = [f"piece{n} " for n in range(30)] + ["[S1]."]
+    ai.script_chat({"chunks": pieces, "piece_delay": 0.005})
+    message_id = _pending_answer(user, conversation)
+
+    async def scenario():
+        client = AsyncClient()
+        await client.aforce_login(user)
+        response = await client.get(f"/api/conversations/{conversation.pk}/messages/{message_id}/stream/")
+        assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+        answering = in_worker_thread(answer_conversation, conversation.pk)
+        events = await _sse_events(response)
+        await answering
+        return events
+
+
+
+    events = run(scenario)
+    assert events[0] == {"type": "message.status_updated", "message": events[0]["message"]}
+    assert events[0]["message"]["status"] == "pending"
+    assert streamed_text(events, message_id) == "".join(pieces)
+    assert [e["delta"] for e in events if e["type"] == "token"] != []
+    assert events[-1]["message"]["status"] == "done"
+    assert events[-1]["message"]["content"] == "".join(pieces[:-1]) + "[S1]."
+    assert sum(e["type"] == "sources" for e in events) == 1
+
+
+def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_all_of_it(user, bridge):
+    from django.test import AsyncClient
+
+    conversation, ai = bridge
+    pieces = [f"word{n} " for n in range(40)] + ["[S1]."]
+    ai.script_chat({"chunks": pieces, "piece_delay": 0.02})
+    cookie = session_cookie(user)
+
+    async def scenario():
+        early = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
+        assert (await early.connect())[0]
+        answering = _ask_in_background(user, conversation, "How long is the bridge?")
+        first = await early.receive_json_from(timeout=10)  # status: streaming
+        message_id = first["message"]["id"]
+        early_events = [first]
+        while sum(e["type"] == "token" for e in early_events) < 10:
+            early_events.append(await early.receive_json_from(timeout=10))
+        # A second WebSocket and an SSE client join mid-answer; the SSE client leaves again early.
+        late = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
+        assert (await late.connect())[0]
+        client = AsyncClient()
+        await client.aforce_login(user)
+        leaving = await client.get(f"/api/conversations/{conversation.pk}/messages/{message_id}/stream/")
+        left = await _sse_events(leaving, stop_after_tokens=2)
+        late_sse = await client.get(f"/api/conversations/{conversation.pk}/messages/{message_id}/stream/")
+        late_sse_events = await _sse_events(late_sse)
+        late_events = await events_until_final(late, message_id)
+        early_events += await events_until_final(early, message_id)
+        await answering
+        await early.disconnect()
+        await late.disconnect()
+        return message_id, early_events, late_events, left, late_sse_events
+
+    message_id, early_events, late_events, left, late_sse_events = run(scenario)
+    full = "".join(pieces)
+    assert streamed_text(early_events, message_id) == full
+    assert streamed_text(late_events, message_id) == full  # saved text first (offset 0), then the rest
+    assert late_events[0]["type"] == "message.status_updated" and late_events[0]["message"]["status"] == "streaming"
+    assert late_events[1]["type"] == "sources" and late_events[1]["sources"][0]["source_id"] == "S1"
+    assert late_events[2]["type"] == "token" and late_events[2]["offset"] == 0 and len(late_events[2]["delta"]) > 0
+    assert sum(e["type"] == "sources" for e in late_events) == 1
+    assert sum(e["type"] == "sources" for e in late_sse_events) == 1
+    assert streamed_text(late_sse_events, message_id) == full
+    assert 0 < len(streamed_text(left, message_id)) < len(full)
+    answer = Message.objects.get(pk=message_id)
+    assert answer.status == "done" and answer.content == full
+
+
+def test_the_websocket_admits_the_owner_only(user, other_user):
+    from rest_framework.authtoken.models import Token
+
+    conversation = conversation_create(user=user)
+    mine, theirs = Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
+    path = f"/ws/conversations/{conversation.pk}/"
+
+    async def scenario():
+        results = {}
+        for name, communicator in {
+            "anonymous": ws(path),
+            "other user's session": ws(path, cookie=session_cookie_async[other_user.pk]),
+            "other user's token": ws(path, headers=[(b"authorization", f"Token {theirs}".encode())]),
+            "other user's token in the query": ws(f"{path}?token={theirs}"),
+            "unknown conversation": ws("/ws/conversations/999999/", cookie=session_cookie_async[user.pk]),
+            "owner's session": ws(path, cookie=session_cookie_async[user.pk]),
+            "owner's token": ws(path, headers=[(b"authorization", f"Token {mine}".encode())]),
+            "owner's token in the query": ws(f"{path}?token={mine}"),
+        }.items():
+            connected, _ = await communicator.connect()
+            results[name] = connected
+            if connected:
+                await communicator.send_json_to({"type": "ping"})
+                assert await communicator.receive_json_from() == {"type": "pong"}
+            await communicator.disconnect()
+        return results
+
+    session_cookie_async = {user.pk: session_cookie(user), other_user.pk: session_cookie(other_user)}
+    results = run(scenario)
+    assert results == {
+        "anonymous": False, "other user's session": False, "other user's token": False,
+        "other user's token in the query": False, "unknown conversation": False,
+        "owner's session": True, "owner's token": True, "owner's token in the query": True,
+    }

@@ -1,0 +1,2 @@
+"""Kept for the page tests' imports: the shared launcher in tests/browser.py installs Chromium."""
+from tests.browser import ensure_chromium  # noqa: F401

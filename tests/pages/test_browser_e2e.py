@@ -1,0 +1,185 @@
+"""The whole flow in a real browser against a real ragsite: daphne, both django-q2 clusters, PostgreSQL.
+
+Sign in, drop a PDF on the library, watch its badge reach "Indexed" without a reload, attach it to
+a conversation, ask, see the answer stream in with a citation, open the citation and find the
+passage highlighted on the right page. Screenshots go to artifacts/pages/.
+"""
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+
+from chat.models import Message
+from documents.models import Chunk, Document
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+QUESTION = "What does a blind text give you information about?"
+ANSWER = ("A blind text gives you information about the selected font, how the letters are written and "
+          "an impression of the look. [S1]\n\n"
+          "It should contain all letters of the alphabet, written in the original language. [S1]")
+
+# Collects every distinct text of an element (badge, streaming answer) as it changes.
+WATCH = """([selector, key]) => {
+  window[key] = [];
+  const seen = () => {
+    for (const node of document.querySelectorAll(selector)) {
+      const text = node.textContent.trim();
+      if (text && window[key][window[key].length - 1] !== text) window[key].push(text);
+    }
+  };
+  new MutationObserver(seen).observe(document.body, {subtree: true, childList: true, characterData: true});
+  seen();
+}"""
+
+DROP = """async ({name, data, zone}) => {
+  const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+  const transfer = new DataTransfer();
+  transfer.items.add(new File([bytes], name, {type: "application/pdf"}));
+  const target = document.getElementById(zone);
+  for (const type of ["dragenter", "dragover", "drop"]) {
+    target.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: transfer}));
+  }
+}"""
+
+
+def _drop(page, path):
+    page.evaluate(DROP, {"name": path.name, "data": base64.b64encode(path.read_bytes()).decode(), "zone": "dropzone"})
+
+
+def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
+        live_site, chat_server, user, shared_data, artifacts, browser):
+    from playwright.sync_api import expect
+
+    chat_server.script_chat({"content": ANSWER, "first_token_delay": 0.3, "piece_delay": 0.1})
+    pdf = shared_data / "docs" / "pdf" / "pdflatex-4-pages.pdf"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(str(payload))))
+    try:
+        # Sign in: the library asks for it first.
+        page.goto(f"{live_site.url}/library/")
+        expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/library/$"))
+        page.get_by_label("User name").fill("alice")
+        page.get_by_label("Password").fill("alice-pass-123")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(f"{live_site.url}/library/")
+        expect(page.get_by_text("Your library is empty.")).to_be_visible()
+
+        # Drop the PDF; the badge moves on by itself (no reload: the marker on window survives).
+        page.evaluate("window.__sameDocument = true")
+        page.evaluate(WATCH, [".doc .badge", "__badges"])
+        _drop(page, pdf)
+        row = page.locator(".doc", has_text="pdflatex-4-pages")
+        expect(row.locator(".badge")).to_have_text(re.compile(r"^Indexed \(\d+ chunks?\)$"), timeout=60_000)
+        assert page.evaluate("window.__sameDocument") is True
+        badges = page.evaluate("window.__badges")
+        assert badges[0] in ("Uploaded — waiting to index",) or badges[0].startswith("Indexing…"), badges
+        assert re.match(r"Indexed \(\d+ chunks?\)", badges[-1]), badges
+        document = Document.objects.get(owner=user, original_filename="pdflatex-4-pages.pdf")
+        assert document.status == "indexed" and badges[-1] == f"Indexed ({document.chunk_count} chunks)"
+        page.screenshot(path=artifacts / "e2e-library.png")
+
+        # The same file again is recognised as a duplicate.
+        _drop(page, pdf)
+        expect(page.locator(".upload.is-dup")).to_contain_text("Already in your library")
+        expect(page.locator(".doc")).to_have_count(1)
+
+        # A new conversation; attach the document from the library picker.
+        page.get_by_role("link", name="Conversations").click()
+        page.get_by_role("button", name="New conversation").click()
+        expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+        expect(page.locator("#scope-chip")).to_have_text("Searching: all your documents (1)")
+        page.get_by_role("button", name="Attach documents from my library").click()
+        dialog = page.get_by_role("dialog", name="Choose from my library")
+        expect(dialog).to_be_visible()
+        dialog.get_by_label(re.compile("pdflatex-4-pages")).check()
+        dialog.get_by_role("button", name="Attach 1 document").click()
+        expect(dialog).to_be_hidden()
+        expect(page.locator("#pills .pill")).to_have_count(1)
+        expect(page.locator("#pills")).to_contain_text("pdflatex-4-pages")
+        expect(page.locator("#scope-chip")).to_have_text("Searching: 1 attached document")
+
+        # Ask; the answer streams in piece by piece, then carries its citation.
+        page.evaluate(WATCH, [".msg-assistant .answer-body", "__answer"])
+        page.get_by_label("Your question").fill(QUESTION)
+        page.keyboard.press("Enter")
+        expect(page.locator(".msg-user")).to_have_text(QUESTION)
+        answer = page.locator(".msg-assistant").last
+        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        chat_url = page.url
+        assert any('"type": "token"' in f for f in frames), frames[:5]  # streamed over the WebSocket
+        texts = [t for t in page.evaluate("window.__answer") if "blind text" in t]
+        assert len(texts) >= 5, texts  # many partial states: it was written token by token
+        assert all(len(a) <= len(b) + 1 for a, b in zip(texts, texts[1:])), texts
+        first_section = answer.locator(".section").first
+        expect(first_section).to_contain_text("A blind text gives you information about the selected font")
+        marker = answer.locator(".cite").first
+        expect(marker).to_have_text("1")
+
+        stored = Message.objects.get(conversation__owner=user, role="assistant")
+        assert stored.status == "done" and stored.metadata["mode"] == "llm"
+        citation = stored.metadata["citations"][0]
+        assert citation["document_id"] == document.pk
+        href = f"/documents/{document.pk}/#chunk-{citation['chunk_index']}"
+        expect(marker).to_have_attribute("href", href)
+
+        # Hovering the marker previews the passage; the sources panel lists it with its score.
+        marker.hover()
+        preview = page.locator("#preview")
+        expect(preview).to_be_visible()
+        expect(preview).to_contain_text("pdflatex-4-pages.pdf")
+        expect(preview).to_contain_text(f"Page {citation['page_number']}")
+        answer.get_by_role("button", name=re.compile(r"^\d+ sources?$")).click()
+        panel = page.locator("#sources-panel")
+        expect(panel).to_be_visible()
+        expect(panel.locator(".source").first).to_contain_text("pdflatex-4-pages.pdf")
+        expect(panel.locator(".source").first).to_contain_text(re.compile(r"match \d\.\d{3}"))
+        page.mouse.move(5, 400)
+        page.screenshot(path=artifacts / "e2e-chat.png")
+
+        # The citation opens the viewer with the passage highlighted on its page.
+        marker.click()
+        expect(page).to_have_url(f"{live_site.url}{href}")
+        highlighted = page.locator(".seg.hl")
+        expect(highlighted.first).to_be_visible()
+        expect(page.locator("#cite-banner")).to_contain_text(f"page {citation['page_number']}")
+        pages_of_highlight = set(highlighted.evaluate_all("els => els.map(e => e.closest('.doc-page').dataset.page)"))
+        chunk = Chunk.objects.get(document=document, chunk_index=citation["chunk_index"])
+        assert str(chunk.page_number) in pages_of_highlight and str(citation["page_number"]) == str(chunk.page_number)
+        shown = " ".join("".join(highlighted.all_text_contents()).split())
+        assert " ".join(chunk.content.split()) == shown
+        page.screenshot(path=artifacts / "e2e-viewer.png")
+
+        # Where no WebSocket gets through (a proxy refusing it), answers follow the SSE stream instead.
+        # The chat server fails first: the answer shows the error and a Retry button that works.
+        chat_server.fail_next("/v1/chat/completions", {"status": 500}, times=4)
+        fallback = context.new_page()
+        fallback.on("pageerror", lambda exc: errors.append(str(exc)))
+        fallback.route_web_socket(re.compile(r"/ws/"), lambda ws: ws.close())
+        streams: list[str] = []
+        fallback.on("request", lambda request: streams.append(request.url) if "/stream/" in request.url else None)
+        fallback.goto(chat_url)
+        expect(fallback.locator(".msg-assistant")).to_have_count(1)
+        fallback.get_by_label("Your question").fill("What is a blind text for?")
+        fallback.keyboard.press("Enter")
+        expect(fallback.locator(".msg-assistant")).to_have_count(2)
+        second = fallback.locator(".msg-assistant").last
+        expect(second).to_have_attribute("data-status", "failed", timeout=30_000)
+        expect(second.get_by_role("alert")).to_contain_text(re.compile(r"\S"))
+        chat_server.script_chat({"content": "It fills a layout before the real text is written. [S1]",
+                                 "piece_delay": 0.05})
+        second.get_by_role("button", name="Retry").click()
+        expect(second).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(second.locator(".section")).to_contain_text("It fills a layout before the real text is written.")
+        expect(second.locator(".cite")).to_have_count(1)
+        assert streams, "the answer was not followed over SSE"
+        assert not errors, errors
+    finally:
+        context.close()

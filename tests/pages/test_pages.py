@@ -1,0 +1,211 @@
+"""The end-user pages through Django's test client: sign-in, per-user isolation, what each page holds."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from chat.models import Conversation, ConversationDocument, Message
+from documents.models import Chunk, DocumentText
+from tests.documents.factories import upload_bytes
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice_client(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def bob_client(other_user):
+    from django.test import Client
+
+    c = Client()
+    c.force_login(other_user)
+    return c
+
+
+def _with_text(document, text: str, chunks: list[tuple[int, int, int | None, list]], pages=()):
+    """Give a document extracted text and chunks (offsets into it), as indexing would."""
+    DocumentText.objects.create(document=document, text=text, pages=[list(p) for p in pages])
+    Chunk.objects.bulk_create([
+        Chunk(document=document, owner_id=document.owner_id, chunk_index=i, content=text[s:e], start_offset=s,
+              end_offset=e, page_number=page, heading_path=path)
+        for i, (s, e, page, path) in enumerate(chunks)
+    ])
+    document.status, document.chunk_count = "indexed", len(chunks)
+    document.save()
+    return document
+
+
+def _json_script(response, element_id: str):
+    pattern = rf'<script id="{element_id}" type="application/json">(.*?)</script>'
+    match = re.search(pattern, response.content.decode(), re.S)
+    assert match, f"no json_script {element_id}"
+    return json.loads(match.group(1))
+
+
+@pytest.mark.parametrize("url", ["/library/", "/documents/1/", "/documents/1/download/", "/c/1/"])
+def test_pages_ask_anonymous_visitors_to_sign_in(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={url}"
+
+
+def test_new_conversation_needs_a_signed_in_post(client):
+    assert client.post("/c/new/").status_code == 302
+    assert Conversation.objects.count() == 0
+
+
+def test_home_introduces_ragsite_to_visitors_and_lists_conversations_for_users(client, user):
+    landing = client.get("/")
+    assert landing.status_code == 200
+    assert b"Sign in" in landing.content and b"Conversations" not in landing.content
+    client.force_login(user)
+    page = client.get("/")
+    assert page.status_code == 200
+    assert b"<h1>Conversations</h1>" in page.content
+
+
+def test_sign_in_and_out(client, user):
+    page = client.get("/accounts/login/?next=/library/")
+    assert b'<label for="id_username">User name</label>' in page.content
+    response = client.post("/accounts/login/", {"username": "alice", "password": "alice-pass-123", "next": "/library/"})
+    assert response.status_code == 302 and response["Location"] == "/library/"
+    assert client.get("/library/").status_code == 200
+    wrong = client.post("/accounts/login/", {"username": "alice", "password": "nope"})
+    assert b"didn&#x27;t match" in wrong.content or b"didn't match" in wrong.content
+    assert client.post("/accounts/logout/").status_code == 302
+    assert client.get("/library/").status_code == 302
+
+
+def test_navigation_shows_admin_to_staff_only(alice_client, staff_user):
+    from django.test import Client
+
+    assert b'href="/admin/"' not in alice_client.get("/library/").content
+    staff = Client()
+    staff.force_login(staff_user)
+    assert b'href="/admin/"' in staff.get("/library/").content
+
+
+def test_library_lists_only_the_users_documents_newest_first(alice_client, user, other_user,
+                                                             django_assert_max_num_queries):
+    first = upload_bytes(user, b"first document", "first.txt")
+    second = upload_bytes(user, b"second document", "second.txt")
+    upload_bytes(other_user, b"bob's secret", "secret.txt")
+    with django_assert_max_num_queries(6):
+        response = alice_client.get("/library/")
+    data = _json_script(response, "library-data")
+    assert [d["id"] for d in data["documents"]] == [second.pk, first.pk]
+    assert data["total"] == 2
+    assert b"secret.txt" not in response.content
+    assert data["max_upload_size"] > 0
+
+
+def test_viewer_and_download_are_the_owners_only(alice_client, bob_client, user):
+    document = upload_bytes(user, b"Private notes about the budget.", "budget.txt")
+    _with_text(document, "Private notes about the budget.", [(0, 31, None, [])])
+    assert alice_client.get(f"/documents/{document.pk}/").status_code == 200
+    assert bob_client.get(f"/documents/{document.pk}/").status_code == 404
+    assert bob_client.get(f"/documents/{document.pk}/download/").status_code == 404
+    assert alice_client.get("/documents/999999/").status_code == 404
+
+    download = alice_client.get(f"/documents/{document.pk}/download/")
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == b"Private notes about the budget."
+    assert download["Content-Disposition"].startswith("attachment;") and "budget.txt" in download["Content-Disposition"]
+    assert download["Content-Type"].startswith("text/plain")
+    assert "no-store" in download["Cache-Control"]
+
+
+def test_viewer_shows_pdf_text_page_by_page_with_every_chunk_addressable(alice_client, user):
+    document = upload_bytes(user, b"%PDF-1.4 placeholder bytes", "report.pdf")
+    document.mime_type, document.pages_total, document.empty_pages = "application/pdf", 3, [2]
+    document.save()
+    text = "Page one text about tides.\n\nPage three text about <b>storms</b> & winds."
+    _with_text(document, text, [(0, 26, 1, []), (28, len(text), 3, []), (20, 40, 1, [])],
+               pages=[(1, 0, 26), (3, 28, len(text))])
+    html = alice_client.get(f"/documents/{document.pk}/").content.decode()
+    for index in range(3):
+        assert html.count(f'id="chunk-{index}"') == 1
+    assert 'id="page-1"' in html and 'id="page-3"' in html
+    assert 'id="page-2"' in html and "No text could be extracted from this page" in html
+    assert "&lt;b&gt;storms&lt;/b&gt; &amp; winds" in html and "<b>storms</b>" not in html
+    # The overlapping chunk 2 (offsets 20-40) covers the end of page 1 and the start of page 3.
+    assert re.search(r'data-c="[^"]*\b2\b[^"]*">tides\.', html)
+    assert html.index('id="page-1"') < html.index('id="page-2"') < html.index('id="page-3"')
+
+
+def test_viewer_of_a_document_not_indexed_yet_says_so(alice_client, user):
+    document = upload_bytes(user, b"waiting", "waiting.txt")
+    html = alice_client.get(f"/documents/{document.pk}/").content.decode()
+    assert "The text is not ready yet" in html
+    assert _json_script(alice_client.get(f"/documents/{document.pk}/"), "document-data")["status"] == "uploaded"
+
+
+def test_conversations_page_lists_only_the_users_conversations(alice_client, user, other_user):
+    mine = Conversation.objects.create(owner=user, title="Budget questions")
+    Message.objects.create(conversation=mine, role="user", content="How much was spent on travel?")
+    Conversation.objects.create(owner=other_user, title="Bob's private chat")
+    html = alice_client.get("/").content.decode()
+    assert "Budget questions" in html and f'href="/c/{mine.pk}/"' in html
+    assert "How much was spent on travel?" in html
+    assert "Bob&#x27;s private chat" not in html and "Bob's private chat" not in html
+
+
+def test_chat_page_is_the_owners_only_and_carries_history_and_attachments(alice_client, bob_client, user):
+    document = upload_bytes(user, b"tides and storms", "tides.txt")
+    conversation = Conversation.objects.create(owner=user, title="Tides")
+    ConversationDocument.objects.create(conversation=conversation, document=document)
+    Message.objects.create(conversation=conversation, role="user", content="When is high tide?")
+    Message.objects.create(conversation=conversation, role="assistant", status="done", content="At noon. [S1]",
+                           metadata={"mode": "llm", "sections": [{"text": "At noon. [S1]", "source_ids": ["S1"]}]})
+    assert bob_client.get(f"/c/{conversation.pk}/").status_code == 404
+    response = alice_client.get(f"/c/{conversation.pk}/")
+    assert response.status_code == 200
+    data = _json_script(response, "chat-data")
+    assert data["conversation"]["title"] == "Tides"
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    assert [d["id"] for d in data["attached"]] == [document.pk]
+    assert data["searchable_count"] == 0  # nothing indexed yet
+    html = response.content.decode()
+    assert 'aria-label="Attach documents from my library"' in html and 'for="question"' in html
+
+
+def test_new_conversation_opens_it_with_an_optional_document(alice_client, user, other_user):
+    response = alice_client.post("/c/new/")
+    conversation = Conversation.objects.get(owner=user)
+    assert response["Location"] == f"/c/{conversation.pk}/"
+    mine = upload_bytes(user, b"mine", "mine.txt")
+    response = alice_client.post("/c/new/", {"document_id": str(mine.pk)})
+    newest = Conversation.objects.filter(owner=user).order_by("-id").first()
+    assert list(newest.documents.values_list("id", flat=True)) == [mine.pk]
+    theirs = upload_bytes(other_user, b"theirs", "theirs.txt")
+    assert alice_client.post("/c/new/", {"document_id": str(theirs.pk)}).status_code == 404
+    assert alice_client.get("/c/new/").status_code == 405
+
+
+def test_pages_load_their_scripts_and_styles_from_ragsite(alice_client, user):
+    document = upload_bytes(user, b"x", "x.txt")
+    conversation = Conversation.objects.create(owner=user)
+    for url, script in [("/library/", "library.js"), (f"/documents/{document.pk}/", "viewer.js"),
+                        ("/", "conversations.js"), (f"/c/{conversation.pk}/", "chat.js")]:
+        html = alice_client.get(url).content.decode()
+        assert f'src="/static/ragsite/{script}"' in html and 'href="/static/ragsite/app.css"' in html
+        assert "cdn." not in html and "unpkg" not in html
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+
+
+def test_upload_page_flow_matches_the_api_it_calls(api):
+    """The library posts files to /api/documents/ and reads `duplicate` from the 200 answer."""
+    body = {"file": SimpleUploadedFile("a.txt", b"same bytes")}
+    assert api.post("/api/documents/", body, format="multipart").status_code == 201
+    again = api.post("/api/documents/", {"file": SimpleUploadedFile("b.txt", b"same bytes")}, format="multipart")
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    bad = api.post("/api/documents/", {"file": SimpleUploadedFile("c.png", png)}, format="multipart")
+    assert bad.status_code == 415 and set(bad.json()) >= {"code", "message"}
