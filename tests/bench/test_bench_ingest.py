@@ -1,0 +1,53 @@
+"""bench/ingest.py runs end to end on a database of its own and prints sane JSON (tiny sizes)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The test session's database and data folder must not leak into the benchmark: it starts its own.
+NOT_INHERITED = ("DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME")
+
+
+@pytest.mark.slow
+def test_ingest_bench_small_run(tmp_path, shared_data):
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    out = tmp_path / "ingest.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--json-out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout)
+    assert json.loads(out.read_text()) == report
+    assert report["benchmark"] == "ingest"
+    assert report["goals"] == {"efficiency_min": 0.9, "pdf_worker_peak_rss_mb_max": 500.0}
+    assert report["settings"]["embedding_server"]["kind"] == "builtin"
+    assert isinstance(report["all_goals_met"], bool)
+    assert set(report["results"]) == {"xquad", "pdf"}
+
+    xquad, pdf = report["results"]["xquad"], report["results"]["pdf"]
+    assert xquad["documents"] == 1 and xquad["pages"] is None
+    assert pdf["documents"] == 1 and pdf["pages"] == 2 and 600 <= pdf["words"] <= 800
+    for result in (xquad, pdf):
+        assert result["chunks"] > 0
+        assert result["tokens"] >= 100 * result["chunks"]
+        assert result["wall_s"] > 0 and result["embed_alone_s"] > 0
+        assert result["chunks_per_s"] == pytest.approx(result["chunks"] / result["wall_s"], rel=1e-3)
+        assert 0 < result["efficiency"] <= 1.2
+        assert result["efficiency"] == pytest.approx(result["embed_alone_s"] / result["wall_s"], abs=1e-3)
+        assert result["worker_peak_rss_mb"] > result["worker_rss_at_start_mb"] > 0
+        alone = result["embedder_alone"]
+        assert alone["texts"] == result["chunks"] and alone["batch_size"] == 64
+        assert alone["vectors_max_abs_diff"] < 1e-4  # the stored embed texts were reproduced exactly
+        breakdown = result["breakdown_s"]
+        assert breakdown["task_embed"] > 0 and breakdown["worker_busy"] <= result["wall_s"] + 1e-6
+        assert result["goals"]["efficiency"]["met"] == (result["efficiency"] >= 0.9)
+    assert pdf["goals"]["worker_peak_rss_mb"]["met"] == (pdf["worker_peak_rss_mb"] < 500)
+    assert "worker_peak_rss_mb" not in xquad["goals"]

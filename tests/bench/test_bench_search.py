@@ -1,0 +1,55 @@
+"""bench/search.py runs end to end on a small synthetic corpus and prints sane JSON."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_search_bench_small(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME"}}
+    out_file = tmp_path / "search.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/search.py", "--chunks", "3000", "--queries", "20", "--json-out", str(out_file),
+         "--variant-queries", "10", "--warmup", "3"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert json.loads(out_file.read_text()) == result
+
+    assert result["config"]["chunks"] == 3000
+    assert result["ingest"]["bulk_rows"] + result["ingest"]["holdout_rows"] == 3000
+    assert result["ingest"]["hnsw_build_s"] > 0 and result["ingest"]["bulk_vectors_rows_per_s"] > 0
+    assert result["ingest"]["with_hnsw_vectors_rows_per_s"] > 0
+    assert result["postgres"]["settings"]["pgvector"]
+
+    for name in ("unfiltered", "owner_1pct", "conversation_1pct"):
+        scope = result["scopes"][name]
+        labels = ["default"] + (["exact", "hnsw"] if name != "unfiltered" else [])
+        for label in labels:
+            m = scope[label]
+            assert 0.0 <= m["recall_at_10"] <= 1.0
+            for kind in ("vector", "fts", "hybrid"):
+                assert m[kind]["n"] == 20
+                assert 0 < m[kind]["p50_ms"] <= m[kind]["p95_ms"]
+            assert m["fts_hits_mean"] > 0, "the full-text queries find their topic words"
+        assert scope["retrieve"]["p95_ms"] > 0
+        # The exact path is exact.
+        if name != "unfiltered":
+            assert scope["exact"]["vector_method"] == ["exact"] and scope["exact"]["recall_at_10"] == 1.0
+            assert scope["hnsw"]["vector_method"] == ["hnsw"]
+
+    plan = result["explain"]["owner_1pct/hnsw/vector"][0]
+    assert plan["execution_ms"] > 0 and plan["plan"]
+    assert set(result["goals"]) == {"hybrid_p95_ms", "filtered_recall_at_10", "hybrid_over_vector_p95"}
+    for goal in result["goals"].values():
+        assert isinstance(goal["met"], bool) and goal["at_goal_size"] is False
