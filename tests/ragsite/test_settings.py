@@ -33,7 +33,7 @@ def test_parse_database_url_unix_socket():
 
 def test_sqlite_urls_are_refused():
     with pytest.raises(pg.DatabaseUnavailable, match="PostgreSQL"):
-        pg.parse_database_url("sqlite:///db.sqlite3")
+        pg.parse_database_url("sqlite:///ragsite.db")
 
 
 def test_env_helpers(monkeypatch):
