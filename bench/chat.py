@@ -15,10 +15,14 @@ the first `token` event. The fake server waits `--first-token-delay` before its 
 that is subtracted, so the figure is ragsite's own overhead: request, queue, retrieval (query
 embedding, hybrid search over all chunks), prompt, and the event's way back through the
 channel layer. Goal: p95 <= 150 ms. The first three samples warm up and are not counted.
+`steps_median_ms` splits it: the POST's response, message saved -> claimed by a chat worker,
+retrieval, prompt, the server's first token (its delay included), worker -> client.
 
 **Concurrency**: `--concurrent` clients, each on its own conversation, POST at the same moment;
 every answer has 120 pieces, 10 ms apart. Each client's token offsets must join without gap or
 overlap and add up to exactly the answer the server sent: lost and duplicated tokens are counted.
+Also reported: the chat worker's memory (unique to its processes, and the largest resident one)
+and how busy the machine was during each phase (other programs skew the figures).
 
 Progress goes to stderr, the JSON result to stdout.
 """

@@ -217,6 +217,11 @@ class StreamWriter:
             await layer.group_send(group_name(conversation_id), {"type": LAYER_MESSAGE_TYPE, "event": event})
 
     async def _save(self, assignment: str, value, message_id: int) -> None:
+        sql = f"UPDATE chat_message SET {assignment}, updated_at = now() WHERE id = %s AND status = 'streaming'"
+        layer = get_channel_layer()
+        if hasattr(layer, "execute"):  # the PostgreSQL layer: its connection, one per process
+            await layer.execute(sql, (value, message_id))
+            return
         for attempt in (1, 2):
             try:
                 if self._conn is None or self._conn.closed:
@@ -224,10 +229,7 @@ class StreamWriter:
                     # Streamed text is saved again at the end; losing the last moments of it to a
                     # database crash is fine, waiting for a disk flush per token is not.
                     await self._conn.execute("SET synchronous_commit TO off")
-                await self._conn.execute(
-                    f"UPDATE chat_message SET {assignment}, updated_at = now() WHERE id = %s AND status = 'streaming'",
-                    (value, message_id),
-                )
+                await self._conn.execute(sql, (value, message_id))
                 return
             except psycopg.OperationalError:
                 self._conn = None

@@ -113,6 +113,11 @@ class PostgresChannelLayer(BaseChannelLayer):
                     if attempt == 2:
                         raise
 
+    async def execute(self, sql: str, params: tuple = ()) -> None:
+        """Run a statement on this loop's connection (the chat stream writer saves text through it,
+        in order with its events, without a connection of its own)."""
+        await self._execute(sql, params)
+
     async def aclose(self) -> None:
         """Close this event loop's connections (tests; daphne keeps them for its lifetime)."""
         state = self._states.pop(asyncio.get_running_loop(), None)

@@ -126,6 +126,7 @@ class Job:
             return
         if not self.text:
             self.timings["first_token_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
+            self.timings["first_token_at"] = round(time.time(), 3)  # to compare with what clients saw
         offset = len(self.text)
         self.text += delta
         writer.token(self.conversation.pk, self.message.pk, delta, offset, self.text)

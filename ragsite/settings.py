@@ -185,7 +185,7 @@ Q_CLUSTER = {
 # Answers run in a cluster of their own (`Q_CLUSTER_NAME=chat manage.py qcluster`; `serve` starts
 # it): a long indexing job never delays an answer, and its broker is woken by a NOTIFY when a
 # question is queued instead of polling (see chat/broker.py).
-CHAT_WORKERS = env_int("CHAT_WORKERS", 8)  # answers streamed at the same time, per chat worker
+CHAT_WORKERS = env_int("CHAT_WORKERS", 20)  # answers streamed at the same time, per chat worker
 CHAT_ANSWER_TIME_LIMIT = env_int("CHAT_ANSWER_TIME_LIMIT", 300)  # seconds one answer may take
 Q_CLUSTER["ALT_CLUSTERS"] = {
     "chat": {

@@ -41,7 +41,7 @@ def chat_qcluster(database_url):
     from tests.processes import ManagedProcess
 
     proc = ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name="qcluster-chat",
-                          env={"Q_CLUSTER_NAME": "chat", "AI_BACKOFF_BASE": "0.01"})
+                          env={"Q_CLUSTER_NAME": "chat", "CHAT_WORKERS": "2", "AI_BACKOFF_BASE": "0.01"})
     proc.start()
     yield proc
     proc.stop()

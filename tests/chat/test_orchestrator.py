@@ -7,6 +7,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 from django_q.models import OrmQ
 
@@ -23,6 +24,7 @@ from retrieval.models import KnowledgeEntry, RetrievalSettings
 from tests.chat.helpers import indexed
 from tests.documents.factories import upload_path
 from tests.pdfgen import text_pdf
+from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -212,6 +214,7 @@ def test_a_conversation_being_answered_elsewhere_is_left_alone_and_a_dead_answer
         other.execute("SELECT pg_advisory_lock(%s::int, %s::int)", [LOCK_NAMESPACE, conversation.pk])
         assert answer_conversation(conversation.pk).startswith("answered 0; the rest is being answered")
     # That worker died mid-answer (its session, and so its lock, are gone): the next run takes over.
+    wait_for(lambda: not _advisory_locks(), timeout=5, what="the closed session's lock to go")
     Message.objects.filter(pk=answer.pk).update(status="streaming", content="half an ans",
                                                 metadata={"question_id": answer.metadata["question_id"],
                                                           "attempts": 1})
@@ -220,6 +223,13 @@ def test_a_conversation_being_answered_elsewhere_is_left_alone_and_a_dead_answer
     answer.refresh_from_db()
     assert answer.status == "done" and answer.content == "The harbour master [S1]."
     assert answer.metadata["attempts"] == 2
+
+
+def _advisory_locks() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s",
+                       [LOCK_NAMESPACE])
+        return cursor.fetchone()[0]
 
 
 def test_an_answer_interrupted_too_often_fails(user, harbour):

@@ -1,10 +1,11 @@
 """Live events over the WebSocket and SSE, with a real channel layer on PostgreSQL and the fake AI server."""
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
+from django.test import AsyncClient
+from rest_framework.authtoken.models import Token
 
 from chat.models import Message
 from chat.orchestrator import answer_conversation
@@ -85,8 +86,6 @@ def _pending_answer(user, conversation) -> int:
 
 
 def test_tokens_arrive_in_order_over_sse(user, bridge):
-    from django.test import AsyncClient
-
     conversation, ai = bridge
     pieces = [f"piece{n} " for n in range(30)] + ["[S1]."]
     ai.script_chat({"chunks": pieces, "piece_delay": 0.005})
@@ -102,21 +101,17 @@ def test_tokens_arrive_in_order_over_sse(user, bridge):
         await answering
         return events
 
-
-
     events = run(scenario)
     assert events[0] == {"type": "message.status_updated", "message": events[0]["message"]}
     assert events[0]["message"]["status"] == "pending"
     assert streamed_text(events, message_id) == "".join(pieces)
-    assert [e["delta"] for e in events if e["type"] == "token"] != []
+    assert sum(e["type"] == "token" for e in events) > 1
     assert events[-1]["message"]["status"] == "done"
     assert events[-1]["message"]["content"] == "".join(pieces[:-1]) + "[S1]."
     assert sum(e["type"] == "sources" for e in events) == 1
 
 
 def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_all_of_it(user, bridge):
-    from django.test import AsyncClient
-
     conversation, ai = bridge
     pieces = [f"word{n} " for n in range(40)] + ["[S1]."]
     ai.script_chat({"chunks": pieces, "piece_delay": 0.02})
@@ -163,21 +158,20 @@ def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_al
 
 
 def test_the_websocket_admits_the_owner_only(user, other_user):
-    from rest_framework.authtoken.models import Token
-
     conversation = conversation_create(user=user)
     mine, theirs = Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
     path = f"/ws/conversations/{conversation.pk}/"
+    cookies = {user.pk: session_cookie(user), other_user.pk: session_cookie(other_user)}
 
     async def scenario():
         results = {}
         for name, communicator in {
             "anonymous": ws(path),
-            "other user's session": ws(path, cookie=session_cookie_async[other_user.pk]),
+            "other user's session": ws(path, cookie=cookies[other_user.pk]),
             "other user's token": ws(path, headers=[(b"authorization", f"Token {theirs}".encode())]),
             "other user's token in the query": ws(f"{path}?token={theirs}"),
-            "unknown conversation": ws("/ws/conversations/999999/", cookie=session_cookie_async[user.pk]),
-            "owner's session": ws(path, cookie=session_cookie_async[user.pk]),
+            "unknown conversation": ws("/ws/conversations/999999/", cookie=cookies[user.pk]),
+            "owner's session": ws(path, cookie=cookies[user.pk]),
             "owner's token": ws(path, headers=[(b"authorization", f"Token {mine}".encode())]),
             "owner's token in the query": ws(f"{path}?token={mine}"),
         }.items():
@@ -189,7 +183,6 @@ def test_the_websocket_admits_the_owner_only(user, other_user):
             await communicator.disconnect()
         return results
 
-    session_cookie_async = {user.pk: session_cookie(user), other_user.pk: session_cookie(other_user)}
     results = run(scenario)
     assert results == {
         "anonymous": False, "other user's session": False, "other user's token": False,

@@ -13,6 +13,8 @@ from django.db import connection
 
 from ragsite.dbcheck import UnsupportedDatabase, require_pgvector
 
+INDEXING_NICENESS = 10
+
 
 class Command(BaseCommand):
     help = "Serve ragsite at http://HOST:PORT with a background worker; Ctrl-C stops both."
@@ -46,7 +48,9 @@ class Command(BaseCommand):
         children.append(("web", subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
         if not no_worker:
             worker_cmd = [sys.executable, manage, "qcluster"]
-            children.append(("worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
+            # Indexing is batch work: it yields the CPU to the web server and to answers being streamed.
+            children.append(("worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True,
+                                                        preexec_fn=lambda: os.nice(INDEXING_NICENESS))))
             # Answers have a cluster of their own: an indexing job never delays an answer.
             chat_env = {**env, "Q_CLUSTER_NAME": "chat"}
             children.append(("chat worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=chat_env,
