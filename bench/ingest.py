@@ -486,6 +486,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary database and files")
     parser.add_argument("--database-url", help="use this (throw-away) database instead of an embedded one")
+    parser.add_argument("--embed-batch-size", type=int, default=None,
+                        help="set the retrieval settings' embedding batch size first (default: leave it, 64)")
     parser.add_argument("--profile", action="store_true", help="profile the worker (cProfile); adds 'profile'")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
@@ -519,6 +521,12 @@ def main(argv=None) -> int:
     }
     failed = False
     with BenchSite(database_url=args.database_url, keep=args.keep) as site:
+        if args.embed_batch_size:
+            from retrieval.models import RetrievalSettings
+            from retrieval.selectors import retrieval_settings_get
+
+            retrieval_settings_get()  # creates the row if missing
+            RetrievalSettings.objects.filter(pk=1).update(embed_batch_size=max(1, args.embed_batch_size))
         report["settings"] = _settings_info()
         data_dir = site.tmp / "input"
         data_dir.mkdir()

@@ -3,6 +3,7 @@ vector arm, HNSW build time and insert rate, on synthetic embedding-like data.
 
     .venv/bin/python bench/search.py [--chunks N] [--queries N] [--dim 384] [--filtered-fraction 0.01]
                                      [--json-out PATH] [--keep] [--no-sweep] [--no-variants]
+                                     [--maintenance-work-mem 3GB] [--help: more options]
 
 **Data.** ``--clusters`` (1,000) topic centres in ``--dim`` dimensions; every chunk is a centre
 plus Gaussian noise, L2-normalised. The noise is anisotropic (variance of component *i* ∝ 1/i
@@ -53,6 +54,14 @@ The bench runs on its own embedded PostgreSQL in a temporary folder (stopped and
 end; ``--keep`` keeps it) with ``shared_buffers`` raised (``--shared-buffers``; ``default`` keeps
 the server's 128 MB) and ``pg_prewarm`` of the searched relations; ``postgres.settings`` in the
 JSON lists what was used. Progress goes to stderr, the JSON result to stdout.
+
+**Also measured** (each skippable): ``exact_vs_hnsw_sweep`` — the vector arm through both paths for
+conversation scopes of 2k-100k vectors (is ``RETRIEVAL_EXACT_SCAN_MAX`` right?); ``variants`` —
+alternatives to today's SQL run in the bench's database only (ef_search values, the vector arm without
+the array of all the user's document ids, the full-text arm with ``ts_match_vq`` LEAKPROOF or in a
+SECURITY DEFINER function, and query shapes that bound how many rows ts_rank_cd ranks), see
+``variants.note``; ``explain`` — EXPLAIN (ANALYZE, BUFFERS) of one query of each kind.
+``--maintenance-work-mem`` builds the HNSW index with another value than the product's 1 GB.
 """
 from __future__ import annotations
 
@@ -478,7 +487,10 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
         conn.execute("VACUUM ANALYZE retrieval_chunkembedding")
         ingest["vacuum_analyze_s"] = round(time.monotonic() - t0, 2)
 
-        log("building the HNSW index (vector_sql.create_hnsw_index: CONCURRENTLY, maintenance_work_mem 1GB)")
+        import retrieval.vector_sql as vector_sql
+
+        log(f"building the HNSW index (vector_sql.create_hnsw_index: CONCURRENTLY, maintenance_work_mem "
+            f"{vector_sql.MAINTENANCE_WORK_MEM})")
         connection.close()
         connection.ensure_connection()
         notices: list[str] = []
