@@ -338,9 +338,12 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
                                             "server; existing documents keep their model until re-embedded."}),
         ("Chunking (applies when a document is indexed or re-indexed)",
          {"fields": CHUNKING_FIELDS + ("embed_batch_size",)}),
-        ("Search", {"fields": ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k")}),
+        ("Search", {"fields": ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k",
+                               "fts_match_budget")}),
         ("Thresholds and limits", {"fields": ("qa_distance_threshold", "qa_limit", "doc_distance_threshold",
                                               "doc_limit")}),
+        ("Reranking (optional second stage)", {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),
+        ("Chat", {"fields": ("chat_mode", "agent_max_searches")}),
     )
 
     def get_urls(self):

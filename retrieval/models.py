@@ -232,6 +232,25 @@ class RetrievalSettings(models.Model):
     qa_limit = models.PositiveIntegerField(default=20)
     doc_distance_threshold = models.FloatField(default=0.75)
     doc_limit = models.PositiveIntegerField(default=30)
+    # Full-text arm: match on the query's rarest words while their estimated number of matching
+    # passages stays within this budget (frequencies from PostgreSQL's own statistics); every
+    # query word still counts in the rank. 0 matches on all of them.
+    fts_match_budget = models.PositiveIntegerField(
+        default=5000, help_text="Largest estimated number of passages the full-text arm ranks per question "
+                                "(its rarest words are matched first). 0: match every word.")
+    # Reranking: an optional second stage over the fused candidates.
+    rerank_server = models.ForeignKey(
+        AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        help_text="A server with the rerank capability; empty: no reranking.")
+    rerank_candidates = models.PositiveIntegerField(default=30, help_text="Fused candidates sent to the reranker")
+    rerank_timeout = models.FloatField(default=5.0, help_text="Seconds; on timeout the fused order is kept")
+    # Chat: pre-fetched context, or the model searches with a tool.
+    chat_mode = models.CharField(
+        max_length=20, default="context",
+        choices=[("context", "Retrieved passages in the prompt"),
+                 ("agentic", "Agentic: the model searches with a tool (needs tool calling)")])
+    agent_max_searches = models.PositiveSmallIntegerField(
+        default=3, help_text="Agentic mode: searches the model may make before it must answer")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
