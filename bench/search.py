@@ -35,7 +35,7 @@ two Zipf-drawn general words.
 **What is timed.** The product's own functions, inside ``retrieval.scope.reader_transaction``
 (row-level security on), each measurement one whole transaction:
 
-* ``vector``: ``arms.vector_arm``;  ``fts``: ``arms.fts_arm``;
+* ``vector``: ``arms.vector_arm``;  ``fts``: ``arms.fts_plans`` + ``arms.fts_arm``;
 * ``hybrid``: what ``retrieve`` does for documents inside its search transaction: both arms,
   ``fusion.rrf``, ``arms.distances_for`` for full-text-only hits, ``search._chunk_rows`` for the
   ``final_top_n`` results (query embedding excluded: it is not search);
@@ -57,10 +57,11 @@ JSON lists what was used. Progress goes to stderr, the JSON result to stdout.
 
 **Also measured** (each skippable): ``exact_vs_hnsw_sweep`` — the vector arm through both paths for
 conversation scopes of 2k-100k vectors (is ``RETRIEVAL_EXACT_SCAN_MAX`` right?); ``variants`` —
-alternatives to today's SQL run in the bench's database only (ef_search values, the vector arm without
-the array of all the user's document ids, the full-text arm with ``ts_match_vq`` LEAKPROOF or in a
-SECURITY DEFINER function, and query shapes that bound how many rows ts_rank_cd ranks), see
-``variants.note``; ``explain`` — EXPLAIN (ANALYZE, BUFFERS) of one query of each kind.
+alternatives run in the bench's process only (ef_search values, the vector arm without the array of all
+the user's document ids, the full-text arm at several ``fts_match_budget`` values with the overlap of
+its top 40 with matching every word, and the previous release's full-text SQL), see ``variants.note``;
+``explain`` — EXPLAIN (ANALYZE, BUFFERS) of one query of each kind (the full-text arm's plan is inside
+the ``ragsite_fts_search`` function, so only its function scan shows).
 ``--maintenance-work-mem`` builds the HNSW index with another value than the product's 1 GB.
 """
 from __future__ import annotations
@@ -661,8 +662,13 @@ class Searcher:
         from retrieval.selectors import retrieval_settings_get
 
         self.corpus, self.loaded = corpus, loaded
+        from retrieval import arms
+
         self.rs = retrieval_settings_get()
         self.users = {"big": loaded.big, "small": loaded.small}
+        arms.forget_lexeme_stats()
+        self.stats = arms.lexeme_stats()  # from the load's VACUUM ANALYZE
+        self.last_plans: list = []
 
     def vector(self, scope: Scope, qv):
         from retrieval import arms
@@ -672,9 +678,12 @@ class Searcher:
                                scope_vectors=len(scope.rows), top_k=self.rs.vector_top_k)
 
     def fts(self, scope: Scope, text: str):
+        """arms.fts_plans + arms.fts_arm as retrieve() calls them (statistics loaded outside the transaction)."""
         from retrieval import arms
 
-        return arms.fts_arm(query=text, configs=[TEXT_CONFIG], owner_id=self.users[scope.user_key].pk,
+        plans = arms.fts_plans(query=text, configs=[TEXT_CONFIG], stats=self.stats, budget=self.rs.fts_match_budget)
+        self.last_plans = plans
+        return arms.fts_arm(plans=plans, owner_id=self.users[scope.user_key].pk,
                             document_ids=scope.fts_document_ids, top_k=self.rs.fts_top_k)
 
     def hybrid(self, scope: Scope, qv, text: str, fts=None, vector=None):
@@ -893,230 +902,59 @@ def sweep(corpus: Corpus, loaded: Loaded, searcher: Searcher, sizes: list[int], 
     return out
 
 
-FTS_MAX_TERM_FREQ = 0.005  # pruning variant: query lexemes found in more than 0.5% of the chunks are not matched on
+FTS_BUDGETS = (0, 1000, 2000, 5000, 10000)
+READER = "ragsite_reader"
+# The full-text SQL of the previous release, run directly on the table as the reader role: under row-level
+# security `@@` (not LEAKPROOF) may not be an index condition, so every chunk of the scope is tested and ranked.
+LEGACY_FTS_SQL = """
+SELECT c.id, ts_rank_cd(c.search_vector, q.query, 32) AS rank
+FROM documents_chunk c, websearch_to_tsquery(%s::regconfig, %s) AS q(query)
+WHERE c.owner_id = %s AND c.text_config = %s {doc_filter} AND c.search_vector @@ q.query
+ORDER BY rank DESC, c.id LIMIT %s
+"""
 
 
-class FtsVariants:
-    """Full-text arm alternatives (SQL of the bench, not the product's), same result shape as arms.fts_arm."""
-
-    def __init__(self, top_k: int):
-        self.top_k = top_k
-        self.freq: dict[str, float] = {}
-
-    def load_frequencies(self) -> int:
-        """Lexeme frequencies of documents_chunk.search_vector from ANALYZE (pg_stats.most_common_elems).
-
-        pg_stats hides tables with row-level security from roles subject to it: read as the
-        application's own role, outside the reader transaction (a product would cache this).
-        """
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-                           "WHERE tablename = 'documents_chunk' AND attname = 'search_vector'")
-            row = cursor.fetchone()
-        if row and row[0]:
-            self.freq = dict(zip(row[0], row[1]))
-        return len(self.freq)
-
-    @staticmethod
-    def _lexemes(text: str) -> list[str]:
-        from django.db import connection
-
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s))", [TEXT_CONFIG, text])
-            return list(cursor.fetchone()[0] or [])
-
-    @staticmethod
-    def _tsquery(terms) -> str:
-        return " | ".join("'" + t.replace("'", "''") + "'" for t in terms)
-
-    def _run(self, match: str, rank_query: str, owner_id: int, document_ids, rank_fn: str = "ts_rank_cd") -> list:
-        from django.db import connection
-
-        rank = f"{rank_fn}(c.search_vector, %s::tsquery{', 32' if rank_fn == 'ts_rank_cd' else ''})"
-        doc_filter = "AND c.document_id = ANY(%s) " if document_ids is not None else ""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT c.id, {rank} AS rank FROM documents_chunk c WHERE c.owner_id = %s "
-                f"AND c.text_config = %s {doc_filter}AND c.search_vector @@ %s::tsquery ORDER BY rank DESC, c.id LIMIT %s",
-                [rank_query, owner_id, TEXT_CONFIG] + ([document_ids] if document_ids is not None else [])
-                + [match, self.top_k])
-            return [(r[0], float(r[1])) for r in cursor.fetchall()]
-
-    def pruned(self, *, query: str, owner_id: int, document_ids) -> list:
-        """Match only on the query's rarer lexemes (<= 0.5% of chunks), rank by all of them."""
-        lexemes = self._lexemes(query)
-        if not lexemes:
-            return []
-        rare = [t for t in lexemes if self.freq.get(t, 0.0) <= FTS_MAX_TERM_FREQ]
-        if not rare:
-            rare = [min(lexemes, key=lambda t: self.freq.get(t, 0.0))]
-        return self._run(self._tsquery(rare), self._tsquery(lexemes), owner_id, document_ids)
-
-    def budget(self, budget: int):
-        """Match on the query's rarest lexemes while their summed document frequency stays within `budget`
-        rows (at least the rarest one), rank by all of them. Frequencies from bench_lexeme_df, one lookup."""
-        from django.db import connection
-
-        def fn(*, query: str, owner_id: int, document_ids) -> list:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT l.lex, coalesce(d.ndoc, 0) FROM unnest(tsvector_to_array(to_tsvector("
-                               "%s::regconfig, %s))) AS l(lex) LEFT JOIN bench_lexeme_df d ON d.word = l.lex",
-                               [TEXT_CONFIG, query])
-                df = sorted(cursor.fetchall(), key=lambda r: r[1])
-            if not df:
-                return []
-            match, total = [], 0
-            for lex, n in df:
-                if match and total + n > budget:
-                    break
-                match.append(lex)
-                total += n
-            return self._run(self._tsquery(match), self._tsquery([lex for lex, _ in df]), owner_id, document_ids)
-        return fn
-
-    def ts_rank(self, *, query: str, owner_id: int, document_ids) -> list:
-        """Today's OR query ranked with ts_rank instead of ts_rank_cd."""
-        lexemes = self._lexemes(query)
-        if not lexemes:
-            return []
-        q = self._tsquery(lexemes)
-        return self._run(q, q, owner_id, document_ids, rank_fn="ts_rank")
-
-    def min2_or_pruned(self, *, query: str, owner_id: int, document_ids) -> list:
-        """Passages holding at least two of the query's lexemes; the pruned OR query when that finds < 10."""
-        lexemes = self._lexemes(query)
-        if len(lexemes) < 2:
-            return self.pruned(query=query, owner_id=owner_id, document_ids=document_ids)
-        pairs = " | ".join(f"('{a}' & '{b}')" for i, a in enumerate(lexemes) for b in lexemes[i + 1:])
-        hits = self._run(pairs, self._tsquery(lexemes), owner_id, document_ids)
-        if len(hits) >= 10:
-            return hits
-        return self.pruned(query=query, owner_id=owner_id, document_ids=document_ids)
-
-
-def _fts_measure(searcher: Searcher, scope: Scope, fts_fn, queries: int, baseline: dict | None = None,
-                 vector=None) -> dict:
+def _fts_measure(searcher: Searcher, scope: Scope, queries: int, fts=None, baseline: dict | None = None) -> dict:
     """p50/p95 of the full-text arm alone and of hybrid with it; overlap of its hits with `baseline`'s."""
     from retrieval.scope import reader_transaction
 
     user = searcher.users[scope.user_key]
+    fts = fts or searcher.fts
     items = scope.queries[:queries]
-
-    def fts(sc, text):
-        return fts_fn(query=text, owner_id=user.pk, document_ids=sc.fts_document_ids)
-
     for qv, text, _c in items[:3]:
         with reader_transaction(user):
-            searcher.hybrid(scope, qv, text, fts=fts, vector=vector)
+            searcher.hybrid(scope, qv, text, fts=fts)
     times = {"fts": [], "hybrid": []}
     hits: dict[int, list[int]] = {}
+    matched, ranked_only = [], []
     for i, (qv, text, _c) in enumerate(items):
         t0 = time.perf_counter()
         with reader_transaction(user):
             got = fts(scope, text)
         times["fts"].append((time.perf_counter() - t0) * 1000)
         hits[i] = [c for c, _ in got]
+        if fts == searcher.fts:
+            matched.append(sum(len(p.matched) for p in searcher.last_plans))
+            ranked_only.append(sum(len(p.pruned) for p in searcher.last_plans))
         t0 = time.perf_counter()
         with reader_transaction(user):
-            searcher.hybrid(scope, qv, text, fts=fts, vector=vector)
+            searcher.hybrid(scope, qv, text, fts=fts)
         times["hybrid"].append((time.perf_counter() - t0) * 1000)
     out = {k: _stats(v) for k, v in times.items()}
     out["fts_hits_mean"] = round(float(np.mean([len(h) for h in hits.values()])), 1)
+    if matched:
+        out["words_matched_mean"] = round(float(np.mean(matched)), 2)
+        out["words_ranked_only_mean"] = round(float(np.mean(ranked_only)), 2)
     if baseline is not None:
         overlaps = [len(set(hits[i]) & set(baseline[i])) / max(1, len(baseline[i])) for i in hits if baseline.get(i)]
-        out["fts_top40_overlap_with_current"] = round(float(np.mean(overlaps)), 3) if overlaps else None
+        out["fts_top40_overlap_with_all_words"] = round(float(np.mean(overlaps)), 3) if overlaps else None
     out["_hits"] = hits
     return out
 
 
-READER = "ragsite_reader"
-FTS_BUDGETS = (1000, 3000)
-
-
-def _vector_owner_only(searcher: Searcher):
-    """arms.vector_arm's SQL (both paths), without the document array when the scope is all of the user's
-    documents; the product's arm otherwise."""
-    from django.conf import settings
-    from django.db import connection
-
-    from retrieval import arms
-
-    def fn(scope: Scope, qv):
-        if scope.fts_document_ids is not None:
-            return searcher.vector(scope, qv)
-        d, model_id = searcher.corpus.dim, searcher.loaded.model_id
-        owner = searcher.users[scope.user_key].pk
-        q = arms.vector_literal(qv)
-        top_k = searcher.rs.vector_top_k
-        with connection.cursor() as cursor:
-            if len(scope.rows) <= settings.RETRIEVAL_EXACT_SCAN_MAX:
-                cursor.execute(f"SELECT e.chunk_id, (e.embedding <=> %s::vector) AS distance FROM "
-                               f"retrieval_chunkembedding e WHERE e.model_id = {model_id} AND e.owner_id = %s "
-                               f"ORDER BY distance, e.chunk_id LIMIT %s", [q, owner, top_k])
-                return [(r[0], float(r[1])) for r in cursor.fetchall()], "exact"
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {max(arms.HNSW_EF_SEARCH, int(top_k))}")
-            cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {arms.HNSW_MAX_SCAN_TUPLES}")
-            cursor.execute(
-                f"WITH candidates AS MATERIALIZED (SELECT e.chunk_id, e.embedding::vector({d}) <=> %s::vector({d}) "
-                f"AS distance FROM retrieval_chunkembedding e WHERE e.model_id = {model_id} AND e.owner_id = %s "
-                f"ORDER BY e.embedding::vector({d}) <=> %s::vector({d}) LIMIT %s) "
-                f"SELECT chunk_id, distance FROM candidates ORDER BY distance, chunk_id", [q, owner, q, top_k])
-            return [(r[0], float(r[1])) for r in cursor.fetchall()], "hnsw"
-    return fn
-# Today's full-text SQL (arms.fts_arm, one configuration) as a function that runs as the tables' owner: the
-# owner condition comes from the transaction's `ragsite.user_id`, exactly as the row-level security policy's.
-SECURITY_DEFINER_FTS = """
-CREATE OR REPLACE FUNCTION bench_fts_arm(config regconfig, query_text text, document_ids bigint[], top_k int)
-RETURNS TABLE (id bigint, rank real) LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public
-AS $fn$
-DECLARE
-    owner bigint := NULLIF(current_setting('ragsite.user_id', true), '')::bigint;
-BEGIN
-    IF owner IS NULL THEN
-        RETURN;
-    END IF;
-    RETURN QUERY EXECUTE
-        'SELECT c.id, ts_rank_cd(c.search_vector, q.query, 32) AS rank
-         FROM public.documents_chunk c, websearch_to_tsquery($1, $2) AS q(query)
-         WHERE c.owner_id = $3 AND c.text_config = $1::text'
-        || CASE WHEN document_ids IS NULL THEN '' ELSE ' AND c.document_id = ANY($4)' END
-        || ' AND c.search_vector @@ q.query ORDER BY rank DESC, c.id LIMIT $5'
-        USING config, query_text, owner, document_ids, top_k;
-END
-$fn$
-"""
-
-
-def _inline_stage(searcher: Searcher, scopes: list[Scope], fts_fn, queries: int, baseline_hits: dict) -> dict:
-    from django.db import connection
-
-    t0 = time.monotonic()
-    share = ("SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id(search_vector) IS NOT NULL)::float / count(*) "
-             "FROM documents_chunk")
-    with connection.cursor() as cursor:
-        cursor.execute(share)
-        toasted_before = cursor.fetchone()[0]
-        cursor.execute("ALTER TABLE documents_chunk ALTER COLUMN content SET STORAGE EXTERNAL, "
-                       "ALTER COLUMN search_vector SET STORAGE MAIN")
-        cursor.execute("UPDATE documents_chunk SET search_vector = search_vector || ''::tsvector")
-        cursor.execute("VACUUM ANALYZE documents_chunk")
-        cursor.execute(share)
-        toasted_after = cursor.fetchone()[0]
-        cursor.execute("SELECT pg_prewarm('documents_chunk'), pg_prewarm('chunk_search_vector_gin')")
-    stage = {"rewrite_s": round(time.monotonic() - t0, 1), "search_vector_out_of_line_before": round(toasted_before, 3),
-             "search_vector_out_of_line_after": round(toasted_after, 3)}
-    for scope in scopes:
-        m = _fts_measure(searcher, scope, fts_fn, queries, baseline_hits[scope.name])
-        m.pop("_hits")
-        stage[scope.name] = m
-    return stage
-
-
-def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: int, *, inline: bool) -> dict:
-    """Measured alternatives to today's SQL and storage, for the proposals. Changes this bench's database only."""
+def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: int, legacy_queries: int,
+             budgets: tuple[int, ...] = FTS_BUDGETS) -> dict:
+    """Measured alternatives to the product's settings and SQL. Changes this bench's process only."""
     from django.db import connection
 
     from retrieval import arms
@@ -1174,134 +1012,52 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     log(f"variants: vector p95 with the document array {out['unfiltered_vector_with_document_array']['p95_ms']} ms, "
         f"owner filter only {out['unfiltered_vector_owner_filter_only']['p95_ms']} ms")
 
-    # 3. Full text. How many rows the OR queries match (what ts_rank_cd must rank once the GIN index is used).
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM documents_chunk WHERE owner_id = %s", [user.pk])
-        total = cursor.fetchone()[0]
-        hits = []
-        for (qv, text, _c), _t in qs:
-            cursor.execute("SELECT count(*) FROM documents_chunk c WHERE c.owner_id = %s AND c.search_vector @@ "
-                           "websearch_to_tsquery(%s::regconfig, %s)",
-                           [user.pk, TEXT_CONFIG, arms.fts_query_text(text, TEXT_CONFIG)])
-            hits.append(cursor.fetchone()[0])
-    out["unfiltered_fts_matching_rows"] = {"mean": round(float(np.mean(hits))),
-                                           "p95": round(float(np.percentile(hits, 95))),
-                                           "fraction_of_rows_mean": round(float(np.mean(hits)) / max(1, total), 4)}
+    # 3. The full-text match budget (RetrievalSettings.fts_match_budget); 0 = every word matched.
+    saved = searcher.rs.fts_match_budget
+    all_words: dict[str, dict] = {}
+    try:
+        for budget in sorted(budgets):
+            searcher.rs.fts_match_budget = budget
+            stage = {}
+            for scope in scopes:
+                m = _fts_measure(searcher, scope, queries, baseline=all_words.get(scope.name))
+                hits = m.pop("_hits")
+                if budget == 0:
+                    all_words[scope.name] = hits
+                    m.pop("fts_top40_overlap_with_all_words", None)
+                stage[scope.name] = m
+            out[f"fts_match_budget_{budget}"] = stage
+            log(f"variants: fts_match_budget {budget} (p95 ms of fts, hybrid) "
+                + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+    finally:
+        searcher.rs.fts_match_budget = saved
 
-    def product_fts(*, query, owner_id, document_ids):
-        return arms.fts_arm(query=query, configs=[TEXT_CONFIG], owner_id=owner_id, document_ids=document_ids,
-                            top_k=searcher.rs.fts_top_k)
-
-    fts_scopes = list(scopes)
-    # Today's figures are scopes.*.default: there `@@` (ts_match_vq) is not LEAKPROOF, so under row-level
-    # security PostgreSQL may not use it as an index condition and the GIN index is never used.
-    baseline_hits = {s.name: dict(enumerate(s.fts_hits)) for s in scopes}
-    # 3a. Without superuser: today's SQL inside a SECURITY DEFINER function owned by the tables' owner, which
-    # applies the same owner condition from `ragsite.user_id` itself (RLS is not applied to the owner).
-    with connection.cursor() as cursor:
-        cursor.execute(SECURITY_DEFINER_FTS)
-        cursor.execute(f"GRANT EXECUTE ON FUNCTION bench_fts_arm(regconfig, text, bigint[], int) TO {READER}")
-
-    def definer_fts(*, query, owner_id, document_ids):
+    # 4. The previous release's full-text SQL (no gateway, no budget), on fewer queries: it is slow.
+    def legacy(scope: Scope, text: str):
+        doc_filter = "AND c.document_id = ANY(%s)" if scope.fts_document_ids is not None else ""
+        owner = searcher.users[scope.user_key].pk
+        words = " OR ".join(arms.fts_query_text(text, TEXT_CONFIG).split())
         with connection.cursor() as cursor:
-            cursor.execute("SELECT id, rank FROM bench_fts_arm(%s::regconfig, %s, %s::bigint[], %s)",
-                           [TEXT_CONFIG, arms.fts_query_text(query, TEXT_CONFIG), document_ids,
-                            searcher.rs.fts_top_k])
+            cursor.execute(LEGACY_FTS_SQL.format(doc_filter=doc_filter),
+                           [TEXT_CONFIG, words, owner, TEXT_CONFIG]
+                           + ([scope.fts_document_ids] if scope.fts_document_ids is not None else [])
+                           + [searcher.rs.fts_top_k])
             return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
     stage = {}
-    for scope in fts_scopes:
-        m = _fts_measure(searcher, scope, definer_fts, queries, baseline_hits[scope.name])
+    for scope in scopes:
+        m = _fts_measure(searcher, scope, legacy_queries, fts=legacy)
         m.pop("_hits")
         stage[scope.name] = m
-    out["fts_security_definer"] = stage
-    log("variants: fts (p95 ms of fts, hybrid) in a SECURITY DEFINER function "
+    out["fts_previous_release_sql"] = stage
+    log("variants: previous release's full-text SQL (p95 ms of fts, hybrid) "
         + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
-    # 3b. The same SQL with ts_match_vq marked LEAKPROOF (superuser only; reverted at the end).
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF")
-    try:
-        stage = {}
-        for scope in fts_scopes:
-            m = _fts_measure(searcher, scope, product_fts, queries, baseline_hits[scope.name])
-            m.pop("_hits")
-            stage[scope.name] = m
-        out["fts_leakproof"] = stage
-        log("variants: fts (p95 ms of fts, hybrid) with ts_match_vq LEAKPROOF "
-            + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
-        # 3c. + search vectors stored in line (content moved out of line instead): ranking reads no TOAST.
-        # Rewrites every chunk row; it made no difference at 100k chunks, so only with --variant-inline.
-        if inline:
-            out["fts_leakproof_inline"] = stage = _inline_stage(searcher, fts_scopes, product_fts, queries,
-                                                               baseline_hits)
-            log("variants: + search_vector in line " + json.dumps({s.name: (stage[s.name]["fts"]["p95_ms"],
-                                                                          stage[s.name]["hybrid"]["p95_ms"])
-                                                                  for s in fts_scopes}))
-        # 3d. Query shapes (leakproof; search vectors in line only with --variant-inline).
-        fv = FtsVariants(searcher.rs.fts_top_k)
-        out["fts_lexeme_frequencies_known"] = fv.load_frequencies()
-        for name, fn in (("fts_shape_pruned_or", fv.pruned), ("fts_shape_min2_or_pruned", fv.min2_or_pruned),
-                         ("fts_shape_or_ts_rank", fv.ts_rank)):
-            stage = {}
-            for scope in fts_scopes:
-                m = _fts_measure(searcher, scope, fn, queries, baseline_hits[scope.name])
-                m.pop("_hits")
-                stage[scope.name] = m
-            out[name] = stage
-            log(f"variants: {name} " + json.dumps({s.name: (stage[s.name]["fts"]["p95_ms"],
-                                                            stage[s.name]["hybrid"]["p95_ms"]) for s in fts_scopes}))
-        # 3e. Pruning by exact document frequencies: a lexeme -> number of chunks table (ts_stat; a product
-        # would refresh it periodically), with a budget of rows to rank.
-        t0 = time.monotonic()
-        with connection.cursor() as cursor:
-            cursor.execute("CREATE TABLE bench_lexeme_df AS SELECT word, ndoc FROM "
-                           "ts_stat('SELECT search_vector FROM documents_chunk')")
-            cursor.execute("ALTER TABLE bench_lexeme_df ADD PRIMARY KEY (word)")
-            cursor.execute(f"GRANT SELECT ON bench_lexeme_df TO {READER}")
-            cursor.execute("SELECT count(*) FROM bench_lexeme_df")
-            out["fts_lexeme_df_table"] = {"lexemes": cursor.fetchone()[0], "build_s": round(time.monotonic() - t0, 1)}
-        for budget in FTS_BUDGETS:
-            name = f"fts_shape_budget_{budget}"
-            stage = {}
-            for scope in fts_scopes:
-                m = _fts_measure(searcher, scope, fv.budget(budget), queries, baseline_hits[scope.name])
-                m.pop("_hits")
-                stage[scope.name] = m
-            out[name] = stage
-            log(f"variants: {name} " + json.dumps({s.name: (stage[s.name]["fts"]["p95_ms"],
-                                                            stage[s.name]["hybrid"]["p95_ms"]) for s in fts_scopes}))
-        # 3f. Together with the vector arm without `document_id = ANY(<all the user's documents>)` when the scope
-        # is all of the user's documents (owner filter + row-level security only).
-        vector_owner_only = _vector_owner_only(searcher)
-        for budget in FTS_BUDGETS:
-            name = f"combined_budget_{budget}_vector_owner_only"
-            stage = {}
-            for scope in fts_scopes:
-                m = _fts_measure(searcher, scope, fv.budget(budget), queries, baseline_hits[scope.name],
-                                 vector=vector_owner_only)
-                m.pop("_hits")
-                stage[scope.name] = m
-            out[name] = stage
-            log(f"variants: {name} " + json.dumps({s.name: (stage[s.name]["fts"]["p95_ms"],
-                                                            stage[s.name]["hybrid"]["p95_ms"]) for s in fts_scopes}))
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("ALTER FUNCTION ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
     out["note"] = (
-        "fts_* entries: p50/p95 of the full-text arm alone and of hybrid using it, in the reader transaction "
-        "(today's figures: scopes.*.default). fts_security_definer = today's SQL in a plpgsql SECURITY DEFINER "
-        "function (EXECUTE: planned with the actual query) that takes the owner from ragsite.user_id, like the "
-        "policy; fts_leakproof = the same SQL after ALTER FUNCTION ts_match_vq(tsvector, "
-        "tsquery) LEAKPROOF (lets the GIN index serve `@@` under row-level security); fts_leakproof_inline (only with "
-        "--variant-inline) = also content SET STORAGE EXTERNAL and search_vector SET STORAGE MAIN (rows rewritten), "
-        "so search vectors are not TOASTed. fts_shape_* run with ts_match_vq LEAKPROOF too: fts_shape_pruned_or = match only query lexemes in <= 0.5% of chunks (frequencies from "
-        "pg_stats.most_common_elems), rank by all of them; fts_shape_min2_or_pruned = passages with >= 2 query "
-        "lexemes, the pruned OR when that finds < 10; fts_shape_or_ts_rank = today's OR, ts_rank instead of "
-        "ts_rank_cd; fts_shape_budget_N = match on the rarest query lexemes while their summed document frequency "
-        "(exact, from a ts_stat table looked up inside the timed search) stays <= N rows, rank by all of them; "
-        "combined_budget_N_vector_owner_only = that, plus the vector arm without the array of all the user's "
-        "document ids when the scope is all of them. fts_top40_overlap_with_current: share of today's top 40 the "
-        "variant also returns.")
+        "unfiltered_vector_*: the HNSW arm with other ef_search values / without the array of all the user's document "
+        "ids. fts_match_budget_N: the product's full-text arm and hybrid with RetrievalSettings.fts_match_budget = N "
+        "(0 = every query word matched, as before; the default is 5000), with the mean number of query words matched "
+        "and only ranked, and the share of the all-words top 40 that is still returned. fts_previous_release_sql: the "
+        "full-text SQL before the SECURITY DEFINER gateway (on fewer queries).")
     return out
 
 
@@ -1352,8 +1108,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-sweep", action="store_true", help="skip the exact-vs-HNSW scope size sweep")
     p.add_argument("--no-variants", action="store_true", help="skip the measured SQL variants")
     p.add_argument("--variant-queries", type=int, default=100)
-    p.add_argument("--variant-inline", action="store_true",
-                   help="also measure search vectors stored in line (rewrites every chunk row)")
+    p.add_argument("--fts-budgets", default=",".join(map(str, FTS_BUDGETS)),
+                   help="full-text match budgets to compare (comma-separated; 0 = every word)")
+    p.add_argument("--legacy-queries", type=int, default=20,
+                   help="queries per scope for the previous release's (slow) full-text SQL")
     p.add_argument("--json-out")
     p.add_argument("--keep", action="store_true", help="keep the temporary database and folder")
     return p.parse_args(argv)
@@ -1443,7 +1201,8 @@ def main(argv=None) -> int:
         if not args.no_variants:
             log("measuring SQL variants")
             result["variants"] = variants(corpus, searcher, scopes, min(args.queries, args.variant_queries),
-                                          inline=args.variant_inline)
+                                          min(args.queries, args.legacy_queries),
+                                          tuple(int(b) for b in args.fts_budgets.split(",") if b.strip()))
         result["goals"] = goals(result)
         if "variants" in result:
             names = ("unfiltered", "owner_1pct", "conversation_1pct")

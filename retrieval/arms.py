@@ -5,6 +5,8 @@ Both run inside `scope.reader_transaction`, always with the owner filter in the 
 from __future__ import annotations
 
 import re
+import time
+from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
@@ -76,35 +78,147 @@ def distances_for(*, model_id: int, dim: int, query_vector, chunk_ids: list[int]
 
 
 def fts_query_text(query: str, config: str) -> str:
-    """The question as an OR of its words: a natural-language question rarely has *all* its
-    words in one passage. Language configurations drop their own stop words; for `simple`
-    we drop common words of the languages we know, or every passage would match "the"."""
+    """The question's words, for `to_tsvector(config, ...)`. Language configurations drop their own
+    stop words; for `simple` we drop common words of the languages we know, or every passage
+    would match "the"."""
     words = _WORD_RE.findall(query)
     if config == "simple":
         words = [w for w in words if w.lower() not in _ALL_STOPWORDS]
-    return " OR ".join(words)
+    return " ".join(words)
 
 
-def fts_arm(*, query: str, configs: list[str], owner_id: int, document_ids: list[int] | None,
-            top_k: int) -> list[tuple[int, float]]:
-    """(chunk_id, ts_rank_cd) best first, each language's chunks matched with its own configuration."""
-    parts, params = [], []
-    for config in configs:
-        text = fts_query_text(query, config)
-        if not text:
-            continue
-        doc_filter = "AND c.document_id = ANY(%s)" if document_ids is not None else ""
-        parts.append(
-            f"""
-            (SELECT c.id, ts_rank_cd(c.search_vector, q.query, 32) AS rank
-             FROM documents_chunk c, websearch_to_tsquery(%s::regconfig, %s) AS q(query)
-             WHERE c.owner_id = %s AND c.text_config = %s {doc_filter} AND c.search_vector @@ q.query
-             ORDER BY rank DESC, c.id LIMIT %s)
+# --- how often each word occurs: PostgreSQL's own statistics --------------------------------------
+
+STATS_MAX_AGE = 300.0  # seconds a process keeps the statistics (ANALYZE refreshes them about as often)
+
+
+@dataclass(frozen=True)
+class LexemeStats:
+    """Share of chunks holding each frequent lexeme, as ANALYZE sampled it (pg_stats.most_common_elems).
+
+    A lexeme ANALYZE did not list is rarer than every listed one; like PostgreSQL's own estimator
+    for `@@` we take half the least common listed share for it.
+    """
+
+    rows: float
+    shares: dict[str, float]
+    unlisted_share: float
+
+    def estimate(self, lexeme: str) -> float:
+        """Estimated number of chunks (of all users) that hold `lexeme`."""
+        return self.shares.get(lexeme, self.unlisted_share) * self.rows
+
+
+_stats_cache: tuple[float, LexemeStats | None] | None = None
+
+
+def lexeme_stats(*, max_age: float = STATS_MAX_AGE) -> LexemeStats | None:
+    """The chunk table's lexeme statistics (None before its first ANALYZE), cached per process.
+
+    Call outside `reader_transaction`: pg_stats hides the statistics of a table with row-level
+    security from roles the policy applies to. Only counts leave this function, never words to a user.
+    """
+    global _stats_cache
+    now = time.monotonic()
+    if _stats_cache is not None and now - _stats_cache[0] < max_age:
+        return _stats_cache[1]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples
+            FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename
+                 AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = s.schemaname)
+            WHERE s.schemaname = current_schema() AND s.tablename = 'documents_chunk'
+                  AND s.attname = 'search_vector'
             """
         )
-        params += [config, text, owner_id, config] + ([document_ids] if document_ids is not None else []) + [top_k]
-    if not parts:
+        row = cursor.fetchone()
+    stats = None
+    if row and row[0] and row[1] and row[2] and row[2] > 0:
+        elems, freqs = row[0], row[1]
+        # The shares are followed by their minimum and maximum (and the share of empty values).
+        least = freqs[len(elems)] if len(freqs) > len(elems) else min(freqs[:len(elems)])
+        stats = LexemeStats(rows=float(row[2]), shares=dict(zip(elems, freqs)), unlisted_share=least / 2)
+    _stats_cache = (now, stats)
+    return stats
+
+
+def forget_lexeme_stats() -> None:
+    """Drop the cached statistics (after a bulk load and ANALYZE; tests)."""
+    global _stats_cache
+    _stats_cache = None
+
+
+@dataclass
+class FtsPlan:
+    """For one text-search configuration: the query's lexemes, and the ones a passage must hold."""
+
+    config: str
+    lexemes: list[str]
+    matched: list[str]
+
+    @property
+    def pruned(self) -> list[str]:
+        return [lex for lex in self.lexemes if lex not in self.matched]
+
+
+def plan_terms(lexemes: list[str], stats: LexemeStats | None, budget: int) -> list[str]:
+    """The rarest lexemes whose estimated matches add up to at most `budget` chunks (at least one).
+
+    Ranking a passage costs far more than finding it, and a question's common words ("year",
+    "city") would make the arm rank a good share of the table: they still count in the rank of
+    the passages the rarer words find. No statistics or no budget: every lexeme is matched.
+    """
+    if stats is None or budget <= 0 or len(lexemes) < 2:
+        return list(lexemes)
+    by_rarity = sorted(lexemes, key=lambda lex: (stats.estimate(lex), lex))
+    matched, total = [], 0.0
+    for lex in by_rarity:
+        estimate = stats.estimate(lex)
+        if matched and total + estimate > budget:
+            break
+        matched.append(lex)
+        total += estimate
+    return [lex for lex in lexemes if lex in matched]
+
+
+def _tsquery(lexemes: list[str]) -> str:
+    """Normalised lexemes as tsquery input, OR-ed (quotes and backslashes escaped)."""
+    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
+
+
+def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budget: int) -> list[FtsPlan]:
+    """The query's lexemes under each configuration, and which of them are matched on."""
+    texts = [(config, fts_query_text(query, config)) for config in configs]
+    texts = [(config, text) for config, text in texts if text]
+    if not texts:
         return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.config, tsvector_to_array(to_tsvector(t.config::regconfig, t.text)) "
+            "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(config, text, n) ORDER BY t.n",
+            [[c for c, _ in texts], [t for _, t in texts]],
+        )
+        rows = cursor.fetchall()
+    return [FtsPlan(config, list(lexemes), plan_terms(list(lexemes), stats, budget))
+            for config, lexemes in rows if lexemes]
+
+
+def fts_arm(*, plans: list[FtsPlan], owner_id: int, document_ids: list[int] | None,
+            top_k: int) -> list[tuple[int, float]]:
+    """(chunk_id, ts_rank_cd) best first, each language's chunks matched with its own configuration.
+
+    Runs through `ragsite_fts_search` (migration retrieval 0007), which applies the owner
+    condition from the transaction's user itself and can use the GIN index; `owner_id` is checked
+    against that user here as well, so a caller cannot ask for someone else's passages.
+    """
+    if not plans:
+        return []
+    parts, params = [], []
+    for plan in plans:
+        parts.append("(SELECT id, rank FROM ragsite_fts_search(%s::regconfig, %s::tsquery, %s::tsquery, "
+                     "%s::bigint[], %s) WHERE %s::bigint = NULLIF(current_setting('ragsite.user_id', true), '')::bigint)")
+        params += [plan.config, _tsquery(plan.matched), _tsquery(plan.lexemes), document_ids, top_k, owner_id]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id, rank FROM ({' UNION ALL '.join(parts)}) hits ORDER BY rank DESC, id LIMIT %s",

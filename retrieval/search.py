@@ -186,6 +186,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
         return []
     searchable = _servers_for(groups, trace) if "vector" in arms else []
     query_vectors = {group.model_id: vectors.for_server(server) for group, server in searchable}
+    stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
     started = time.perf_counter()
     lists: dict[str, list[int]] = {}
     distances: dict[int, float] = {}
@@ -206,9 +207,10 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             t0 = time.perf_counter()
             doc_ids = None if scope.attached_ids is None and not (category or subcategory) else \
                 [d for g in groups for d in g.document_ids]
-            fts_hits = search_arms.fts_arm(query=query, configs=configs, owner_id=user.pk, document_ids=doc_ids,
-                                           top_k=rs.fts_top_k)
+            plans = search_arms.fts_plans(query=query, configs=configs, stats=stats, budget=rs.fts_match_budget)
+            fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k)
             lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
+            info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
         t0 = time.perf_counter()
         weights = {name: (rs.fts_weight if name == "fts" else rs.vector_weight) for name in lists}

@@ -19,7 +19,7 @@ def test_search_bench_small(tmp_path):
     out_file = tmp_path / "search.json"
     proc = subprocess.run(
         [sys.executable, "bench/search.py", "--chunks", "3000", "--queries", "20", "--json-out", str(out_file),
-         "--variant-queries", "10", "--warmup", "3"],
+         "--variant-queries", "10", "--legacy-queries", "10", "--fts-budgets", "0,100", "--warmup", "3"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -47,6 +47,14 @@ def test_search_bench_small(tmp_path):
         if name != "unfiltered":
             assert scope["exact"]["vector_method"] == ["exact"] and scope["exact"]["recall_at_10"] == 1.0
             assert scope["hnsw"]["vector_method"] == ["hnsw"]
+
+    # The full-text match budget: 0 matches every query word; a small budget leaves common words to the rank.
+    variants = result["variants"]
+    for name in ("unfiltered", "owner_1pct", "conversation_1pct"):
+        assert variants["fts_match_budget_0"][name]["words_ranked_only_mean"] == 0
+        assert variants["fts_match_budget_100"][name]["words_ranked_only_mean"] > 0
+        assert 0 <= variants["fts_match_budget_100"][name]["fts_top40_overlap_with_all_words"] <= 1
+        assert variants["fts_previous_release_sql"][name]["fts"]["n"] == 10
 
     plan = result["explain"]["owner_1pct/hnsw/vector"][0]
     assert plan["execution_ms"] > 0 and plan["plan"]

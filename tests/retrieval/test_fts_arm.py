@@ -1,0 +1,118 @@
+"""The full-text arm: matching only on a question's rarer words within a budget, through the
+SECURITY DEFINER gateway that applies the owner condition itself."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from documents.models import Chunk
+from retrieval import arms
+from retrieval.arms import LexemeStats, fts_arm, fts_plans, plan_terms
+from retrieval.models import RetrievalSettings
+from retrieval.scope import reader_transaction
+from retrieval.search import retrieve
+from tests.retrieval.test_search import indexed
+
+# --- choosing the words to match (no database) --------------------------------------------------
+
+STATS = LexemeStats(rows=1_000_000, shares={"year": 0.09, "citi": 0.02, "bridg": 0.004, "open": 0.03},
+                    unlisted_share=0.0005)
+
+
+def test_plan_matches_the_rarest_words_within_the_budget_and_keeps_question_order():
+    # unlisted "brooklyn" ~500, "bridg" ~4,000 -> 4,500 <= 5,000; "citi" would add 20,000.
+    assert plan_terms(["brooklyn", "bridg", "open", "year", "citi"], STATS, 5000) == ["brooklyn", "bridg"]
+    assert plan_terms(["year", "brooklyn"], STATS, 100_000) == ["year", "brooklyn"]
+
+
+def test_plan_always_matches_at_least_the_rarest_word():
+    assert plan_terms(["year", "open", "citi"], STATS, 10) == ["citi"]
+
+
+def test_plan_matches_everything_without_statistics_or_budget():
+    words = ["year", "open", "citi"]
+    assert plan_terms(words, None, 10) == words
+    assert plan_terms(words, STATS, 0) == words
+
+
+def test_estimates_use_half_the_least_listed_share_for_unlisted_words():
+    assert STATS.estimate("year") == pytest.approx(90_000)
+    assert STATS.estimate("zyzzyva") == pytest.approx(500)
+
+
+# --- on PostgreSQL ------------------------------------------------------------------------------
+
+pytestmark_db = pytest.mark.django_db
+
+
+@pytest.fixture
+def fresh_stats():
+    arms.forget_lexeme_stats()
+    yield
+    arms.forget_lexeme_stats()
+
+
+def _analyze():
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE documents_chunk")
+    arms.forget_lexeme_stats()
+
+
+@pytest.mark.django_db
+def test_common_words_only_rank_once_statistics_say_they_are_common(user, fake_embedder, fresh_stats):
+    # 60 passages say "harvest"; one also says "quinces". Only the rare word should be matched on.
+    for i in range(60):
+        indexed(user, f"Note {i}: the harvest was recorded in the ledger number {i}.", f"n{i}.txt")
+    target = indexed(user, "The quinces were picked late; the harvest of quinces was small.", "quinces.txt")
+    other = indexed(user, "Quinces need a warm summer to ripen.", "summer.txt")
+    _analyze()
+    stats = arms.lexeme_stats()
+    assert stats is not None and stats.estimate("harvest") > stats.estimate("quinc")
+
+    RetrievalSettings.objects.filter(pk=1).update(fts_match_budget=20)
+    result = retrieve(user, "quinces harvest", arms=("fts",))
+    terms = result.trace["tiers"][0]["fts_terms"]["english"]
+    assert terms == {"matched": ["quinc"], "ranked_only": ["harvest"]}
+    names = [s["document_name"] for s in result.segments]
+    assert set(names) == {"quinces.txt", "summer.txt"}  # none of the 60 harvest-only notes
+    assert names[0] == "quinces.txt"  # ranked by both words: it holds "harvest" as well
+    assert {target.pk, other.pk} == {s["document_id"] for s in result.segments}
+
+    RetrievalSettings.objects.filter(pk=1).update(fts_match_budget=0)
+    everything = retrieve(user, "quinces harvest", arms=("fts",))
+    assert everything.trace["tiers"][0]["fts_terms"]["english"]["ranked_only"] == []
+    assert len(everything.segments) > 2  # harvest-only notes match again
+
+
+@pytest.mark.django_db
+def test_gateway_returns_only_the_transaction_users_passages(user, other_user, fake_embedder):
+    mine = indexed(user, "Lighthouses guide ships along the rocky coast.", "mine.txt", language="en")
+    theirs = indexed(other_user, "Lighthouses of the northern coast are automated.", "theirs.txt", language="en")
+    with reader_transaction(user):
+        plans = fts_plans(query="lighthouses", configs=["english"], stats=None, budget=0)
+        both_documents = [mine.pk, theirs.pk]
+        hits = fts_arm(plans=plans, owner_id=user.pk, document_ids=both_documents, top_k=10)
+        assert {Chunk.objects.get(pk=c).document_id for c, _ in hits} == {mine.pk}
+        # Asking for another owner than the transaction's user gives nothing.
+        assert fts_arm(plans=plans, owner_id=other_user.pk, document_ids=None, top_k=10) == []
+    with connection.cursor() as cursor:
+        # Without the per-transaction user the function returns nothing, even to the tables' owner.
+        cursor.execute("SELECT count(*) FROM ragsite_fts_search('english', 'lighthous', 'lighthous', NULL, 10)")
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.django_db
+def test_only_the_reader_role_may_call_the_gateway():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT has_function_privilege('public', 'ragsite_fts_search(regconfig, tsquery, tsquery, "
+                       "bigint[], integer)', 'EXECUTE'), has_function_privilege('ragsite_reader', "
+                       "'ragsite_fts_search(regconfig, tsquery, tsquery, bigint[], integer)', 'EXECUTE')")
+        assert cursor.fetchone() == (False, True)
+
+
+@pytest.mark.django_db
+def test_questions_with_quotes_and_backslashes_are_plain_words(user, fake_embedder):
+    indexed(user, "O'Brien's report covers the C:\\data folder and the \"quoted\" title.", "report.txt")
+    result = retrieve(user, "O'Brien's C:\\data 'report' \\ \" | & ! <-> :*", arms=("fts",))
+    assert [s["document_name"] for s in result.segments] == ["report.txt"]
+    assert retrieve(user, "' \\ | & !", arms=("fts",)).segments == []
