@@ -1,9 +1,11 @@
 """AiServer rows → AI clients, with the external-AI switch enforced before any text leaves."""
 from __future__ import annotations
 
+import dataclasses
+
 from django.conf import settings
 
-from retrieval.ai import ServerConfig, chat_client, embedding_client
+from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
 from ragsite.errors import ApplicationError
@@ -33,6 +35,7 @@ def server_config(server: AiServer) -> ServerConfig:
         read_timeout=server.read_timeout,
         name=server.name,
         rerank_model=caps.get("rerank_model", ""),
+        rerank_api=caps.get("rerank_api", ""),
         backoff_base=settings.AI_BACKOFF_BASE,
     )
 
@@ -61,3 +64,20 @@ def chat_client_for(server: AiServer, **kwargs):
     if not server.can("chat"):
         raise ServerUnusable(f"The AI server '{server.name}' is not set up for chat.")
     return chat_client(server_config(server), **kwargs)
+
+
+def reranker_for(server: AiServer, *, timeout: float):
+    """A reranking client making one attempt within `timeout` seconds (checked like the others).
+
+    Reranking is an optional stage with a good answer already in hand (the fused order), so a
+    slow or failing server is not retried: the question must not wait 1 + max_retries timeouts.
+    """
+    ensure_allowed(server)
+    if not server.can("rerank"):
+        raise ServerUnusable(f"The AI server '{server.name}' is not set up for reranking.")
+    if server.kind != AiServerKind.OPENAI:
+        raise ServerUnusable(f"The AI server '{server.name}' cannot rerank: only OpenAI-compatible servers "
+                             "(text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.")
+    cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
+                              connect_timeout=min(server.connect_timeout, timeout))
+    return reranker(cfg)
