@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
 
 from django.conf import settings
 
@@ -80,4 +82,23 @@ def reranker_for(server: AiServer, *, timeout: float):
                              "(text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.")
     cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
                               connect_timeout=min(server.connect_timeout, timeout))
-    return reranker(cfg)
+    return _cached_reranker(cfg)
+
+
+# Reranking runs on every question: building an httpx client (TLS context, CA bundle) costs 25-50 ms,
+# so each process keeps one client per configuration, with its connection pool. Keyed by pid too:
+# a forked worker must never share its parent's sockets.
+_rerankers: dict[tuple[int, ServerConfig], object] = {}
+_rerankers_lock = threading.Lock()
+RERANKER_CACHE_SIZE = 8
+
+
+def _cached_reranker(cfg: ServerConfig):
+    key = (os.getpid(), cfg)
+    with _rerankers_lock:
+        client = _rerankers.get(key)
+        if client is None:
+            if len(_rerankers) >= RERANKER_CACHE_SIZE:  # settings changed often: forget the oldest
+                _rerankers.pop(next(iter(_rerankers)))
+            client = _rerankers[key] = reranker(cfg)
+        return client

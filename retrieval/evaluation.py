@@ -167,8 +167,7 @@ def rerank_server_for_evaluation(name: str = "") -> AiServer:
                              f"with the rerank capability. {hint}")
     # One probe first: a server that cannot answer would otherwise make every question fall back silently.
     try:
-        with reranker_for(server, timeout=max(retrieval_settings_get().rerank_timeout, 10.0)) as client:
-            client.rerank("probe", ["probe"])
+        reranker_for(server, timeout=max(retrieval_settings_get().rerank_timeout, 10.0)).rerank("probe", ["probe"])
     except (AiServerError, ApplicationError) as exc:
         raise ValueError(f"The rerank server '{server.name}' cannot be used: {getattr(exc, 'message', exc)}") from exc
     return server

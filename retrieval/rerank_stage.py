@@ -73,8 +73,8 @@ def rerank_segments(query: str, segments: list[dict], plan: Reranking | None, tr
     started = time.perf_counter()
     ranked = None
     try:
-        with reranker_for(plan.server, timeout=plan.timeout) as client:
-            ranked = client.rerank(query, [passage_text(s) for s in head])
+        client = reranker_for(plan.server, timeout=plan.timeout)  # shared by the process: not closed here
+        ranked = client.rerank(query, [passage_text(s) for s in head])
     except (AiServerError, ApplicationError) as exc:
         message = getattr(exc, "message", None) or str(exc)
         record.update(status="timeout" if getattr(exc, "timed_out", False) else "error", error=message)

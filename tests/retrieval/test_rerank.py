@@ -7,6 +7,7 @@ import time
 import pytest
 from django.utils import timezone
 
+from retrieval.embedding import ServerUnusable, reranker_for
 from retrieval.knowledge import knowledge_entry_embed
 from retrieval.models import AiServer, KnowledgeEntry, RetrievalSettings
 from retrieval.rerank_stage import passage_text
@@ -208,3 +209,14 @@ def test_search_api_returns_the_rerank_fields(api, user, corpus, rerank_server, 
     assert [s["fused_rank"] for s in segments] == [4, 3, 2, 1]
     assert all(isinstance(s["rerank_score"], float) and isinstance(s["score"], float) for s in segments)
     assert body["trace"]["rerank"]["status"] == "ok" and body["trace"]["rerank"]["server"] == "fake reranker"
+
+
+def test_the_process_reuses_one_client_per_rerank_configuration(rerank_server):
+    first = reranker_for(rerank_server, timeout=1.0)
+    assert reranker_for(rerank_server, timeout=1.0) is first  # no new HTTP client per question
+    assert first.cfg.max_retries == 0 and first.cfg.read_timeout == 1.0
+    assert reranker_for(rerank_server, timeout=2.0) is not first  # a settings change takes effect
+    rerank_server.capabilities = {}
+    rerank_server.save()
+    with pytest.raises(ServerUnusable, match="not set up for reranking"):
+        reranker_for(rerank_server, timeout=1.0)
