@@ -167,6 +167,12 @@ class RetrievalSettingsForm(forms.ModelForm):
                                       "subcategory is tried)",
             "qa_limit": "Approved Q&A pairs considered per question",
             "doc_limit": "Document passages kept per tier when a category is given",
+            "rerank_server": "An active OpenAI-compatible server with the rerank capability (text-embeddings-inference "
+                             "/rerank, or a Jina/Cohere-compatible /v1/rerank). Empty: no reranking.",
+            "rerank_candidates": "The best fused passages of a tier sent to the reranker; the tier is then cut to "
+                                 "its limit (final top N, or the document limit with a category)",
+            "rerank_timeout": "Seconds to wait for the reranker, one attempt; on timeout or error the fused order "
+                              "is kept and the trace says so",
         }
 
     def __init__(self, *args, **kwargs):
@@ -179,6 +185,9 @@ class RetrievalSettingsForm(forms.ModelForm):
                 | Q(is_active=True, kind=AiServerKind.BUILTIN) | Q(is_active=True, capabilities__embeddings=True))
             self.fields["default_chat_server"].queryset = active.filter(capabilities__chat=True) | \
                 AiServer.objects.filter(pk=self.instance.default_chat_server_id)
+        if "rerank_server" in self.fields:
+            self.fields["rerank_server"].queryset = active.filter(capabilities__rerank=True, kind=AiServerKind.OPENAI) | \
+                AiServer.objects.filter(pk=self.instance.rerank_server_id)
 
     def clean(self):
         data = super().clean()
@@ -193,10 +202,29 @@ class RetrievalSettingsForm(forms.ModelForm):
         for name in ("qa_distance_threshold", "doc_distance_threshold"):
             if data.get(name) is not None and not 0 < data[name] <= 2:
                 self.add_error(name, "A cosine distance threshold lies between 0 and 2.")
-        for name in ("final_top_n", "vector_top_k", "fts_top_k", "rrf_k", "embed_batch_size", "qa_limit", "doc_limit"):
+        for name in ("final_top_n", "vector_top_k", "fts_top_k", "rrf_k", "embed_batch_size", "qa_limit", "doc_limit",
+                     "rerank_candidates"):
             if data.get(name) == 0:
                 self.add_error(name, "Must be at least 1.")
+        self._clean_rerank(data)
         return data
+
+    def _clean_rerank(self, data: dict) -> None:
+        # The current choice stays selectable so it is shown, but it is refused if it can no longer rerank:
+        # saving it would make every question record a fallback instead of being reranked.
+        server, timeout = data.get("rerank_server"), data.get("rerank_timeout")
+        if timeout is not None and not 0 < timeout <= 60:
+            self.add_error("rerank_timeout", "Between 0 and 60 seconds: the question waits this long at most.")
+        if server is None:
+            return
+        if not server.is_active:
+            self.add_error("rerank_server", f"'{server.name}' is switched off; choose an active server or none.")
+        elif not server.can("rerank"):
+            self.add_error("rerank_server", f"'{server.name}' does not have the rerank capability; tick 'Reranks' on "
+                                            "the server or choose another.")
+        elif server.kind != AiServerKind.OPENAI:
+            self.add_error("rerank_server", f"'{server.name}' cannot rerank: only OpenAI-compatible servers "
+                                            "(text-embeddings-inference, Jina/Cohere-compatible) offer a rerank API.")
 
 
 class RetrievalTestForm(forms.Form):

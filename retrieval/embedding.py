@@ -1,9 +1,13 @@
 """AiServer rows → AI clients, with the external-AI switch enforced before any text leaves."""
 from __future__ import annotations
 
+import dataclasses
+import os
+import threading
+
 from django.conf import settings
 
-from retrieval.ai import ServerConfig, chat_client, embedding_client
+from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
 from ragsite.errors import ApplicationError
@@ -33,6 +37,7 @@ def server_config(server: AiServer) -> ServerConfig:
         read_timeout=server.read_timeout,
         name=server.name,
         rerank_model=caps.get("rerank_model", ""),
+        rerank_api=caps.get("rerank_api", ""),
         backoff_base=settings.AI_BACKOFF_BASE,
     )
 
@@ -61,3 +66,39 @@ def chat_client_for(server: AiServer, **kwargs):
     if not server.can("chat"):
         raise ServerUnusable(f"The AI server '{server.name}' is not set up for chat.")
     return chat_client(server_config(server), **kwargs)
+
+
+def reranker_for(server: AiServer, *, timeout: float):
+    """A reranking client making one attempt within `timeout` seconds (checked like the others).
+
+    Reranking is an optional stage with a good answer already in hand (the fused order), so a
+    slow or failing server is not retried: the question must not wait 1 + max_retries timeouts.
+    """
+    ensure_allowed(server)
+    if not server.can("rerank"):
+        raise ServerUnusable(f"The AI server '{server.name}' is not set up for reranking.")
+    if server.kind != AiServerKind.OPENAI:
+        raise ServerUnusable(f"The AI server '{server.name}' cannot rerank: only OpenAI-compatible servers "
+                             "(text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.")
+    cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
+                              connect_timeout=min(server.connect_timeout, timeout))
+    return _cached_reranker(cfg)
+
+
+# Reranking runs on every question: building an httpx client (TLS context, CA bundle) costs 25-50 ms,
+# so each process keeps one client per configuration, with its connection pool. Keyed by pid too:
+# a forked worker must never share its parent's sockets.
+_rerankers: dict[tuple[int, ServerConfig], object] = {}
+_rerankers_lock = threading.Lock()
+RERANKER_CACHE_SIZE = 8
+
+
+def _cached_reranker(cfg: ServerConfig):
+    key = (os.getpid(), cfg)
+    with _rerankers_lock:
+        client = _rerankers.get(key)
+        if client is None:
+            if len(_rerankers) >= RERANKER_CACHE_SIZE:  # settings changed often: forget the oldest
+                _rerankers.pop(next(iter(_rerankers)))
+            client = _rerankers[key] = reranker(cfg)
+        return client

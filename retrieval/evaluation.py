@@ -4,12 +4,16 @@ Each article becomes one document (its paragraphs joined by blank lines) of a de
 evaluation user, ingested through the real pipeline and reused by sha256 on later runs. A
 question is a hit at rank r when the r-th retrieved chunk's [start_offset, end_offset) covers
 the answer's span in that article's stored text.
+
+The arms never rerank, whatever the settings say, so each measures what its name says; with a
+rerank server, the arm `hybrid+rerank` is hybrid followed by that server's reranking.
 """
 from __future__ import annotations
 
 import io
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +22,16 @@ from django.contrib.auth import get_user_model
 from chat.models import Conversation, ConversationDocument
 from documents.models import DocumentText
 from documents.services import document_upload
+from ragsite.errors import ApplicationError
+from retrieval.ai import AiServerError
+from retrieval.embedding import reranker_for
 from retrieval.indexing import index_document
+from retrieval.models import AiServer, AiServerKind
 from retrieval.search import retrieve
+from retrieval.selectors import retrieval_settings_get
 
 ARMS = {"vector": ("vector",), "fts": ("fts",), "hybrid": ("vector", "fts")}
+RERANK_ARM = "hybrid+rerank"
 EVAL_USER = "eval-retrieval"
 
 
@@ -93,15 +103,23 @@ def questions_for(articles: list[dict], document_ids: list[int], question_texts:
     return questions
 
 
-def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms=ARMS, log=print) -> dict:
-    """hit@1, hit@5 and MRR@k per arm, plus timing per question."""
+def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms=ARMS, log=print,
+             rerank_server: AiServer | None = None) -> dict:
+    """hit@1, hit@5 and MRR@k per arm, plus timing per question; with `rerank_server`, also `hybrid+rerank`."""
     results = {}
-    for arm_name, arm in arms.items():
+    runs = [(name, arm, False) for name, arm in arms.items()]
+    if rerank_server is not None:
+        runs.append((RERANK_ARM, ARMS["hybrid"], rerank_server))
+    for arm_name, arm, rerank in runs:
         hits1 = hits5 = 0
         reciprocal = 0.0
+        statuses: Counter = Counter()
         started = time.perf_counter()
         for question in questions:
-            segments = retrieve(user, question.text, conversation=conversation, k=k, arms=arm).segments
+            result = retrieve(user, question.text, conversation=conversation, k=k, arms=arm, rerank=rerank)
+            segments = result.segments
+            if rerank:
+                statuses[(result.trace["rerank"] or {}).get("status", "not used")] += 1
             rank = next((i for i, s in enumerate(segments, start=1)
                          if s["document_id"] == question.article and s["start_offset"] <= question.answer_start
                          and question.answer_end <= s["end_offset"]), None)
@@ -117,8 +135,42 @@ def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms
                              "hit@5": round(hits5 / n, 4) if n else 0.0,
                              f"mrr@{k}": round(reciprocal / n, 4) if n else 0.0,
                              "ms_per_question": round(elapsed * 1000 / n, 1) if n else 0.0}
+        if rerank:
+            # Fallbacks keep the fused order: a question not reranked counts as hybrid, so say how many.
+            results[arm_name].update(rerank_server=rerank.name, rerank_status=dict(statuses))
+            if statuses["ok"] < n:
+                log(f"warning: {n - statuses['ok']} of {n} questions were not reranked ({dict(statuses)}); "
+                    "they count in the fused order")
         log(f"{arm_name}: {results[arm_name]}")
     return results
+
+
+def rerank_server_for_evaluation(name: str = "") -> AiServer:
+    """The named server, else the settings' rerank server, checked with one probe; ValueError says why not."""
+    capable = list(AiServer.objects.filter(is_active=True, kind=AiServerKind.OPENAI, capabilities__rerank=True)
+                   .values_list("name", flat=True))
+    hint = (f"Rerank-capable servers: {', '.join(capable)}; name one with --rerank NAME." if capable else
+            "No active AI server has the rerank capability: add one in the admin (an OpenAI-compatible server "
+            "with text-embeddings-inference /rerank or a Jina/Cohere-compatible /v1/rerank, 'Reranks' ticked).")
+    if name:
+        server = AiServer.objects.filter(name=name).first()
+        if server is None:
+            raise ValueError(f"No AI server is named '{name}'. {hint}")
+        if name not in capable:
+            raise ValueError(f"'{name}' is not an active OpenAI-compatible server with the rerank capability. {hint}")
+    else:
+        server = retrieval_settings_get().rerank_server
+        if server is None:
+            raise ValueError(f"No rerank server is chosen in the retrieval settings. {hint}")
+        if server.name not in capable:
+            raise ValueError(f"The settings' rerank server '{server.name}' is not an active OpenAI-compatible server "
+                             f"with the rerank capability. {hint}")
+    # One probe first: a server that cannot answer would otherwise make every question fall back silently.
+    try:
+        reranker_for(server, timeout=max(retrieval_settings_get().rerank_timeout, 10.0)).rerank("probe", ["probe"])
+    except (AiServerError, ApplicationError) as exc:
+        raise ValueError(f"The rerank server '{server.name}' cannot be used: {getattr(exc, 'message', exc)}") from exc
+    return server
 
 
 def eval_conversation(document_ids: list[int], label: str) -> Conversation:

@@ -4,7 +4,12 @@ Approved Q&A pairs first (tier 1), then documents of the subcategory (tier 2), t
 general subcategory (tier 3, only when tier 2 found nothing) — each within the conversation's
 scope. Documents are found by hybrid search: HNSW cosine per embedding model and full text
 per language, fused by weighted reciprocal rank. Thresholds apply to the vector arm's cosine
-distance, never to fused scores.
+distance, never to fused scores. When a rerank server is chosen, a document tier's best fused
+candidates are then reordered by it (retrieval/rerank_stage.py, which documents the fields).
+
+Segments come ordered by tier, then in each tier's own order: Q&A by distance, documents by
+the reranker when it answered, else by fused score. `score` is always the fused score (Q&A:
+1 - cosine distance), never the reranker's (`rerank_score`).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from retrieval import arms as search_arms
 from retrieval.embedding import embedder_for
 from retrieval.fusion import rrf
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
+from retrieval.rerank_stage import Reranking, pool_size, rerank_segments, reranking_plan
 from retrieval.scope import ModelGroup, Scope, model_groups, reader_transaction, resolve_scope
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
@@ -54,8 +60,13 @@ class _QueryVectors:
 
 
 def retrieve(user, query: str, conversation=None, category: str | None = None, subcategory: str | None = None,
-             k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS) -> RetrievalResult:
-    """Ordered segments for `query` within the user's scope, with a trace of how they were found."""
+             k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
+             rerank: AiServer | bool = True) -> RetrievalResult:
+    """Ordered segments for `query` within the user's scope, with a trace of how they were found.
+
+    `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
+    AiServer reranks with that server (the evaluation compares arms this way).
+    """
     started = time.perf_counter()
     rs = retrieval_settings_get()
     k = int(k or rs.final_top_n)
@@ -65,12 +76,15 @@ def retrieve(user, query: str, conversation=None, category: str | None = None, s
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
                    "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],
                    "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {}}
+    trace["rerank"] = None  # set by the rerank stage when it runs
+    reranking = reranking_plan(rs, rerank)
     vectors = _QueryVectors(query, trace)
     segments: list[dict] = []
     if category or subcategory:
         qa = _qa_tier(query, category, subcategory, rs, vectors, trace)
         docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, category=category,
-                              subcategory=subcategory, threshold=rs.doc_distance_threshold, limit=rs.doc_limit)
+                              subcategory=subcategory, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                              rerank=reranking)
         if not docs and subcategory:
             general = SubcategoryMapping.objects.filter(subcategory=subcategory).values_list(
                 "general_subcategory", flat=True).first()
@@ -78,14 +92,15 @@ def retrieve(user, query: str, conversation=None, category: str | None = None, s
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold; "
                                           f"tried the general subcategory '{general}'")
                 docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=3, category=category,
-                                      subcategory=general, threshold=rs.doc_distance_threshold, limit=rs.doc_limit)
+                                      subcategory=general, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                                      rerank=reranking)
             else:
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold and no "
                                           "general subcategory is mapped")
         segments = qa + docs
     else:
-        segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k)
-    segments.sort(key=lambda s: (s["tier"], -s["score"]))
+        segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k, rerank=reranking)
+    segments.sort(key=lambda s: s["tier"])  # stable: each tier keeps its own order (fused, or the reranker's)
     segments = segments[:k]
     trace["answered_by_tier"] = segments[0]["tier"] if segments else None
     total = time.perf_counter() - started
@@ -150,6 +165,7 @@ def _qa_segment(entry: KnowledgeEntry, distance: float) -> dict:
         "start_offset": None, "end_offset": None, "question": entry.question, "answer": entry.answer,
         "excerpt": f"Q: {entry.question}\nA: {entry.answer}", "score": round(1.0 - distance, 6),
         "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,
+        "fused_rank": None, "rerank_rank": None, "rerank_score": None,  # Q&A pairs are neither fused nor reranked
     }
 
 
@@ -175,7 +191,7 @@ def _servers_for(groups: list[ModelGroup], trace) -> list[tuple[ModelGroup, AiSe
 
 def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace, arms, *, tier: int,
                    category: str = "", subcategory: str = "", threshold: float | None = None,
-                   limit: int) -> list[dict]:
+                   limit: int, rerank: Reranking | None = None) -> list[dict]:
     info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(info)
     with reader_transaction(user):
@@ -230,7 +246,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             if before and not fused:
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
-        fused = fused[:limit]
+        fused = fused[:pool_size(rerank, limit)]
         rows = _chunk_rows([f.key for f in fused])
     SEARCH_LATENCY.observe(time.perf_counter() - started)
     segments = []
@@ -244,6 +260,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
             "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
         })
+    segments = rerank_segments(query, segments, rerank, trace, tier=tier, limit=limit)
     info["kept"] = len(segments)
     return segments
 

@@ -12,7 +12,8 @@ def retrieval_settings_get() -> RetrievalSettings:
     Read on every use, not cached per process: staff changes must reach the web server and
     every worker at once, and this is one primary-key lookup.
     """
-    row = RetrievalSettings.objects.select_related("default_embedding_server", "default_chat_server").filter(pk=1).first()
+    row = RetrievalSettings.objects.select_related("default_embedding_server", "default_chat_server",
+                                                       "rerank_server").filter(pk=1).first()
     if row is None:
         row = RetrievalSettings(pk=1)
         row.save()

@@ -20,6 +20,9 @@ EMBED_LATENCY = Histogram("ai_rag_embed_latency_seconds", "Query embedding time"
                           buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 SEARCH_LATENCY = Histogram("ai_rag_search_latency_seconds", "Search time (both arms and fusion)",
                            buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1))
+RERANK_TOTAL = Counter("ai_rag_rerank_total", "Reranking calls, by outcome (ok, timeout, error)", ["status"])
+RERANK_LATENCY = Histogram("ai_rag_rerank_latency_seconds", "Reranking time, failed calls included",
+                           buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 INDEX_JOBS = Counter("ai_index_jobs_total", "Indexing jobs finished, by status", ["status"])
 
 

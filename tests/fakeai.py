@@ -63,6 +63,9 @@ Faults (``fail_next(path_prefix, fault, times)``; applied to the next
 * ``{"wrong_dim": 7}`` – embedding endpoints return vectors of that size;
 * ``{"reverse_order": True}`` – ``/v1/embeddings`` lists ``data`` backwards
   (each item keeps its correct ``index``);
+* ``{"rerank_reverse": True}`` – ``/rerank`` and ``/v1/rerank`` score by
+  position instead of word overlap: text ``i`` of ``n`` scores ``(i + 1) / n``,
+  so the reranker reverses the order it was given;
 * ``{"close": True}`` – drop the connection without answering.
 
 Subprocess mode (for a server that another process talks to)::
@@ -641,6 +644,12 @@ class FakeAIServer:
         if fault.get("malformed") and not ans["chunks"]:
             r.chunk(malformed_line)
 
+    @staticmethod
+    def _rerank_scores(query: str, texts: list, fault: dict) -> list[float]:
+        if fault.get("rerank_reverse"):
+            return [(i + 1) / len(texts) for i in range(len(texts))]
+        return [overlap_score(query, t) for t in texts]
+
     def _rerank_tei(self, r: _Resp, body: dict) -> None:
         texts = body.get("texts")
         if not isinstance(body.get("query"), str) or not isinstance(texts, list):
@@ -652,8 +661,8 @@ class FakeAIServer:
             r.raw(json.dumps({"error": "`texts` cannot be empty",
                               "error_type": "validation"}).encode(), 422)
             return
-        ranks = [{"index": i, "score": overlap_score(body["query"], t)}
-                 for i, t in enumerate(texts)]
+        scores = self._rerank_scores(body["query"], texts, r.fault)
+        ranks = [{"index": i, "score": scores[i]} for i in range(len(texts))]
         if body.get("return_text"):
             for rk in ranks:
                 rk["text"] = texts[rk["index"]]
@@ -666,8 +675,9 @@ class FakeAIServer:
             r.error(400, "'query' and a non-empty 'documents' list are required")
             return
         texts = [d.get("text", "") if isinstance(d, dict) else str(d) for d in docs]
-        results = [{"index": i, "relevance_score": overlap_score(body["query"], t),
-                    "document": {"text": t}} for i, t in enumerate(texts)]
+        scores = self._rerank_scores(body["query"], texts, r.fault)
+        results = [{"index": i, "relevance_score": scores[i], "document": {"text": t}}
+                   for i, t in enumerate(texts)]
         results.sort(key=lambda x: (-x["relevance_score"], x["index"]))
         top_n = body.get("top_n")
         if isinstance(top_n, int) and top_n >= 0:

@@ -72,15 +72,20 @@ class AiServerError(Exception):
     429, timeouts, refused/dropped connections); False for problems that need a
     configuration change (wrong model name, bad API key, wrong dimension, a
     response the client cannot understand).
+
+    ``timed_out`` is True when the server did not connect or answer in time
+    (callers that fall back on a slow server say so apart from other errors).
     """
 
     code = "ai_server_error"
 
-    def __init__(self, message: str, *, transient: bool, status: int | None = None):
+    def __init__(self, message: str, *, transient: bool, status: int | None = None,
+                 timed_out: bool = False):
         super().__init__(message)
         self.message = message
         self.transient = bool(transient)
         self.status = status
+        self.timed_out = bool(timed_out)
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.message

@@ -180,16 +180,16 @@ def transport_error(exc: Exception, cfg: ServerConfig, what: str, url: str) -> A
     origin = _origin(cfg, url)
     if isinstance(exc, httpx.ConnectTimeout):
         return AiServerError(f"{label} at {origin} did not accept a connection within "
-                             f"{seconds_words(cfg.connect_timeout)}.", transient=True)
+                             f"{seconds_words(cfg.connect_timeout)}.", transient=True, timed_out=True)
     if isinstance(exc, httpx.ReadTimeout):
         return AiServerError(f"{label} did not answer within {seconds_words(cfg.read_timeout)}.",
-                             transient=True)
+                             transient=True, timed_out=True)
     if isinstance(exc, httpx.WriteTimeout):
         return AiServerError(f"{label} did not accept the request within "
-                             f"{seconds_words(cfg.read_timeout)}.", transient=True)
+                             f"{seconds_words(cfg.read_timeout)}.", transient=True, timed_out=True)
     if isinstance(exc, httpx.PoolTimeout):
         return AiServerError(f"{label} is busy: no free connection within "
-                             f"{seconds_words(cfg.connect_timeout)}.", transient=True)
+                             f"{seconds_words(cfg.connect_timeout)}.", transient=True, timed_out=True)
     if isinstance(exc, httpx.ConnectError):
         if _is_refused(exc):
             reason = "connection refused"
@@ -334,4 +334,4 @@ def request_with_retry(client: httpx.Client, method: str, url: str, *, json: Any
                f"giving up." + (f" Last error: {detail}" if detail else ""))
         raise AiServerError(msg, transient=True, status=last.status)
     raise AiServerError(f"{last.message} Tried {times_words(len(failures))}; giving up.",
-                        transient=True, status=last.status)
+                        transient=True, status=last.status, timed_out=last.timed_out)

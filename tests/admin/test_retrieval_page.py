@@ -96,3 +96,39 @@ def test_the_form_names_an_unknown_user(admin_client):
     response = admin_client.get(URL, {"q": "anything", "user": "nobody"})
     assert response.context["form"].errors == {"user": ["No active user 'nobody'."]}
     assert admin_client.get(URL).context["form"].is_bound is False  # an empty form first
+
+
+def test_the_page_shows_fused_and_rerank_ranks_and_the_rerank_status(admin_client, api, user, fake_embedder):
+    from retrieval.models import AiServer, RetrievalSettings
+
+    for name, text in TEXTS.items():
+        indexed(user, text, name)
+    query = "When was the bridge over the river opened?"
+    off = admin_client.get(URL, {"q": query, "user": "alice"}).content.decode()
+    assert re.search(r'id="rs-rerank-status">not used<', off) and "no rerank server chosen" in off
+    server = AiServer.objects.create(name="fake reranker", kind="openai", base_url=fake_embedder.url,
+                                     capabilities={"rerank": True})
+    RetrievalSettings.objects.filter(pk=1).update(rerank_server=server)
+    fake_embedder.fail_next("/rerank", {"rerank_reverse": True})
+    response = admin_client.get(URL, {"q": query, "user": "alice"})
+    page = response.content.decode()
+    segments = [row["segment"] for row in response.context["segments"]]
+    n = len(segments)
+    assert n >= 3
+    fused = [int(x) for x in re.findall(r'<td class="num rs-fused-rank">(\d+)</td>', page)]
+    reranked = [int(x) for x in re.findall(r'<td class="num rs-rerank-rank">(\d+)</td>', page)]
+    assert reranked == list(range(1, n + 1)) and fused == list(range(n, 0, -1))
+    assert '<span class="rs-badge ok" id="rs-rerank-status">ok</span>' in page
+    assert f"fake reranker: {n} candidates of tier 2" in page
+    assert "<td>rerank</td>" in page  # its timing
+    # The API gives the same order and ranks.
+    fake_embedder.fail_next("/rerank", {"rerank_reverse": True})
+    from_api = api.get("/api/search/", {"q": query}).json()["segments"]
+    assert [(s["chunk_id"], s["fused_rank"], s["rerank_rank"]) for s in from_api] == \
+        [(s["chunk_id"], s["fused_rank"], s["rerank_rank"]) for s in segments]
+    # A failing reranker: the page says so and shows the fused order.
+    fake_embedder.fail_next("/rerank", {"status": 500})
+    failed = admin_client.get(URL, {"q": query, "user": "alice"}).content.decode()
+    assert '<span class="rs-badge warn" id="rs-rerank-status">error</span>' in failed
+    assert re.findall(r'<td class="num rs-fused-rank">(\d+)</td>', failed) == [str(i) for i in range(1, n + 1)]
+    assert "reranking skipped, the fused order was kept" in failed

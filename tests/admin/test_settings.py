@@ -1,6 +1,8 @@
 """Retrieval settings (one row, applied at once) and subcategory mappings (no cycles)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.forms.models import model_to_dict
 from django.urls import reverse
@@ -85,3 +87,38 @@ def test_subcategory_mapping_refuses_cycles(admin_client):
     itself = admin_client.post(add, {"subcategory": "garlic", "general_subcategory": "garlic"})
     assert "cannot fall back on itself" in itself.content.decode()
     assert SubcategoryMapping.objects.count() == 2
+
+
+def rerank_choices(page: str) -> list[str]:
+    select = re.search(r'<select name="rerank_server".*?</select>', page, re.S).group(0)
+    return re.findall(r"<option[^>]*>([^<]+)</option>", select)
+
+
+def test_rerank_server_must_be_an_active_server_with_the_rerank_capability(admin_client):
+    assert RetrievalSettings.objects.get().rerank_server is None  # reranking is off by default
+    no_rerank = AiServer.objects.create(name="embeds only", kind="openai", base_url="http://127.0.0.1:9",
+                                        capabilities={"embeddings": True, "embedding_model": "m", "embedding_dim": 8})
+    reranker = AiServer.objects.create(name="tei rerank", kind="openai", base_url="http://127.0.0.1:9",
+                                       capabilities={"rerank": True})
+    choices = rerank_choices(admin_client.get(URL).content.decode())
+    assert "tei rerank" in choices and "embeds only" not in choices
+    refused = admin_client.post(URL, settings_form(rerank_server=no_rerank.pk))
+    assert "rerank_server" in refused.context["adminform"].form.errors
+    assert RetrievalSettings.objects.get().rerank_server is None
+    accepted = admin_client.post(URL, settings_form(rerank_server=reranker.pk, rerank_candidates=20,
+                                                    rerank_timeout=2.5), follow=True)
+    assert "Saved: the next question uses these settings." in messages_of(accepted)
+    saved = RetrievalSettings.objects.get()
+    assert (saved.rerank_server, saved.rerank_candidates, saved.rerank_timeout) == (reranker, 20, 2.5)
+    # The current choice stays listed after it loses the capability, and is then refused with the reason.
+    reranker.capabilities = {}
+    reranker.save()
+    assert "tei rerank" in rerank_choices(admin_client.get(URL).content.decode())
+    stale = admin_client.post(URL, settings_form())
+    assert stale.context["adminform"].form.errors["rerank_server"] == [
+        "'tei rerank' does not have the rerank capability; tick 'Reranks' on the server or choose another."]
+    bad_numbers = admin_client.post(URL, settings_form(rerank_server="", rerank_candidates=0, rerank_timeout=0))
+    assert set(bad_numbers.context["adminform"].form.errors) == {"rerank_candidates", "rerank_timeout"}
+    cleared = admin_client.post(URL, settings_form(rerank_server=""), follow=True)
+    assert "Saved: the next question uses these settings." in messages_of(cleared)
+    assert RetrievalSettings.objects.get().rerank_server is None

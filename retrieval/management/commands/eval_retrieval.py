@@ -24,6 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="Only the first N questions")
         parser.add_argument("--articles", type=int, help="Only the first N articles")
         parser.add_argument("--json", action="store_true", help="Print only the JSON result")
+        parser.add_argument("--rerank", nargs="?", const="", metavar="SERVER",
+                            help="Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
+                                 "the AI server of this name")
 
     def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, **options):
         if not squad.exists():
@@ -33,6 +36,12 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
         log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
+        rerank_server = None
+        if options["rerank"] is not None:  # checked before the slow ingest
+            try:
+                rerank_server = evaluation.rerank_server_for_evaluation(options["rerank"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
         data = evaluation.load_squad(squad)[:articles] if articles else evaluation.load_squad(squad)
         label = squad.stem
         started = time.monotonic()
@@ -48,7 +57,8 @@ class Command(BaseCommand):
         user = get_user_model().objects.get(username=evaluation.EVAL_USER)
         conversation = evaluation.eval_conversation(ids, label)
         results = evaluation.evaluate(user, conversation, asked, k=k,
-                                      arms={name: evaluation.ARMS[name] for name in wanted}, log=log)
+                                      arms={name: evaluation.ARMS[name] for name in wanted}, log=log,
+                                      rerank_server=rerank_server)
         results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),
                            "k": k, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1)}
