@@ -1,7 +1,9 @@
 """How one answer is produced: retrieval, then the model (streamed), an extractive answer, or an approved Q&A pair.
 
 Pure of status bookkeeping (that is chat.orchestrator): :func:`produce` streams text through
-`job.emit` and returns what was said and what it may cite.
+`job.emit` and returns what was said and what it may cite. In agentic mode the model searches
+itself (chat.agent); a question naming an attached document not indexed yet gets a plain
+answer saying so (chat.waiting).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from chat.citations import snippet_preview, segment_excerpt
 from chat.extractive import extractive_answer
 from chat.models import Message, MessageRole, MessageStatus
 from chat.prompts import build_messages, build_plain_messages, resolve_token_counter, tag_segments
+from chat.waiting import documents_waited_for, waiting_answer
 from ragsite.errors import ApplicationError
 from retrieval.embedding import chat_client_for, ensure_allowed, server_config
 from retrieval.search import retrieve
@@ -22,6 +25,7 @@ from retrieval.selectors import retrieval_settings_get
 HISTORY_MESSAGES = 20
 ANSWER_RESERVE_TOKENS = 1024  # of a stated context window, kept for the answer
 PROMPT_RESERVE_TOKENS = 800  # system prompt and framing
+AGENTIC = "agentic"
 
 
 class AnswerFailed(ApplicationError):
@@ -30,13 +34,24 @@ class AnswerFailed(ApplicationError):
 
 @dataclass
 class Outcome:
-    mode: str  # "llm" | "extractive" | "approved_answer" | "plain"
+    mode: str  # "llm" | "extractive" | "approved_answer" | "plain" | "agentic" | "waiting"
     text: str
     tag_map: dict = field(default_factory=dict)
     json_mode: bool = False
     usage: dict = field(default_factory=dict)
     segments: list = field(default_factory=list)
     trace: dict | None = None
+    extra: dict = field(default_factory=dict)  # more keys of the message's metadata
+
+
+@dataclass
+class Round:
+    """One request to the chat server: the text it streamed, its usage as reported, its tool calls."""
+
+    text: str
+    usage: dict
+    tool_calls: list | None = None
+    model: str = ""
 
 
 def context_sources(tag_map: dict) -> list[dict]:
@@ -83,6 +98,29 @@ def produce(job) -> Outcome:
         text, usage = _stream(job, server, messages, json_mode=False)
         return Outcome("plain", text, usage=usage)
 
+    waited = documents_waited_for(job.conversation, question)
+    if waited:
+        text, documents = waiting_answer(waited)
+        job.emit(text)
+        return Outcome("waiting", text, usage=_no_model_usage("waiting"), extra={"waiting_for_documents": documents})
+    if rs.chat_mode == AGENTIC:
+        if server is not None and server.can("tools"):
+            from chat.agent import answer_agentic  # chat.agent builds on this module's helpers
+
+            return answer_agentic(job, server, rs)
+        outcome = _from_context(job, rs, server)
+        outcome.extra["agentic_fallback"] = (
+            "Agentic search is on, but no chat server is configured, so the passages were quoted instead."
+            if server is None else
+            f"Agentic search is on, but the chat server '{server.name}' is not marked as able to call tools "
+            "(capability “Tool calling”), so the retrieved passages were given in the prompt instead.")
+        return outcome
+    return _from_context(job, rs, server)
+
+
+def _from_context(job, rs, server) -> Outcome:
+    """Retrieve first, then answer from those passages (the model's, an extractive or an approved answer)."""
+    question = job.question.content
     params = job.question.metadata or {}
     result = retrieve(job.conversation.owner, question, conversation=job.conversation,
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
@@ -112,7 +150,7 @@ def produce(job) -> Outcome:
     json_mode = bool(server.capabilities.get("json_answers"))
     messages, tag_map = build_messages(
         question=question, segments=segments, history=history_for(job.question),
-        history_token_budget=settings.CHAT_HISTORY_TOKENS, context_token_budget=_context_budget(server),
+        history_token_budget=settings.CHAT_HISTORY_TOKENS, context_token_budget=context_budget(server),
         json_mode=json_mode,
     )
     job.sources(context_sources(tag_map))
@@ -121,11 +159,23 @@ def produce(job) -> Outcome:
     return Outcome("llm", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
 
 
-def _context_budget(server) -> int:
+def context_budget(server) -> int:
+    """Tokens of passages the server's prompt can take."""
     window = server.capabilities.get("context_window")
     if window:
         return max(500, int(window) - settings.CHAT_HISTORY_TOKENS - ANSWER_RESERVE_TOKENS - PROMPT_RESERVE_TOKENS)
     return settings.CHAT_CONTEXT_TOKENS
+
+
+def model_usage(model: str, usages: list[dict]) -> dict:
+    """`llm_usage` of an answer: the usage of its requests added up."""
+    total = {"model": model, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for usage in usages:
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            total[key] += int(usage.get(key) or 0)
+    if any(u.get("estimated") for u in usages):
+        total["estimated"] = True
+    return total
 
 
 def _no_model_usage(model: str) -> dict:
@@ -152,32 +202,42 @@ def _client(server):
 
 def _stream(job, server, messages: list[dict], *, json_mode: bool) -> tuple[str, dict]:
     """Stream the model's answer through job.emit; (text, usage)."""
+    answer = stream_round(job, server, messages, json_mode=json_mode)
+    if not answer.text.strip():
+        raise AnswerFailed(f"The chat server '{server.name}' returned an empty answer.")
+    return answer.text, model_usage(answer.model, [answer.usage])
+
+
+def stream_round(job, server, messages: list[dict], *, json_mode: bool = False, tools: list | None = None,
+                 separator: str = "") -> Round:
+    """One request; its text streams through job.emit (after `separator`, if any comes); stops at the time limit."""
     client = _client(server)
     deadline = job.started + settings.CHAT_ANSWER_TIME_LIMIT
     usage: dict = {}
+    calls = None
     parts: list[str] = []
     kwargs = {"max_tokens": settings.CHAT_MAX_ANSWER_TOKENS}
     if json_mode:
         kwargs["response_format"] = {"type": "json_object"}
+    if tools:
+        kwargs["tools"] = tools
     sent = time.perf_counter()
     stream = client.stream(messages, **kwargs)
     try:
         for delta in stream:
             if delta.text:
-                if not parts:
+                if "server_first_token_ms" not in job.timings:
                     job.timings["server_first_token_ms"] = round((time.perf_counter() - sent) * 1000, 1)
+                if not parts and separator:
+                    job.emit(separator)
                 parts.append(delta.text)
                 job.emit(delta.text)
             if delta.usage:
                 usage = dict(delta.usage)
+            if delta.tool_calls:
+                calls = delta.tool_calls
             if time.perf_counter() > deadline:
                 raise AnswerFailed(f"The answer took longer than {settings.CHAT_ANSWER_TIME_LIMIT} s and was stopped.")
     finally:
         stream.close()
-    text = "".join(parts)
-    if not text.strip():
-        raise AnswerFailed(f"The chat server '{server.name}' returned an empty answer.")
-    usage = {"model": client.model, "prompt_tokens": usage.get("prompt_tokens", 0),
-             "completion_tokens": usage.get("completion_tokens", 0), "total_tokens": usage.get("total_tokens", 0),
-             **({"estimated": True} if usage.get("estimated") else {})}
-    return text, usage
+    return Round("".join(parts), usage, calls, client.model)

@@ -117,7 +117,7 @@ class MessageDetailView(APIView):
 class MessageRetryView(APIView):
     @extend_schema(request=None, responses={202: MessageSerializer})
     def post(self, request, conversation_id, message_id):
-        """Answer a failed message again."""
+        """Answer a failed message again, or one that waited for a document being indexed."""
         message = services.message_retry(conversation_id=conversation_id, message_id=message_id, user=request.user)
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
@@ -125,7 +125,7 @@ class MessageRetryView(APIView):
 class MessageRetrievalView(APIView):
     @extend_schema(responses=MessageRetrievalSerializer)
     def get(self, request, conversation_id, message_id):
-        """What the answer was built from: retrieved segments, retrieval trace, usage and timings."""
+        """What the answer was built from: retrieved segments, the retrieval trace (agentic: each search), usage."""
         message = selectors.message_get(conversation_id=conversation_id, message_id=message_id, user=request.user)
         metadata = message.metadata or {}
         return Response({
@@ -135,6 +135,9 @@ class MessageRetrievalView(APIView):
             "retrieved_segments": metadata.get("retrieved_segments", []),
             "context_sources": metadata.get("context_sources", []),
             "retrieval": metadata.get("retrieval"),
+            "agent": metadata.get("agent"),
+            "agentic_fallback": metadata.get("agentic_fallback"),
+            "waiting_for_documents": metadata.get("waiting_for_documents"),
             "llm_usage": metadata.get("llm_usage"),
             "timings": metadata.get("timings", {}),
         })

@@ -205,6 +205,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         "llm_usage": outcome.usage,
         "retrieval": outcome.trace,
         "timings": job.timings,
+        **outcome.extra,  # agentic searches, documents waited for, why agentic mode was not used
     }
     sources = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],

@@ -90,9 +90,16 @@ class AttachedDocumentSerializer(serializers.Serializer):
 class MessageRetrievalSerializer(serializers.Serializer):
     message_id = serializers.IntegerField()
     status = serializers.CharField()
-    mode = serializers.CharField(allow_null=True, help_text="llm, extractive, approved_answer or plain")
+    mode = serializers.CharField(allow_null=True,
+                                 help_text="llm, agentic, extractive, approved_answer, plain or waiting")
     retrieved_segments = serializers.ListField(child=serializers.DictField())
     context_sources = serializers.ListField(child=serializers.DictField(), help_text="The tags given to the model")
     retrieval = serializers.DictField(allow_null=True, help_text="Scope, tiers, fallbacks, timings")
+    agent = serializers.DictField(allow_null=True, help_text="Agentic mode: max_searches, searches (query, "
+                                  "source_ids, chunk_ids, timings_ms, trace), rejected_calls, budget_exhausted")
+    agentic_fallback = serializers.CharField(allow_null=True, help_text="Why agentic mode was on but not used")
+    waiting_for_documents = serializers.ListField(
+        child=serializers.DictField(), allow_null=True,
+        help_text="Attached documents the question named that were not indexed yet (document_id, name, status)")
     llm_usage = serializers.DictField(allow_null=True)
     timings = serializers.DictField()

@@ -114,16 +114,17 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
-    """Answer a failed message again."""
+    """Answer again a failed message, or one that said a document it needs is not indexed yet."""
     with transaction.atomic():
         message = (Message.objects.select_for_update()
                    .filter(conversation__owner_id=user.pk, conversation_id=_int(conversation_id), pk=_int(message_id))
                    .first())
         if message is None:
             raise NotFound("No such message.")
-        if message.role != MessageRole.ASSISTANT or message.status != MessageStatus.FAILED:
-            raise Conflict("Only a failed answer can be retried.", code="invalid_state",
-                           extra={"status": message.status})
+        waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"
+        if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
+            raise Conflict("Only a failed answer, or one that waited for a document, can be retried.",
+                           code="invalid_state", extra={"status": message.status})
         message.status = MessageStatus.PENDING
         message.content = ""
         message.error = ""

@@ -60,7 +60,7 @@ def can_curate(user) -> bool:
 class AiServerAdmin(admin.ModelAdmin):
     form = AiServerForm
     list_display = ("name", "kind", "base_url", "external", "active", "api_key_hint", "capability_list",
-                    "default_for", "tools")
+                    "default_for", "links")
     list_filter = ("kind", "is_external", "is_active")
     search_fields = ("name", "base_url")
     actions = ["test_connection"]
@@ -70,7 +70,7 @@ class AiServerAdmin(admin.ModelAdmin):
                                                                "connect_timeout", "read_timeout"),
                         "description": "OpenAI-compatible and Ollama servers only."}),
         ("Embeddings", {"fields": ("embeddings", "embedding_model", "embedding_dim", "embedding_max_input_tokens")}),
-        ("Chat", {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window")}),
+        ("Chat", {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window", "tools")}),
         ("Reranking and late chunking", {"classes": ("rs-remote", "collapse"),
                                          "fields": ("rerank", "rerank_model", "token_embeddings")}),
     )
@@ -106,7 +106,7 @@ class AiServerAdmin(admin.ModelAdmin):
         if caps.get("embeddings"):
             names[0] = f"embeddings ({obj.embedding_model}, {obj.embedding_dim}d)"
         if caps.get("chat"):
-            names[names.index("chat")] = f"chat ({obj.chat_model})"
+            names[names.index("chat")] = f"chat ({obj.chat_model}{', tool calling' if caps.get('tools') else ''})"
         return ", ".join(names) or "—"
 
     @admin.display(description="default for")
@@ -116,7 +116,7 @@ class AiServerAdmin(admin.ModelAdmin):
         return format_html_join(" ", "{}", ((badge(role, "info"),) for role in roles)) if roles else "—"
 
     @admin.display(description="")
-    def tools(self, obj):
+    def links(self, obj):  # not "tools": that is the tool-calling capability's form field
         test = reverse("admin:retrieval_aiserver_test", args=[obj.pk])
         embed = reverse("admin:retrieval_aiserver_embed", args=[obj.pk])
         return format_html('<a href="{}">Test connection</a> · <a href="{}">Embed text</a>', test, embed)

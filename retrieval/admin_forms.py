@@ -18,7 +18,7 @@ from retrieval.models import (
 CAPABILITY_FIELDS = {
     "embeddings": "embeddings", "embedding_model": "embedding_model", "embedding_dim": "embedding_dim",
     "embedding_max_input_tokens": "embedding_max_input_tokens", "chat": "chat", "chat_model": "chat_model",
-    "context_window": "context_window", "rerank": "rerank", "rerank_model": "rerank_model",
+    "context_window": "context_window", "tools": "tools", "rerank": "rerank", "rerank_model": "rerank_model",
     "token_embeddings": "token_embeddings",
 }
 
@@ -43,6 +43,9 @@ class AiServerForm(forms.ModelForm):
     chat = forms.BooleanField(required=False, label="Answers chats")
     chat_model = forms.CharField(required=False, max_length=200, help_text="e.g. llama3.1:8b or gpt-4o-mini")
     context_window = forms.IntegerField(required=False, min_value=256, help_text="Tokens")
+    tools = forms.BooleanField(required=False, label="Tool calling",
+                               help_text="The chat model calls tools (OpenAI-style function calling); needed by "
+                                         "the agentic chat mode")
     rerank = forms.BooleanField(required=False, label="Reranks")
     rerank_model = forms.CharField(required=False, max_length=200)
     token_embeddings = forms.BooleanField(required=False, label="Token embeddings (late chunking)")
@@ -83,6 +86,8 @@ class AiServerForm(forms.ModelForm):
                     self.add_error("embedding_dim", "Give the vector size (Test connection shows it).")
             if data.get("chat") and not data.get("chat_model"):
                 self.add_error("chat_model", "Name the chat model.")
+            if data.get("tools") and not data.get("chat"):
+                self.add_error("tools", "Tool calling is a chat capability: tick “Answers chats” too.")
             if data.get("rerank") and not data.get("rerank_model") and kind == AiServerKind.OLLAMA:
                 self.add_error("rerank_model", "Name the rerank model.")
         return data
@@ -144,6 +149,9 @@ class EmbedTextForm(forms.Form):
         return lines
 
 
+MAX_AGENT_SEARCHES = 10
+
+
 class RetrievalSettingsForm(forms.ModelForm):
     class Meta:
         model = RetrievalSettings
@@ -173,6 +181,11 @@ class RetrievalSettingsForm(forms.ModelForm):
                                  "its limit (final top N, or the document limit with a category)",
             "rerank_timeout": "Seconds to wait for the reranker, one attempt; on timeout or error the fused order "
                               "is kept and the trace says so",
+            "chat_mode": "Agentic: the model gets a search tool instead of passages fetched beforehand and searches "
+                         "as often as the budget below allows (for very large documents and multi-step questions). "
+                         "Needs a default chat server with “Tool calling”; otherwise answers use the passages.",
+            "agent_max_searches": f"Agentic mode: searches the model may make per question (1–{MAX_AGENT_SEARCHES}); "
+                                  "then it must answer",
         }
 
     def __init__(self, *args, **kwargs):
@@ -207,6 +220,18 @@ class RetrievalSettingsForm(forms.ModelForm):
             if data.get(name) == 0:
                 self.add_error(name, "Must be at least 1.")
         self._clean_rerank(data)
+        searches = data.get("agent_max_searches")
+        if searches is not None and not 1 <= searches <= MAX_AGENT_SEARCHES:
+            self.add_error("agent_max_searches", f"Between 1 and {MAX_AGENT_SEARCHES} searches.")
+        if data.get("chat_mode") == "agentic":
+            server = data.get("default_chat_server")
+            if server is None or not server.is_active or not server.can("chat"):
+                self.add_error("chat_mode", "Agentic search needs a default chat server (one that answers chats and "
+                                            "calls tools).")
+            elif not server.can("tools"):
+                self.add_error("chat_mode", f"The default chat server '{server.name}' is not marked as able to call "
+                                            "tools: tick “Tool calling” on it (AI servers) if its model can, or "
+                                            "choose another server.")
         return data
 
     def _clean_rerank(self, data: dict) -> None:

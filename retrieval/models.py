@@ -21,7 +21,8 @@ class AiServer(models.Model):
     """A server that embeds text, answers chats, reranks, or several of these.
 
     `capabilities` keys: chat, embeddings, embedding_model, embedding_dim,
-    embedding_max_input_tokens, chat_model, context_window, token_embeddings, rerank.
+    embedding_max_input_tokens, chat_model, context_window, tools (the chat model calls tools),
+    token_embeddings, rerank.
     """
 
     name = models.CharField(max_length=100, unique=True)

@@ -187,3 +187,22 @@ def test_test_connection_of_the_built_in_server_embeds_in_process(admin_client):
     assert report.ok, report.steps
     assert [s.name for s in report.steps] == ["embed a probe", "dimension check"]
     assert report.dim == 384
+
+
+def test_tool_calling_is_a_chat_capability_saved_and_listed(admin_client):
+    add = reverse("admin:retrieval_aiserver_add")
+    without_chat = admin_client.post(add, server_form(tools="on"))
+    assert set(without_chat.context["adminform"].form.errors) == {"tools"}
+    ok = admin_client.post(add, server_form(chat="on", chat_model="qwen2.5:7b", tools="on"))
+    assert ok.status_code == 302
+    server = AiServer.objects.get(name="GPU box")
+    assert server.capabilities == {"chat": True, "chat_model": "qwen2.5:7b", "tools": True}
+    page = admin_client.get(reverse("admin:retrieval_aiserver_change", args=[server.pk])).content.decode()
+    assert re.search(r'<input type="checkbox" name="tools"[^>]* checked', page)
+    assert "Tool calling" in page
+    listing = admin_client.get(reverse("admin:retrieval_aiserver_changelist")).content.decode()
+    assert "chat (qwen2.5:7b, tool calling)" in listing and "Test connection</a>" in listing
+    admin_client.post(reverse("admin:retrieval_aiserver_change", args=[server.pk]),
+                      server_form(chat="on", chat_model="qwen2.5:7b"))
+    server.refresh_from_db()
+    assert "tools" not in server.capabilities

@@ -122,3 +122,22 @@ def test_rerank_server_must_be_an_active_server_with_the_rerank_capability(admin
     cleared = admin_client.post(URL, settings_form(rerank_server=""), follow=True)
     assert "Saved: the next question uses these settings." in messages_of(cleared)
     assert RetrievalSettings.objects.get().rerank_server is None
+
+
+def test_agentic_mode_needs_a_default_chat_server_that_calls_tools(admin_client):
+    no_server = admin_client.post(URL, settings_form(chat_mode="agentic"))
+    assert "needs a default chat server" in no_server.context["adminform"].form.errors["chat_mode"][0]
+    plain = AiServer.objects.create(name="plain chat", kind="openai", base_url="http://127.0.0.1:9",
+                                    capabilities={"chat": True, "chat_model": "m"})
+    refused = admin_client.post(URL, settings_form(chat_mode="agentic", default_chat_server=plain.pk))
+    [error] = refused.context["adminform"].form.errors["chat_mode"]
+    assert "'plain chat' is not marked as able to call tools" in error
+    assert RetrievalSettings.objects.get().chat_mode == "context"
+    too_many = admin_client.post(URL, settings_form(agent_max_searches=0))
+    assert set(too_many.context["adminform"].form.errors) == {"agent_max_searches"}
+    plain.capabilities = {**plain.capabilities, "tools": True}
+    plain.save()
+    admin_client.post(URL, settings_form(chat_mode="agentic", default_chat_server=plain.pk, agent_max_searches=5),
+                      follow=True)
+    saved = RetrievalSettings.objects.get()
+    assert (saved.chat_mode, saved.default_chat_server, saved.agent_max_searches) == ("agentic", plain, 5)

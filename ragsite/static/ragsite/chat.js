@@ -24,6 +24,7 @@
   const messages = new Map(); // id -> message (API shape)
   const liveText = new Map(); // id -> text streamed so far (answers in flight)
   const liveSources = new Map(); // id -> {tag: source} from the "sources" event
+  const waits = new Map(); // id of an answer that waits for a document -> {busy, label, error}
   const IN_FLIGHT = new Set(["pending", "streaming"]);
   const TAG_GROUP = /[[［【]\s*((?:source\s*:?\s*)?S\d+(?:\s*(?:[,;/&]|and)\s*(?:source\s*:?\s*)?S\d+)*)\s*[\]］】]/gi;
   const TAG = /S(\d+)/gi;
@@ -138,7 +139,68 @@
     if (note) box.append(el("div", { class: "note-extractive", dataset: { mode: m.metadata.mode } }, icon("info"), " ", note));
     for (const s of sections) box.append(el("p", { class: "section" }, richText(s.text, cites, m.id)));
     if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+    const wait = waitBox(m);
+    if (wait) box.append(wait);
     return box;
+  }
+
+  // --- an answer that waits for a document being indexed ------------------------------------
+
+  /** Documents the answer waits for that may still become searchable (a failed one will not). */
+  function waitedFor(m) {
+    if (!m.metadata || m.metadata.mode !== "waiting") return [];
+    return (m.metadata.waiting_for_documents || []).filter((d) => d.status !== "failed");
+  }
+
+  function waitBox(m) {
+    const docs = waitedFor(m);
+    if (!docs.length) return null;
+    const state = waits.get(m.id) || {};
+    const button = el("button", { type: "button", class: "btn btn-sm", "aria-disabled": state.busy ? "true" : "false" },
+      icon("refresh"), "Wait for it and ask again");
+    button.addEventListener("click", () => waitAndAskAgain(m.id, docs));
+    return el("div", { class: "msg-wait" }, button,
+      el("span", { class: "wait-status" + (state.error ? " wait-error" : ""), role: "status" }, state.label || ""));
+  }
+
+  function setWait(id, state) {
+    waits.set(id, state);
+    const box = document.querySelector(`#msg-${id} .msg-wait`); // updated in place: the button keeps its focus
+    if (!box) return;
+    box.querySelector("button").setAttribute("aria-disabled", state.busy ? "true" : "false"); // not disabled: focus stays
+    const status = box.querySelector(".wait-status");
+    status.textContent = state.label || "";
+    status.classList.toggle("wait-error", !!state.error);
+  }
+
+  /** Poll the documents until they are searchable, then ask again through the retry endpoint. */
+  async function waitAndAskAgain(id, docs) {
+    if ((waits.get(id) || {}).busy) return;
+    setWait(id, { busy: true, label: "Checking…" });
+    try {
+      for (;;) {
+        const fresh = await Promise.all(docs.map((d) => api("GET", `/api/documents/${d.document_id}/`)));
+        const failed = fresh.find((d) => d.status === "failed");
+        if (failed) {
+          setWait(id, { busy: false, error: true, label: `${failed.name} could not be indexed: ${failed.index_error || "unknown reason"}` });
+          return;
+        }
+        const pending = fresh.filter((d) => !(d.chunk_count > 0));
+        if (!pending.length) break;
+        setWait(id, { busy: true, label: `${pending[0].name}: ${rag.docStatus(pending[0]).label}` });
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        if (!messages.has(id)) return;
+      }
+      setWait(id, { busy: true, label: "Indexed — asking again…" });
+      const answer = await api("POST", `/api/conversations/${convId}/messages/${id}/retry/`);
+      waits.delete(id);
+      liveText.delete(id);
+      liveSources.delete(id);
+      upsert(answer);
+      ensureLive();
+    } catch (err) {
+      setWait(id, { busy: false, error: true, label: err.message });
+    }
   }
 
   function footer(m) {
@@ -150,11 +212,17 @@
         dataset: { message: m.id } }, icon("link"), `${n} ${n === 1 ? "source" : "sources"}`);
       button.addEventListener("click", () => toggleSources(m.id, button));
       foot.append(button);
-    } else if (m.metadata && m.metadata.mode && m.metadata.mode !== "plain") {
+    } else if (m.metadata && m.metadata.mode && !["plain", "waiting"].includes(m.metadata.mode)) {
       foot.append(el("span", {}, "No sources cited"));
     }
     const usage = m.metadata && m.metadata.llm_usage;
-    if (usage && usage.model && m.metadata.mode === "llm") foot.append(el("span", {}, usage.model));
+    if (usage && usage.model && ["llm", "agentic"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
+    const agent = m.metadata && m.metadata.agent;
+    if (agent && m.metadata.mode === "agentic") {
+      const queries = (agent.searches || []).map((s) => `“${s.query}”`).join(", ");
+      foot.append(el("span", { title: queries ? `Searched for ${queries}` : "Answered without searching" },
+        plural((agent.searches || []).length, "search", "searches")));
+    }
     foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
     return foot;
   }

@@ -1,0 +1,82 @@
+"""A question that names an attached document not indexed yet is not answered from nothing.
+
+Searching the other attached documents would answer a question about that document from
+passages of something else (or from none at all), so the answer says which document is still
+being indexed — with its progress — or that it failed and why, and the chat page offers to wait.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+
+from chat.selectors import conversation_documents
+from documents.models import Document, DocumentStatus
+
+MIN_NAME_CHARS = 3  # a document called "a" or "it" must not match every question
+_WORDS_RE = re.compile(r"[\W_]+")
+_NOT_READY = (DocumentStatus.UPLOADED, DocumentStatus.PROCESSING, DocumentStatus.REINDEXING, DocumentStatus.FAILED)
+
+
+def _words(text: str) -> str:
+    """Lowercase words joined by single spaces: "Annual_Report-2023.PDF" -> "annual report 2023 pdf"."""
+    return " ".join(w for w in _WORDS_RE.split((text or "").lower()) if w)
+
+
+def document_names(document: Document) -> set[str]:
+    """The ways a question may name the document: title and file name, each with and without extension."""
+    names = set()
+    for name in (document.title, document.original_filename):
+        if name:
+            names.update({_words(name), _words(PurePath(name).stem)})
+    return {n for n in names if len(n) >= MIN_NAME_CHARS}
+
+
+def names_document(question: str, document: Document) -> bool:
+    """Whether the question names the document (case-insensitive, whole words, extension optional)."""
+    padded = f" {_words(question)} "
+    return any(f" {name} " in padded for name in document_names(document))
+
+
+def not_searchable(document: Document) -> bool:
+    """Not indexed yet (or failed): nothing of it can be found. A re-indexing document with chunks still answers."""
+    return document.chunk_count == 0 and document.status in _NOT_READY
+
+
+def documents_waited_for(conversation, question: str) -> list[Document]:
+    """Attached documents the question names that cannot be searched yet."""
+    return [d for d in conversation_documents(conversation=conversation)
+            if not_searchable(d) and names_document(question, d)]
+
+
+def progress_words(document: Document) -> str:
+    """How far indexing got, in words: "37 of 120 pages", or "" when nothing is known yet."""
+    if document.chunks_total:
+        return f"{document.chunks_embedded:,} of {document.chunks_total:,} passages embedded"
+    if document.pages_total:
+        return f"{document.pages_done:,} of {document.pages_total:,} pages"
+    return ""
+
+
+def waiting_answer(documents: list[Document]) -> tuple[str, list[dict]]:
+    """The plain answer for documents waited for, and what `metadata.waiting_for_documents` keeps."""
+    lines = []
+    for d in documents:
+        name = f"“{d.original_filename}”"
+        if d.status == DocumentStatus.FAILED:
+            reason = (d.index_error or "no reason was recorded").strip().rstrip(".")
+            lines.append(f"{name} could not be indexed: {reason}. Re-index it from your library, then ask again.")
+        elif d.status == DocumentStatus.UPLOADED:
+            lines.append(f"{name} is waiting to be indexed, so it cannot be searched yet.")
+        else:
+            progress = progress_words(d)
+            lines.append(f"{name} is still being indexed{f' ({progress})' if progress else ''}, "
+                         "so it cannot be searched yet.")
+    pending = sum(d.status != DocumentStatus.FAILED for d in documents)
+    if pending:
+        it = "it is" if pending == 1 else "they are"
+        lines.append(f"Ask again when {it} ready, so that the answer comes from the document itself.")
+    waited = [{"document_id": d.pk, "name": d.original_filename, "status": d.status,
+               **({"index_error": d.index_error} if d.status == DocumentStatus.FAILED else {}),
+               **({"progress": progress_words(d)} if progress_words(d) else {})}
+              for d in documents]
+    return "\n\n".join(lines), waited
