@@ -83,15 +83,15 @@ class DocumentAdmin(admin.ModelAdmin):
                            "category", "subcategory")}),
         ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
-        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "embedding_server", "embedding_model",
-                                           "embedding_dim", "language", "text_config")}),
+        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server",
+                                           "embedding_model", "embedding_dim", "language", "text_config")}),
         ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
     readonly_fields = ("owner", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
                        "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
-                       "indexed_at", "chunk_count", "chunking_strategy", "embedding_server", "embedding_model",
-                       "embedding_dim", "language", "text_config", "created_at", "updated_at")
+                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server",
+                       "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at")
     inlines = [FirstChunksInline]
     actions = ["reindex"]
 

@@ -59,6 +59,8 @@ class Document(models.Model):
     embedding_model = models.CharField(max_length=200, blank=True)
     embedding_dim = models.PositiveIntegerField(null=True, blank=True)
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True)
+    # Why the strategy in the settings was not the one used (late chunking fell back to tokens).
+    chunking_note = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     pages_total = models.PositiveIntegerField(null=True, blank=True)
     pages_done = models.PositiveIntegerField(default=0)

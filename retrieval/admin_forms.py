@@ -39,7 +39,9 @@ class AiServerForm(forms.ModelForm):
                                       help_text="Model name sent to the server, e.g. bge-m3 or nomic-embed-text")
     embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label="Embedding dimension",
                                        help_text="Vector size; “Test connection” reports what the server returns")
-    embedding_max_input_tokens = forms.IntegerField(required=False, min_value=1, label="Max input tokens")
+    embedding_max_input_tokens = forms.IntegerField(
+        required=False, min_value=1, label="Max input tokens",
+        help_text="The model's window; late chunking embeds long documents in windows of this size (default 512)")
     chat = forms.BooleanField(required=False, label="Answers chats")
     chat_model = forms.CharField(required=False, max_length=200, help_text="e.g. llama3.1:8b or gpt-4o-mini")
     context_window = forms.IntegerField(required=False, min_value=256, help_text="Tokens")
@@ -48,7 +50,9 @@ class AiServerForm(forms.ModelForm):
                                          "the agentic chat mode")
     rerank = forms.BooleanField(required=False, label="Reranks")
     rerank_model = forms.CharField(required=False, max_length=200)
-    token_embeddings = forms.BooleanField(required=False, label="Token embeddings (late chunking)")
+    token_embeddings = forms.BooleanField(
+        required=False, label="Token embeddings (late chunking)",
+        help_text="A text-embeddings-inference server with /tokenize and /embed_all and a mean-pooling model")
 
     class Meta:
         model = AiServer

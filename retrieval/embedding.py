@@ -8,6 +8,7 @@ import threading
 from django.conf import settings
 
 from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
+from retrieval.ai.token_embeddings import TokenEmbeddingClient
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
 from ragsite.errors import ApplicationError
@@ -59,6 +60,12 @@ def embedder_for(server: AiServer, *, batch_size: int | None = None):
     if not server.can("embeddings") and server.kind != AiServerKind.BUILTIN:
         raise ServerUnusable(f"The AI server '{server.name}' is not set up for embeddings.")
     return embedding_client(server_config(server), batch_size=batch_size)
+
+
+def token_embedder_for(server: AiServer, *, normalize: bool = True) -> TokenEmbeddingClient:
+    """A per-token embedding client (TEI /embed_all) for the server (checked like embedder_for)."""
+    ensure_allowed(server)
+    return TokenEmbeddingClient(server_config(server), normalize=normalize)
 
 
 def chat_client_for(server: AiServer, **kwargs):

@@ -7,6 +7,11 @@ the answer's span in that article's stored text.
 
 The arms never rerank, whatever the settings say, so each measures what its name says; with a
 rerank server, the arm `hybrid+rerank` is hybrid followed by that server's reranking.
+
+Chunking strategies are compared with one evaluation user per strategy (`eval-retrieval` for
+`tokens`, `eval-retrieval-late`, ...), so each keeps its own documents; a document is reused only
+if it was indexed with the strategy asked for, else it is indexed again with it (a `late` run
+whose documents fell back to `tokens` therefore tries `late` again next time).
 """
 from __future__ import annotations
 
@@ -20,8 +25,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 
 from chat.models import Conversation, ConversationDocument
-from documents.models import DocumentText
+from documents.models import Document, DocumentText
 from documents.services import document_upload
+from documents.services import document_reindex
 from ragsite.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import reranker_for
@@ -52,23 +58,44 @@ def article_text(article: dict) -> str:
     return "\n\n".join(p["context"].strip() for p in article["paragraphs"])
 
 
-def ingest_articles(articles: list[dict], *, label: str, log=print) -> list[int]:
-    """Index every article as a document of the evaluation user; return their ids in order."""
-    user, _ = get_user_model().objects.get_or_create(username=EVAL_USER, defaults={"is_active": False})
+def default_strategy() -> str:
+    """The chunking strategy of the retrieval settings."""
+    return retrieval_settings_get().chunking_strategy
+
+
+def eval_username(strategy: str | None = None) -> str:
+    """The evaluation user whose documents are chunked with `strategy` (default: the settings')."""
+    strategy = strategy or default_strategy()
+    return EVAL_USER if strategy == "tokens" else f"{EVAL_USER}-{strategy}"
+
+
+def ingest_articles(articles: list[dict], *, label: str, log=print, strategy: str | None = None) -> list[int]:
+    """Index every article as a document of the strategy's evaluation user; return their ids in order."""
+    strategy = strategy or default_strategy()
+    user, _ = get_user_model().objects.get_or_create(username=eval_username(strategy), defaults={"is_active": False})
     ids = []
     for number, article in enumerate(articles):
         name = f"{label}-{number:02d}-{article.get('title', 'article')[:60]}.txt"
         result = document_upload(owner=user, source=io.BytesIO(article_text(article).encode("utf-8")), filename=name)
         document = result.document
+        if document.status == "failed" or (document.status == "indexed" and document.chunking_strategy != strategy):
+            document = document_reindex(document_id=document.pk, user=user)
         if document.status != "indexed":
             started = time.monotonic()
-            index_document(document.pk)
+            index_document(document.pk, strategy)
             document.refresh_from_db()
             log(f"indexed {name}: {document.status} {document.chunk_count} chunks in {time.monotonic() - started:.1f}s")
         if document.status != "indexed":
             raise RuntimeError(f"{name} did not index: {document.index_error}")
         ids.append(document.pk)
     return ids
+
+
+def strategies_used(document_ids: list[int]) -> dict:
+    """How the documents were really chunked ({"late": 40, "tokens": 8}) and why any fell back."""
+    rows = Document.objects.filter(pk__in=document_ids).values_list("chunking_strategy", "chunking_note")
+    return {"indexed_with": dict(Counter(strategy for strategy, _ in rows)),
+            "notes": sorted({note for _, note in rows if note})}
 
 
 def questions_for(articles: list[dict], document_ids: list[int], question_texts: dict[str, str] | None = None
@@ -173,9 +200,9 @@ def rerank_server_for_evaluation(name: str = "") -> AiServer:
     return server
 
 
-def eval_conversation(document_ids: list[int], label: str) -> Conversation:
+def eval_conversation(document_ids: list[int], label: str, strategy: str | None = None) -> Conversation:
     """A conversation of the evaluation user with exactly these documents attached (the search scope)."""
-    user = get_user_model().objects.get(username=EVAL_USER)
+    user = get_user_model().objects.get(username=eval_username(strategy))
     conversation, _ = Conversation.objects.get_or_create(owner=user, title=f"eval {label}")
     ConversationDocument.objects.filter(conversation=conversation).exclude(document_id__in=document_ids).delete()
     existing = set(ConversationDocument.objects.filter(conversation=conversation).values_list("document_id", flat=True))

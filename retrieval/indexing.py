@@ -6,6 +6,11 @@ transaction, and replaces the document's chunks and vectors in one transaction a
 Until that commit the previous chunks (if any) keep answering; on failure nothing partial
 remains. A worker that dies mid-job leaves a stale heartbeat; `recover_stale_documents`
 (at worker start and every minute) queues such documents again.
+
+Chunking strategies (RetrievalSettings.chunking_strategy): `tokens` and `fixed` embed each chunk's
+own text; `late` cuts the same chunks as `tokens` and pools their vectors from the token vectors
+of the whole document (retrieval.late_chunking), or falls back to `tokens` when the server cannot,
+with the reason in Document.chunking_note.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from documents.services import copy_to_temp, enqueue_indexing
 from ragsite.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import embedder_for
+from retrieval.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -41,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
+STRATEGIES = ("tokens", "fixed", "late")
 
 
 class IndexTimeout(BaseException):
@@ -66,17 +73,21 @@ class Built:
     model_name: str
     dim: int
     strategy: str
+    note: str = ""  # why the strategy asked for was not used (late chunking fell back)
     timings: dict = field(default_factory=dict)
 
 
-def index_document(document_id: int) -> str:
-    """Index one document. Safe to run twice; returns what happened, for the task log."""
-    outcome = _index_document(document_id)
+def index_document(document_id: int, strategy: str | None = None) -> str:
+    """Index one document. Safe to run twice; returns what happened, for the task log.
+
+    `strategy` overrides the settings' chunking strategy (the evaluation compares strategies).
+    """
+    outcome = _index_document(document_id, strategy)
     INDEX_JOBS.labels(status=outcome.split(":")[0]).inc()
     return outcome
 
 
-def _index_document(document_id: int) -> str:
+def _index_document(document_id: int, strategy: str | None) -> str:
     document = _claim(document_id)
     if document is None:
         return "skipped: not waiting to be indexed"
@@ -84,7 +95,7 @@ def _index_document(document_id: int) -> str:
     started = time.monotonic()
     try:
         with _time_limit(settings.INDEX_TIME_LIMIT):
-            built = _build(document)
+            built = _build(document, strategy)
         _commit(document, attempt, built)
     except Superseded:
         return "skipped: superseded"
@@ -99,7 +110,7 @@ def _index_document(document_id: int) -> str:
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
-            _retry_later(document, attempt, exc)
+            _retry_later(document, attempt, exc, strategy)
             return "retrying: embedding server unavailable"
         _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code)
         return f"failed: {exc.code}"
@@ -162,7 +173,7 @@ class _Progress:
 # --- the slow part: no transaction open -------------------------------------------------
 
 
-def _build(document: Document) -> Built:
+def _build(document: Document, strategy: str | None = None) -> Built:
     rs = retrieval_settings_get()
     # (Re-)indexing always uses the current default; search follows each document's pinned model.
     server = default_embedding_server(rs)
@@ -187,33 +198,51 @@ def _build(document: Document) -> Built:
     progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
 
     t0 = time.monotonic()
-    strategy = rs.chunking_strategy if rs.chunking_strategy in ("tokens", "fixed") else "tokens"
+    strategy = strategy or rs.chunking_strategy
+    if strategy not in STRATEGIES:
+        raise ApplicationError(f"Unknown chunking strategy '{strategy}'; use {', '.join(STRATEGIES)}.",
+                               code="unknown_strategy")
+    note = late_unavailable_reason(server) if strategy == "late" else None
+    if note:
+        strategy = "tokens"
     size, overlap = rs.chunk_size, rs.chunk_overlap
     if strategy == "fixed" and size < 100:  # a token-sized value would make absurdly small chunks
         size, overlap = 1000, 200
-    drafts = list(chunk_layout(layout, strategy=strategy, size=size, overlap=overlap,
-                               encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document))
+    # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
+    drafts = list(chunk_layout(layout, strategy="fixed" if strategy == "fixed" else "tokens", size=size,
+                               overlap=overlap, encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document))
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
 
     t0 = time.monotonic()
     client = embedder_for(server, batch_size=rs.embed_batch_size)
-    batch = max(1, rs.embed_batch_size)
-    parts = []
-    for start in range(0, len(drafts), batch):
-        texts = [d.embed_text for d in drafts[start:start + batch]]
-        parts.append(np.asarray(client.embed_passages(texts), dtype=np.float32))
-        progress(force=start + batch >= len(drafts), chunks_embedded=min(start + batch, len(drafts)))
-    vectors = np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
+    if strategy == "late" and drafts:
+        vectors, facts = late_chunk_embed(server, client, layout.text, drafts,
+                                          progress=lambda done: progress(chunks_embedded=done))
+        progress(force=True, chunks_embedded=len(drafts))
+        timings.update(facts)
+    else:
+        vectors = _embed_drafts(client, drafts, rs.embed_batch_size, progress)
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     return Built(
         text=layout.text, pages=[list(p) for p in layout.pages], drafts=drafts, vectors=vectors,
         pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
-        strategy=strategy, timings=timings,
+        strategy=strategy, note=note or "", timings=timings,
     )
+
+
+def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress) -> np.ndarray:
+    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies)."""
+    batch = max(1, batch_size)
+    parts = []
+    for start in range(0, len(drafts), batch):
+        texts = [d.embed_text for d in drafts[start:start + batch]]
+        parts.append(np.asarray(client.embed_passages(texts), dtype=np.float32))
+        progress(force=start + batch >= len(drafts), chunks_embedded=min(start + batch, len(drafts)))
+    return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
 
 
 @contextmanager
@@ -278,7 +307,7 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server=built.server, embedding_model=built.model_name, embedding_dim=built.dim,
-            chunking_strategy=built.strategy, pages_total=built.pages_total,
+            chunking_strategy=built.strategy, chunking_note=built.note, pages_total=built.pages_total,
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
@@ -317,7 +346,7 @@ def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
         logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})
 
 
-def _retry_later(document: Document, attempt: int, exc: AiServerError) -> None:
+def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None = None) -> None:
     from django_q.models import Schedule
     from django_q.tasks import schedule
 
@@ -331,7 +360,8 @@ def _retry_later(document: Document, attempt: int, exc: AiServerError) -> None:
                         f"{settings.INDEX_MAX_ATTEMPTS}): {exc}",
         )
         if updated:
-            schedule("retrieval.indexing.index_document", document.pk, schedule_type=Schedule.ONCE,
+            args = (document.pk, strategy) if strategy else (document.pk,)
+            schedule("retrieval.indexing.index_document", *args, schedule_type=Schedule.ONCE,
                      next_run=timezone.now() + timedelta(seconds=delay), name=f"retry indexing {document.pk} #{attempt + 1}")
     logger.warning("indexing will retry", extra={"document_id": document.pk, "attempt": attempt, "delay_s": delay,
                                                  "reason": str(exc)})

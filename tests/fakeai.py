@@ -47,7 +47,10 @@ tool-call arguments).
 Reranking score = fraction of the query's distinct words that occur in the text.
 TEI ``/tokenize`` splits ``\\w+|[^\\w\\s]`` and adds ``<s>``/``</s>`` special
 tokens (``start``/``stop`` null); ``/embed_all`` returns one (unnormalised,
-x3) vector per token in the same order, special tokens included.
+x3) vector per token in the same order, special tokens included. Attributes
+``max_input_length`` (TEI's truncation / 413), ``contextual_tokens``
+(position-dependent token vectors) and ``byte_offsets`` (UTF-8 byte offsets
+from ``/tokenize``) switch on more of TEI's behaviour; all are off by default.
 
 Faults (``fail_next(path_prefix, fault, times)``; applied to the next
 ``times`` requests whose path starts with ``path_prefix``; keys combine):
@@ -150,16 +153,38 @@ def _special_vector(idx: int, dim: int) -> list[float]:
     return v
 
 
-def fake_token_vectors(text: str, dim: int) -> list[list[float]]:
-    """One vector per token of ``fake_tokenize(text)`` (specials included), scaled x3."""
+def contextual_scale(position: int) -> float:
+    """``contextual`` token vectors: the factor for the token at ``position`` of its input."""
+    return 1.0 + (position % 7) / 2.0
+
+
+def fake_token_vectors(text: str, dim: int, *, contextual: bool = False) -> list[list[float]]:
+    """One vector per token of ``fake_tokenize(text)`` (specials included), scaled x3.
+
+    ``contextual=True`` also scales each non-special token's vector by
+    ``contextual_scale(position)`` (its index in this input, specials counted): the same word
+    then gets a different length depending on where its input starts, as a real model's token
+    states depend on their context, so a test can tell which window a vector came from and
+    whether token vectors were averaged raw or normalised first.
+    """
     out = []
-    for tok in fake_tokenize(text):
+    for position, tok in enumerate(fake_tokenize(text)):
         if tok["special"]:
             vec = _special_vector(1 if tok["id"] == 0 else 2, dim)
+            factor = 3.0
         else:
             vec = fake_embedding(tok["text"], dim)
-        out.append([3.0 * x for x in vec])
+            factor = 3.0 * (contextual_scale(position) if contextual else 1.0)
+        out.append([factor * x for x in vec])
     return out
+
+
+def byte_offset_tokens(text: str, tokens: list[dict]) -> list[dict]:
+    """The same tokens with UTF-8 byte offsets, as a TEI server built on Rust tokenizers reports them."""
+    ends = [0]
+    for ch in text:
+        ends.append(ends[-1] + len(ch.encode("utf-8")))
+    return [dict(t, start=ends[t["start"]], stop=ends[t["stop"]]) if not t["special"] else t for t in tokens]
 
 
 def overlap_score(query: str, text: str) -> float:
@@ -335,6 +360,14 @@ class FakeAIServer:
         self.url = ""
         self.embedding_models = [EMBED_MODEL]
         self.chat_models = [CHAT_MODEL]
+        # TEI behaviours (plain attributes; tests set them after start):
+        # max_input_length: /embed_all truncates longer inputs ("truncate": true) like TEI, keeping the
+        # first tokens and the closing special token, or answers 413 without truncate; /info reports it.
+        self.max_input_length: int | None = None
+        # contextual_tokens: /embed_all vectors depend on the token's position (fake_token_vectors).
+        self.contextual_tokens = False
+        # byte_offsets: /tokenize reports UTF-8 byte offsets instead of character offsets.
+        self.byte_offsets = False
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._answers: deque = deque()
@@ -752,7 +785,19 @@ class FakeAIServer:
                               "error_type": "validation"}).encode(), 422)
             return
         dim = self._dim_for({}, r.fault)
-        r.json([fake_token_vectors(t, dim) for t in texts])
+        out = []
+        for t in texts:
+            vectors = fake_token_vectors(t, dim, contextual=self.contextual_tokens)
+            limit = self.max_input_length
+            if limit is not None and len(vectors) > limit:
+                if not body.get("truncate"):
+                    r.raw(json.dumps({"error": f"Input validation error: `inputs` must have less than "
+                                               f"{limit} tokens. Given: {len(vectors)}",
+                                      "error_type": "validation"}).encode(), 413)
+                    return
+                vectors = vectors[:limit - 1] + vectors[-1:]  # truncation keeps the closing special token
+            out.append(vectors)
+        r.json(out)
 
     def _tokenize(self, r: _Resp, body: dict) -> None:
         texts = self._inputs(body.get("inputs"))
@@ -761,12 +806,16 @@ class FakeAIServer:
                               "error_type": "validation"}).encode(), 422)
             return
         special = body.get("add_special_tokens", True)
-        r.json([fake_tokenize(t, bool(special)) for t in texts])
+        tokens = [fake_tokenize(t, bool(special)) for t in texts]
+        if self.byte_offsets:
+            tokens = [byte_offset_tokens(t, toks) for t, toks in zip(texts, tokens)]
+        r.json(tokens)
 
     def _info(self, r: _Resp, body: dict) -> None:
         r.json({"model_id": EMBED_MODEL, "model_dtype": "float32",
                 "model_type": {"embedding": {"pooling": "mean"}},
-                "max_input_length": 512, "max_client_batch_size": 32, "version": "fake"})
+                "max_input_length": self.max_input_length or 512, "max_client_batch_size": 32,
+                "version": "fake"})
 
     def _health(self, r: _Resp, body: dict) -> None:
         r.json({"status": "ok"})

@@ -27,8 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--rerank", nargs="?", const="", metavar="SERVER",
                             help="Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
                                  "the AI server of this name")
+        parser.add_argument("--strategy", choices=["tokens", "fixed", "late"],
+                            help="Chunking strategy of the evaluation documents (default: the retrieval settings'); "
+                                 "each strategy has its own evaluation user and documents")
 
-    def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, **options):
+    def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, strategy=None, **options):
         if not squad.exists():
             raise CommandError(f"{squad} does not exist.")
         wanted = [a.strip() for a in arms.split(",") if a.strip()]
@@ -44,8 +47,9 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
         data = evaluation.load_squad(squad)[:articles] if articles else evaluation.load_squad(squad)
         label = squad.stem
+        strategy = strategy or evaluation.default_strategy()
         started = time.monotonic()
-        ids = evaluation.ingest_articles(data, label=label, log=log)
+        ids = evaluation.ingest_articles(data, label=label, log=log, strategy=strategy)
         ingest_s = time.monotonic() - started
         texts = None
         if questions:
@@ -54,12 +58,13 @@ class Command(BaseCommand):
         asked = evaluation.questions_for(data, ids, texts)
         if limit:
             asked = asked[:limit]
-        user = get_user_model().objects.get(username=evaluation.EVAL_USER)
-        conversation = evaluation.eval_conversation(ids, label)
+        user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
+        conversation = evaluation.eval_conversation(ids, label, strategy)
         results = evaluation.evaluate(user, conversation, asked, k=k,
                                       arms={name: evaluation.ARMS[name] for name in wanted}, log=log,
                                       rerank_server=rerank_server)
         results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),
                            "k": k, "ingest_seconds": round(ingest_s, 1),
-                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1)}
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1),
+                           "strategy": strategy, **evaluation.strategies_used(ids)}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
