@@ -26,8 +26,7 @@ from django.contrib.auth import get_user_model
 
 from chat.models import Conversation, ConversationDocument
 from documents.models import Document, DocumentText
-from documents.services import document_upload
-from documents.services import document_reindex
+from documents.services import document_reindex, document_upload
 from ragsite.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import reranker_for
