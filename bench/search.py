@@ -762,8 +762,8 @@ def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
         def embed_queries(self, texts):
             return [current["v"]]
 
-    real = search_mod.embedder_for
-    search_mod.embedder_for = lambda server, **kw: _Stub()
+    real = search_mod.query_embedder_for
+    search_mod.query_embedder_for = lambda server, **kw: _Stub()
     times, methods = [], set()
     try:
         user = searcher.users[scope.user_key]
@@ -780,7 +780,7 @@ def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
                 for tier in result.trace["tiers"]:
                     methods.update(tier.get("vector_method", {}).values())
     finally:
-        search_mod.embedder_for = real
+        search_mod.query_embedder_for = real
     return {**_stats(times), "vector_method": sorted(methods), "contention": phase.result}
 
 

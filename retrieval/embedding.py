@@ -56,10 +56,20 @@ def ensure_allowed(server: AiServer) -> None:
 
 def embedder_for(server: AiServer, *, batch_size: int | None = None):
     """An embedding client for the server (checked against the external-AI switch)."""
+    _check_embeddings(server)
+    return embedding_client(server_config(server), batch_size=batch_size)
+
+
+def query_embedder_for(server: AiServer):
+    """The process's embedding client for questions (checked every time, built once per configuration)."""
+    _check_embeddings(server)
+    return _cached("embed", server_config(server), embedding_client)
+
+
+def _check_embeddings(server: AiServer) -> None:
     ensure_allowed(server)
     if not server.can("embeddings") and server.kind != AiServerKind.BUILTIN:
         raise ServerUnusable(f"The AI server '{server.name}' is not set up for embeddings.")
-    return embedding_client(server_config(server), batch_size=batch_size)
 
 
 def token_embedder_for(server: AiServer, *, normalize: bool = True) -> TokenEmbeddingClient:
@@ -89,23 +99,24 @@ def reranker_for(server: AiServer, *, timeout: float):
                              "(text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.")
     cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
                               connect_timeout=min(server.connect_timeout, timeout))
-    return _cached_reranker(cfg)
+    return _cached("rerank", cfg, reranker)
 
 
-# Reranking runs on every question: building an httpx client (TLS context, CA bundle) costs 25-50 ms,
-# so each process keeps one client per configuration, with its connection pool. Keyed by pid too:
-# a forked worker must never share its parent's sockets.
-_rerankers: dict[tuple[int, ServerConfig], object] = {}
-_rerankers_lock = threading.Lock()
-RERANKER_CACHE_SIZE = 8
+# Query embedding and reranking run on every question: building an httpx client (TLS context, CA
+# bundle) costs 25-50 ms, so each process keeps one client per configuration, with its connection
+# pool. Keyed by pid too: a forked worker must never share its parent's sockets. An evicted client
+# is left to the garbage collector rather than closed: another thread may be using it.
+_clients: dict[tuple, object] = {}
+_clients_lock = threading.Lock()
+CLIENT_CACHE_SIZE = 8
 
 
-def _cached_reranker(cfg: ServerConfig):
-    key = (os.getpid(), cfg)
-    with _rerankers_lock:
-        client = _rerankers.get(key)
+def _cached(kind: str, cfg: ServerConfig, factory):
+    key = (os.getpid(), kind, cfg)
+    with _clients_lock:
+        client = _clients.get(key)
         if client is None:
-            if len(_rerankers) >= RERANKER_CACHE_SIZE:  # settings changed often: forget the oldest
-                _rerankers.pop(next(iter(_rerankers)))
-            client = _rerankers[key] = reranker(cfg)
+            if len(_clients) >= CLIENT_CACHE_SIZE:  # settings changed often: forget the oldest
+                _clients.pop(next(iter(_clients)))
+            client = _clients[key] = factory(cfg)
         return client

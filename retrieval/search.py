@@ -20,7 +20,7 @@ import numpy as np
 from django.db import connection
 
 from retrieval import arms as search_arms
-from retrieval.embedding import embedder_for
+from retrieval.embedding import query_embedder_for
 from retrieval.fusion import rrf
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
 from retrieval.rerank_stage import Reranking, pool_size, rerank_segments, reranking_plan
@@ -50,7 +50,7 @@ class _QueryVectors:
         key = (server.pk,)
         if key not in self.cache:
             started = time.perf_counter()
-            client = embedder_for(server)
+            client = query_embedder_for(server)
             self.cache[key] = np.asarray(client.embed_queries([self.query])[0], dtype=np.float32)
             elapsed = time.perf_counter() - started
             EMBED_LATENCY.observe(elapsed)
