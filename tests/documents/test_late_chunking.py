@@ -215,3 +215,37 @@ def test_eval_retrieval_late_without_a_capable_server_reports_the_fallback(tmp_p
     assert result["_run"]["strategy"] == "late" and result["_run"]["indexed_with"] == {"tokens": 3}
     assert result["_run"]["notes"] == ["Late chunking needs token embeddings; the server 'fake embeddings' does "
                                        "not offer them, so the 'tokens' strategy was used."]
+
+
+def test_reembedding_a_late_document_late_chunks_again_or_says_it_no_longer_is(user, late_server):
+    from retrieval.reembed import reembed_document
+
+    RetrievalSettings.objects.filter(pk=1).update(chunk_size=64, chunk_overlap=8)
+    document = index(upload_bytes(user, MARKDOWN.encode(), "orchards.md"))
+    assert document.chunking_strategy == "late"
+    text = DocumentText.objects.get(document=document).text
+    spans = [(r[1], r[2]) for r in chunk_layout_rows(document)]
+
+    # Another model on a server that also gives token vectors: the new vectors are late-chunked too.
+    capable = AiServer.objects.create(
+        name="tei next", kind="openai", base_url=late_server.url,
+        capabilities={"embeddings": True, "embedding_model": "fake-embed-next", "embedding_dim": DIM,
+                      "token_embeddings": True})
+    late_server.reset()
+    assert reembed_document(document.pk, capable.pk) == "switched"
+    document.refresh_from_db()
+    assert (document.embedding_model, document.chunking_strategy) == ("fake-embed-next", "late")
+    assert late_server.requests_to("/embed_all")
+    expected = expected_vectors(text, spans, window_texts(late_server), DIM, contextual=False)
+    assert np.allclose(stored_vectors(document), expected, atol=1e-5)
+
+    # A server without token vectors: vectors per chunk, and the document says so instead of claiming `late`.
+    plain = AiServer.objects.create(name="plain 384", kind="openai", base_url=late_server.url,
+                                    capabilities={"embeddings": True, "embedding_model": "fake-embed-plain",
+                                                  "embedding_dim": DIM})
+    late_server.reset()
+    assert reembed_document(document.pk, plain.pk) == "switched"
+    document.refresh_from_db()
+    assert document.chunking_strategy == "tokens"
+    assert "Re-embedded with 'plain 384'" in document.chunking_note and "token embeddings" in document.chunking_note
+    assert not late_server.requests_to("/embed_all")
