@@ -188,6 +188,7 @@ async def latency(base: str, token: str, fake_url: str, questions: list[str], sa
                 # From the worker emitting the first token to the client having it.
                 timings["delivery_ms"] = (wall + (first - started) - timings.pop("first_token_at")) * 1000
                 timings["overhead_ms"] = overhead
+                timings["sample"] = i - WARM_UP
                 breakdown.append(timings)
     overheads.sort()
     keys = ("post_response_ms", "queue_ms", "retrieval_ms", "prompt_ms", "server_first_token_ms", "delivery_ms")
@@ -201,7 +202,7 @@ async def latency(base: str, token: str, fake_url: str, questions: list[str], sa
         # Medians of the steps: the POST's answer; message saved -> claimed by a chat worker;
         # retrieval; prompt; the chat server's first token (includes its delay); worker -> client.
         "steps_median_ms": {k: round(statistics.median(b.get(k, 0) for b in breakdown), 1) for k in keys},
-        "slowest_steps_ms": [{k: round(b.get(k, 0), 1) for k in ("overhead_ms", *keys)}
+        "slowest_steps_ms": [{"sample": b["sample"], **{k: round(b.get(k, 0), 1) for k in ("overhead_ms", *keys)}}
                              for b in sorted(breakdown, key=lambda b: -b["overhead_ms"])[:3]],
     }
 
