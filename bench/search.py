@@ -675,7 +675,8 @@ class Searcher:
 
         return arms.vector_arm(model_id=self.loaded.model_id, dim=self.corpus.dim, query_vector=qv,
                                owner_id=self.users[scope.user_key].pk, document_ids=scope.document_ids,
-                               scope_vectors=len(scope.rows), top_k=self.rs.vector_top_k)
+                               scope_vectors=len(scope.rows), top_k=self.rs.vector_top_k,
+                               all_of_owner=scope.fts_document_ids is None)  # as retrieve(): the whole library
 
     def fts(self, scope: Scope, text: str):
         """arms.fts_plans + arms.fts_arm as retrieve() calls them (statistics loaded outside the transaction)."""

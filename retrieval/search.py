@@ -208,12 +208,15 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
     lists: dict[str, list[int]] = {}
     distances: dict[int, float] = {}
     method = {}
+    # Every document of the user, all pinned to one model: no document filter needed (see vector_arm).
+    whole_library = scope.attached_ids is None and not (category or subcategory)
     with reader_transaction(user):
         for group, _server in searchable:
             t0 = time.perf_counter()
             hits, how = search_arms.vector_arm(
                 model_id=group.model_id, dim=group.dim, query_vector=query_vectors[group.model_id],
-                owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k)
+                owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k,
+                all_of_owner=whole_library and len(groups) == 1)
             name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
             lists[name] = [chunk_id for chunk_id, _ in hits]
             distances.update(dict(hits))
@@ -222,8 +225,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
                 trace["timings_ms"].get(f"vector_arm_t{tier}", 0) + (time.perf_counter() - t0) * 1000, 2)
         if "fts" in arms:
             t0 = time.perf_counter()
-            doc_ids = None if scope.attached_ids is None and not (category or subcategory) else \
-                [d for g in groups for d in g.document_ids]
+            doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
             plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
                                           budget=rs.fts_match_budget)
             fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k)

@@ -1,5 +1,6 @@
-"""The full-text arm: matching only on a question's rarer words within a budget, through the
-SECURITY DEFINER gateway that applies the owner condition itself."""
+"""The search arms: full text matched only on a question's rarer words within a budget, through the
+SECURITY DEFINER gateway that applies the owner condition itself, in the question's language; the
+HNSW arm filtered by owner alone when the whole library is searched."""
 from __future__ import annotations
 
 import pytest
@@ -142,3 +143,31 @@ def test_full_text_searches_only_documents_in_the_questions_language(user, fake_
     assert untold.trace["question_language"] == ""
     assert "fts_skipped_configs" not in untold.trace["tiers"][0]
     assert {s["document_name"] for s in untold.segments} == {"de.txt", "en.txt", "notes.txt"}
+
+
+@pytest.mark.django_db
+def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_user, fake_embedder, settings):
+    from django.test.utils import CaptureQueriesContext
+
+    from chat.models import Conversation, ConversationDocument
+
+    settings.RETRIEVAL_EXACT_SCAN_MAX = -1  # force the HNSW path at this size
+    mine = [indexed(user, f"Orchard note {i}: the pears ripen late in the season.", f"pears{i}.txt")
+            for i in range(3)]
+    indexed(other_user, "Orchard note: the pears ripen late in the season.", "theirs.txt")
+
+    def vector_sql(**kwargs) -> tuple[list[str], str]:
+        with CaptureQueriesContext(connection) as queries:
+            result = retrieve(user, "When do the pears ripen?", arms=("vector",), **kwargs)
+        [sql] = [q["sql"] for q in queries.captured_queries if "hnsw" not in q["sql"] and "<=>" in q["sql"]
+                 and "candidates" in q["sql"]]
+        assert result.trace["tiers"][0]["vector_method"] == {"vector": "hnsw"}
+        return [s["document_name"] for s in result.segments], sql
+
+    names, sql = vector_sql()
+    assert sorted(names) == ["pears0.txt", "pears1.txt", "pears2.txt"]  # never the other user's
+    assert "document_id = ANY" not in sql
+    conversation = Conversation.objects.create(owner=user)
+    ConversationDocument.objects.create(conversation=conversation, document=mine[1])
+    names, sql = vector_sql(conversation=conversation)
+    assert names == ["pears1.txt"] and "document_id = ANY" in sql
