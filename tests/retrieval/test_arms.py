@@ -171,3 +171,11 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
     ConversationDocument.objects.create(conversation=conversation, document=mine[1])
     names, sql = vector_sql(conversation=conversation)
     assert names == ["pears1.txt"] and "document_id = ANY" in sql
+
+
+@pytest.mark.django_db
+def test_search_vectors_keep_ten_thousand_common_lexemes_in_their_statistics():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'documents_chunk'::regclass "
+                       "AND attname = 'search_vector'")
+        assert cursor.fetchone()[0] == 1000
