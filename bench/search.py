@@ -1056,7 +1056,7 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     out["note"] = (
         "unfiltered_vector_*: the HNSW arm with other ef_search values / without the array of all the user's document "
         "ids. fts_match_budget_N: the product's full-text arm and hybrid with RetrievalSettings.fts_match_budget = N "
-        "(0 = every query word matched, as before; the default is 2000), with the mean number of query words matched "
+        "(0 = every query word matched, as before; the default is 1000), with the mean number of query words matched "
         "and only ranked, and the share of the all-words top 40 that is still returned. fts_previous_release_sql: the "
         "full-text SQL before the SECURITY DEFINER gateway (on fewer queries).")
     return out

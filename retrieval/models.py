@@ -237,7 +237,7 @@ class RetrievalSettings(models.Model):
     # passages stays within this budget (frequencies from PostgreSQL's own statistics); every
     # query word still counts in the rank. 0 matches on all of them.
     fts_match_budget = models.PositiveIntegerField(
-        default=2000, help_text="Largest estimated number of passages the full-text arm ranks per question "
+        default=1000, help_text="Largest estimated number of passages the full-text arm ranks per question "
                                 "(its rarest words are matched first). 0: match every word.")
     # Reranking: an optional second stage over the fused candidates.
     rerank_server = models.ForeignKey(

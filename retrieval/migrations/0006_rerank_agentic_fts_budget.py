@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrievalsettings',
             name='fts_match_budget',
-            field=models.PositiveIntegerField(default=2000, help_text='Largest estimated number of passages the full-text arm ranks per question (its rarest words are matched first). 0: match every word.'),
+            field=models.PositiveIntegerField(default=1000, help_text='Largest estimated number of passages the full-text arm ranks per question (its rarest words are matched first). 0: match every word.'),
         ),
         migrations.AddField(
             model_name='retrievalsettings',
