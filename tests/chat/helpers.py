@@ -14,6 +14,23 @@ def indexed(owner, text: str, name: str = "doc.txt", **kwargs):
     return document
 
 
+def safety_manual_conversation(user, tmp_path):
+    """A two-page PDF (ladders, scaffolding) in 24-token chunks, indexed and attached: (conversation, document)."""
+    from chat.services import conversation_create
+    from retrieval.indexing import index_document
+    from retrieval.models import RetrievalSettings
+    from tests.documents.factories import upload_path
+    from tests.pdfgen import text_pdf
+
+    RetrievalSettings.objects.filter(pk=1).update(chunk_size=24, chunk_overlap=0)
+    pdf = tmp_path / "safety.pdf"
+    pdf.write_bytes(text_pdf([["Ladders.", "Inspect every ladder before use and never stand on the top rungs."],
+                              ["Scaffolding.", "A competent person inspects the scaffold every seven days."]]))
+    document = upload_path(user, pdf)
+    index_document(document.pk)
+    return conversation_create(user=user, document_ids=[document.pk]), document
+
+
 def run(scenario, *args):
     """Run an async scenario in a fresh event loop (sync code it calls stays on this thread),
     then close the channel layer's connections of that loop."""

@@ -15,12 +15,9 @@ from chat.models import Message
 from chat.orchestrator import answer_conversation
 from chat.services import conversation_create, message_send
 from documents.models import Chunk, DocumentText
-from retrieval.indexing import index_document
 from retrieval.models import RetrievalSettings
-from tests.chat.helpers import indexed
-from tests.documents.factories import upload_path
+from tests.chat.helpers import indexed, safety_manual_conversation
 from tests.fakeai import _message_text
-from tests.pdfgen import text_pdf
 
 pytestmark = pytest.mark.django_db
 
@@ -57,13 +54,7 @@ def agentic(chat_ai):
 
 
 def test_the_model_searches_then_answers_and_a_returned_tag_becomes_a_citation(user, agentic, tmp_path):
-    RetrievalSettings.objects.filter(pk=1).update(chunk_size=24, chunk_overlap=0)
-    pdf = tmp_path / "safety.pdf"
-    pdf.write_bytes(text_pdf([["Ladders.", "Inspect every ladder before use and never stand on the top rungs."],
-                              ["Scaffolding.", "A competent person inspects the scaffold every seven days."]]))
-    document = upload_path(user, pdf)
-    index_document(document.pk)
-    conversation = conversation_create(user=user, document_ids=[document.pk])
+    conversation, document = safety_manual_conversation(user, tmp_path)
     agentic.script_chat(
         {"content": "", "tool_calls": [search("scaffold inspection interval")]},
         "The scaffold is inspected every seven days [S1].\n\nA competent person does it [S1][S7].",

@@ -18,12 +18,9 @@ from chat.orchestrator import LOCK_NAMESPACE, answer_conversation, recover_inter
 from chat.prompts import PLAIN_SYSTEM_PROMPT
 from chat.services import conversation_create, message_retry, message_send
 from documents.models import Chunk, DocumentText
-from retrieval.indexing import index_document
 from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import KnowledgeEntry, RetrievalSettings
-from tests.chat.helpers import indexed
-from tests.documents.factories import upload_path
-from tests.pdfgen import text_pdf
+from tests.chat.helpers import indexed, safety_manual_conversation
 from tests.processes import wait_for
 
 pytestmark = pytest.mark.django_db
@@ -47,13 +44,7 @@ def harbour(user, chat_ai):
 
 
 def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence(user, chat_ai, tmp_path):
-    RetrievalSettings.objects.filter(pk=1).update(chunk_size=24, chunk_overlap=0)
-    pdf = tmp_path / "safety.pdf"
-    pdf.write_bytes(text_pdf([["Ladders.", "Inspect every ladder before use and never stand on the top rungs."],
-                              ["Scaffolding.", "A competent person inspects the scaffold every seven days."]]))
-    document = upload_path(user, pdf)
-    index_document(document.pk)
-    conversation = conversation_create(user=user, document_ids=[document.pk])
+    conversation, document = safety_manual_conversation(user, tmp_path)
     chat_ai.script_chat("The scaffold is inspected every seven days [S1].\n\nIt must be done by a "
                         "competent person [S1][S42].")
     answer = ask(user, conversation, "How often is the scaffold inspected?")
