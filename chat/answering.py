@@ -18,7 +18,7 @@ from chat.models import Message, MessageRole, MessageStatus
 from chat.prompts import build_messages, build_plain_messages, resolve_token_counter, tag_segments
 from chat.waiting import documents_waited_for, waiting_answer
 from ragsite.errors import ApplicationError
-from retrieval.embedding import chat_client_for, ensure_allowed, server_config
+from retrieval.embedding import chat_client_for
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 
@@ -182,22 +182,9 @@ def _no_model_usage(model: str) -> dict:
     return {"model": model, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
-_clients: dict = {}
-
-
 def _client(server):
-    """The chat client of a server, kept per process: creating an httpx client costs 20-60 ms
-    (its TLS context) and a kept one reuses its connection. The server's rules are checked every time."""
-    ensure_allowed(server)
-    key = server_config(server)
-    client = _clients.get(key)
-    if client is None:
-        client = chat_client_for(server, token_counter=resolve_token_counter())
-        for old in _clients.values():  # one configuration at a time: an edited server replaces it
-            old.close()
-        _clients.clear()
-        _clients[key] = client
-    return client
+    """The server's chat client, kept per process (retrieval.embedding): the rules are checked every time."""
+    return chat_client_for(server, token_counter=resolve_token_counter())
 
 
 def _stream(job, server, messages: list[dict], *, json_mode: bool) -> tuple[str, dict]:

@@ -78,11 +78,13 @@ def token_embedder_for(server: AiServer, *, normalize: bool = True) -> TokenEmbe
     return TokenEmbeddingClient(server_config(server), normalize=normalize)
 
 
-def chat_client_for(server: AiServer, **kwargs):
+def chat_client_for(server: AiServer, *, token_counter=None):
+    """The process's chat client for the server (checked every time, built once per configuration)."""
     ensure_allowed(server)
     if not server.can("chat"):
         raise ServerUnusable(f"The AI server '{server.name}' is not set up for chat.")
-    return chat_client(server_config(server), **kwargs)
+    return _cached(("chat", token_counter), server_config(server),
+                   lambda cfg: chat_client(cfg, token_counter=token_counter))
 
 
 def reranker_for(server: AiServer, *, timeout: float):
@@ -102,7 +104,7 @@ def reranker_for(server: AiServer, *, timeout: float):
     return _cached("rerank", cfg, reranker)
 
 
-# Query embedding and reranking run on every question: building an httpx client (TLS context, CA
+# Chat, query embedding and reranking run on every question: building an httpx client (TLS context, CA
 # bundle) costs 25-50 ms, so each process keeps one client per configuration, with its connection
 # pool. Keyed by pid too: a forked worker must never share its parent's sockets. An evicted client
 # is left to the garbage collector rather than closed: another thread may be using it.
@@ -111,7 +113,7 @@ _clients_lock = threading.Lock()
 CLIENT_CACHE_SIZE = 8
 
 
-def _cached(kind: str, cfg: ServerConfig, factory):
+def _cached(kind, cfg: ServerConfig, factory):
     key = (os.getpid(), kind, cfg)
     with _clients_lock:
         client = _clients.get(key)
