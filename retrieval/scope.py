@@ -23,15 +23,15 @@ def reader_transaction(user):
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL ROLE {READER_ROLE}")
             cursor.execute("SELECT set_config('ragsite.user_id', %s, true)", [str(int(user.pk))])
-        try:
-            yield
-        finally:
-            # Inside an outer transaction (tests, callers' atomic blocks) SET LOCAL would outlive
-            # this block; put the session back explicitly.
-            if connection.connection is not None and not connection.needs_rollback:
-                with connection.cursor() as cursor:
-                    cursor.execute("RESET ROLE")
-                    cursor.execute("SELECT set_config('ragsite.user_id', '', true)")
+        yield
+        # Inside an outer transaction (tests, callers' atomic blocks) SET LOCAL would outlive this
+        # block; put the session back explicitly. After an error there is nothing to put back: the
+        # rollback (of the transaction or its savepoint) undoes both settings, and a statement now
+        # would only hide the error behind "current transaction is aborted".
+        if connection.connection is not None and not connection.needs_rollback:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET ROLE")
+                cursor.execute("SELECT set_config('ragsite.user_id', '', true)")
 
 
 @dataclass
