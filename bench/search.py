@@ -685,7 +685,8 @@ class Searcher:
         plans = arms.fts_plans(query=text, configs=[TEXT_CONFIG], stats=self.stats, budget=self.rs.fts_match_budget)
         self.last_plans = plans
         return arms.fts_arm(plans=plans, owner_id=self.users[scope.user_key].pk,
-                            document_ids=scope.fts_document_ids, top_k=self.rs.fts_top_k)
+                            document_ids=scope.fts_document_ids, top_k=self.rs.fts_top_k,
+                            ranking=self.rs.fts_ranking)
 
     def hybrid(self, scope: Scope, qv, text: str, fts=None, vector=None):
         """What retrieval.search._document_tier does inside its search transaction (no category)."""
@@ -1016,6 +1017,7 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     # 3. The full-text match budget (RetrievalSettings.fts_match_budget); 0 = every word matched.
     saved = searcher.rs.fts_match_budget
     all_words: dict[str, dict] = {}
+    default_hits: dict[str, dict] = {}
     try:
         for budget in sorted(budgets):
             searcher.rs.fts_match_budget = budget
@@ -1026,6 +1028,8 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
                 if budget == 0:
                     all_words[scope.name] = hits
                     m.pop("fts_top40_overlap_with_all_words", None)
+                if budget == saved:
+                    default_hits[scope.name] = hits
                 stage[scope.name] = m
             out[f"fts_match_budget_{budget}"] = stage
             log(f"variants: fts_match_budget {budget} (p95 ms of fts, hybrid) "
@@ -1033,7 +1037,30 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     finally:
         searcher.rs.fts_match_budget = saved
 
-    # 4. The previous release's full-text SQL (no gateway, no budget), on fewer queries: it is slow.
+    # 4. The other ranking (RetrievalSettings.fts_ranking), at the default budget: its time, and how
+    # much of its top 40 the default ranking also returns.
+    for scope in scopes:
+        if scope.name not in default_hits:  # the default budget was not among the measured ones
+            default_hits[scope.name] = _fts_measure(searcher, scope, queries)["_hits"]
+    other = "ts_rank_cd" if searcher.rs.fts_ranking == "ts_rank" else "ts_rank"
+    saved_ranking = searcher.rs.fts_ranking
+    searcher.rs.fts_ranking = other
+    try:
+        stage = {}
+        for scope in scopes:
+            m = _fts_measure(searcher, scope, queries)
+            hits = m.pop("_hits")
+            base = default_hits.get(scope.name, {})
+            overlaps = [len(set(hits[i]) & set(base[i])) / max(1, len(hits[i])) for i in hits if hits[i] and base.get(i)]
+            m["top40_overlap_with_default_ranking"] = round(float(np.mean(overlaps)), 3) if overlaps else None
+            stage[scope.name] = m
+        out[f"fts_ranking_{other}"] = stage
+        log(f"variants: fts_ranking {other} (p95 ms of fts, hybrid) "
+            + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+    finally:
+        searcher.rs.fts_ranking = saved_ranking
+
+    # 5. The previous release's full-text SQL (no gateway, no budget), on fewer queries: it is slow.
     def legacy(scope: Scope, text: str):
         doc_filter = "AND c.document_id = ANY(%s)" if scope.fts_document_ids is not None else ""
         owner = searcher.users[scope.user_key].pk
@@ -1057,7 +1084,9 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
         "unfiltered_vector_*: the HNSW arm with other ef_search values / without the array of all the user's document "
         "ids. fts_match_budget_N: the product's full-text arm and hybrid with RetrievalSettings.fts_match_budget = N "
         "(0 = every query word matched, as before; the default is 1000), with the mean number of query words matched "
-        "and only ranked, and the share of the all-words top 40 that is still returned. fts_previous_release_sql: the "
+        "and only ranked, and the share of the all-words top 40 that is still returned. fts_ranking_X: the full-text "
+        "arm ranking with X instead of the default, at the default budget, and the share of its top 40 the default "
+        "ranking also returns. fts_previous_release_sql: the "
         "full-text SQL before the SECURITY DEFINER gateway (on fewer queries).")
     return out
 

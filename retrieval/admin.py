@@ -339,7 +339,7 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
         ("Chunking (applies when a document is indexed or re-indexed)",
          {"fields": CHUNKING_FIELDS + ("embed_batch_size",)}),
         ("Search", {"fields": ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k",
-                               "fts_match_budget")}),
+                               "fts_ranking", "fts_match_budget")}),
         ("Thresholds and limits", {"fields": ("qa_distance_threshold", "qa_limit", "doc_distance_threshold",
                                               "doc_limit")}),
         ("Reranking (optional second stage)", {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),

@@ -163,6 +163,7 @@ class RetrievalSettingsForm(forms.ModelForm):
         labels = {
             "rag_enabled": "RAG enabled", "external_ai_disabled": "External AI disabled",
             "vector_top_k": "Vector top K", "fts_top_k": "Full-text top K", "fts_weight": "Full-text weight",
+            "fts_ranking": "Full-text ranking",
             "final_top_n": "Final top N", "rrf_k": "RRF k", "qa_distance_threshold": "Q&A distance threshold",
             "qa_limit": "Q&A limit", "doc_distance_threshold": "Document distance threshold",
             "doc_limit": "Document limit", "max_chunks_per_document": "Max chunks per document",
@@ -172,6 +173,10 @@ class RetrievalSettingsForm(forms.ModelForm):
             "fts_top_k": "Passages the full-text arm hands to the fusion",
             "vector_weight": "Weight of the vector arm in reciprocal rank fusion (0 turns it off)",
             "fts_weight": "Weight of the full-text arm in reciprocal rank fusion (0 turns it off)",
+            "fts_ranking": "How the full-text arm orders its passages. ts_rank (default): passages holding more of "
+                           "the question's words first; ts_rank_cd (cover density) counts every occurrence of any "
+                           "question word, so one repeated common word can outrank the rest (XQuAD hit@1 of the "
+                           "arm: 0.930 against 0.769)",
             "final_top_n": "Passages given to the chat",
             "rrf_k": "Reciprocal rank fusion constant: larger values flatten the ranks",
             "qa_distance_threshold": "Approved answers farther than this cosine distance from the question are not used",

@@ -52,9 +52,10 @@ def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document
                 [q, owner_id, document_ids, top_k],
             )
             return [(r[0], float(r[1])) for r in cursor.fetchall()], "exact"
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, int(top_k))}")
-        cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {HNSW_MAX_SCAN_TUPLES}")
+        # SET LOCAL, in one round trip
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                       "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+                       [str(max(HNSW_EF_SEARCH, int(top_k))), str(HNSW_MAX_SCAN_TUPLES)])
         document_filter = "" if all_of_owner else "AND e.document_id = ANY(%s)"
         cursor.execute(
             f"""
@@ -213,20 +214,22 @@ def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budg
 
 
 def fts_arm(*, plans: list[FtsPlan], owner_id: int, document_ids: list[int] | None,
-            top_k: int) -> list[tuple[int, float]]:
-    """(chunk_id, ts_rank_cd) best first, each language's chunks matched with its own configuration.
+            top_k: int, ranking: str = "ts_rank") -> list[tuple[int, float]]:
+    """(chunk_id, rank) best first, each language's chunks matched with its own configuration.
 
-    Runs through `ragsite_fts_search` (migration retrieval 0007), which applies the owner
-    condition from the transaction's user itself and can use the GIN index; `owner_id` is checked
-    against that user here as well, so a caller cannot ask for someone else's passages.
+    `ranking`: "ts_rank" (normalisation 1) or "ts_rank_cd" (normalisation 32); see migration
+    retrieval 0008 for why ts_rank is the default. Runs through `ragsite_fts_search`, which
+    applies the owner condition from the transaction's user itself and can use the GIN index
+    (migration retrieval 0007); `owner_id` is checked against that user here as well, so a caller
+    cannot ask for someone else's passages.
     """
     if not plans:
         return []
     parts, params = [], []
     for plan in plans:
         parts.append("(SELECT id, rank FROM ragsite_fts_search(%s::regconfig, %s::tsquery, %s::tsquery, "
-                     "%s::bigint[], %s) WHERE %s::bigint = NULLIF(current_setting('ragsite.user_id', true), '')::bigint)")
-        params += [plan.config, _tsquery(plan.matched), _tsquery(plan.lexemes), document_ids, top_k, owner_id]
+                     "%s::bigint[], %s, %s) WHERE %s::bigint = NULLIF(current_setting('ragsite.user_id', true), '')::bigint)")
+        params += [plan.config, _tsquery(plan.matched), _tsquery(plan.lexemes), document_ids, top_k, ranking, owner_id]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id, rank FROM ({' UNION ALL '.join(parts)}) hits ORDER BY rank DESC, id LIMIT %s",

@@ -228,7 +228,8 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
             plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
                                           budget=rs.fts_match_budget)
-            fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k)
+            fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
+                                           ranking=rs.fts_ranking)
             lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
             info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)

@@ -55,6 +55,9 @@ def test_search_bench_small(tmp_path):
         assert variants["fts_match_budget_100"][name]["words_ranked_only_mean"] > 0
         assert 0 <= variants["fts_match_budget_100"][name]["fts_top40_overlap_with_all_words"] <= 1
         assert variants["fts_previous_release_sql"][name]["fts"]["n"] == 10
+        # the other ranking, compared with the default one on the same questions
+        other = variants["fts_ranking_ts_rank_cd"][name]
+        assert other["fts"]["n"] == 10 and 0 <= other["top40_overlap_with_default_ranking"] <= 1
 
     plan = result["explain"]["owner_1pct/hnsw/vector"][0]
     assert plan["execution_ms"] > 0 and plan["plan"]

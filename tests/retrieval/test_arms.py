@@ -98,17 +98,20 @@ def test_gateway_returns_only_the_transaction_users_passages(user, other_user, f
         assert fts_arm(plans=plans, owner_id=other_user.pk, document_ids=None, top_k=10) == []
     with connection.cursor() as cursor:
         # Without the per-transaction user the function returns nothing, even to the tables' owner.
-        cursor.execute("SELECT count(*) FROM ragsite_fts_search('english', 'lighthous', 'lighthous', NULL, 10)")
+        cursor.execute("SELECT count(*) FROM ragsite_fts_search('english', 'lighthous', 'lighthous', NULL, 10, 'ts_rank')")
         assert cursor.fetchone()[0] == 0
 
 
 @pytest.mark.django_db
 def test_only_the_reader_role_may_call_the_gateway():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT has_function_privilege('public', 'ragsite_fts_search(regconfig, tsquery, tsquery, "
-                       "bigint[], integer)', 'EXECUTE'), has_function_privilege('ragsite_reader', "
-                       "'ragsite_fts_search(regconfig, tsquery, tsquery, bigint[], integer)', 'EXECUTE')")
+        signature = "ragsite_fts_search(regconfig, tsquery, tsquery, bigint[], integer, text)"
+        cursor.execute("SELECT has_function_privilege('public', %s, 'EXECUTE'), "
+                       "has_function_privilege('ragsite_reader', %s, 'EXECUTE')", [signature, signature])
         assert cursor.fetchone() == (False, True)
+        # the previous signature is gone (a second entry point would be a second gateway to keep safe)
+        cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = 'ragsite_fts_search'")
+        assert cursor.fetchone()[0] == 1
 
 
 @pytest.mark.django_db
@@ -179,3 +182,89 @@ def test_search_vectors_keep_ten_thousand_common_lexemes_in_their_statistics():
         cursor.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'documents_chunk'::regclass "
                        "AND attname = 'search_vector'")
         assert cursor.fetchone()[0] == 1000
+
+
+# --- ranking --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_ts_rank_puts_the_passage_holding_every_question_word_before_one_repeating_a_word(user, fake_embedder):
+    repeats = indexed(user, "The harbour, the harbour, the harbour: every harbour of the harbour town has a "
+                            "harbour wall, and the harbour master keeps the harbour clean.", "repeats.txt", language="en")
+    every = indexed(user, "The harbour lighthouse was rebuilt in granite after the storm.", "every.txt", language="en")
+    question = "harbour lighthouse granite storm"
+
+    assert RetrievalSettings.objects.get().fts_ranking == "ts_rank"  # the default
+    ranked = retrieve(user, question, arms=("fts",)).segments
+    assert [s["document_id"] for s in ranked] == [every.pk, repeats.pk]
+
+    # ts_rank_cd counts occurrences of any question word: the repeated word wins.
+    RetrievalSettings.objects.filter(pk=1).update(fts_ranking="ts_rank_cd")
+    ranked = retrieve(user, question, arms=("fts",)).segments
+    assert [s["document_id"] for s in ranked] == [repeats.pk, every.pk]
+
+
+@pytest.mark.django_db
+def test_the_gateway_refuses_an_unknown_ranking(user, fake_embedder):
+    from django.db import DataError
+
+    with pytest.raises(DataError, match="unknown full-text ranking"):
+        with reader_transaction(user):
+            plans = fts_plans(query="lighthouses", configs=["english"], stats=None, budget=0)
+            fts_arm(plans=plans, owner_id=user.pk, document_ids=None, top_k=10, ranking="bm25; DROP TABLE x")
+    # The error surfaced as itself, and the rollback of the reader transaction's savepoint put the
+    # role and the user back (this test runs inside an outer transaction).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_user <> 'ragsite_reader', current_setting('ragsite.user_id', true)")
+        assert cursor.fetchone() in ((True, ""), (True, None))
+
+
+# --- where the search vector is stored ------------------------------------------------------------
+
+def _prose(shared_data) -> str:
+    """Real English prose (XQuAD's first article): 512-token chunks of it have ~2.5 KB search vectors
+    and ~2.3 KB of text, together over PostgreSQL's 2 KB TOAST threshold."""
+    import json
+
+    article = json.loads((shared_data / "xquad" / "xquad.en.json").read_text())["data"][0]
+    return "\n\n".join(p["context"] for p in article["paragraphs"])
+
+
+def _external(chunk_ids) -> list[bool]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_toast_chunk_id(search_vector) IS NOT NULL, pg_column_size(search_vector) "
+                       "FROM documents_chunk WHERE id = ANY(%s) ORDER BY id", [list(chunk_ids)])
+        rows = cursor.fetchall()
+    big = [external for external, size in rows if size > 2000]  # big enough that the default moves them out
+    assert len(big) >= len(rows) - 1  # all but the document's short last chunk
+    return big
+
+
+@pytest.mark.django_db
+def test_search_vectors_stay_in_the_row_so_ranking_reads_no_toast(user, fake_embedder, shared_data):
+    document = indexed(user, _prose(shared_data), "long.txt", language="en")
+    in_toast = _external(document.chunks.values_list("id", flat=True))
+    assert in_toast and not any(in_toast)
+
+
+@pytest.mark.django_db
+def test_the_migration_moves_existing_search_vectors_into_their_rows(user, fake_embedder, shared_data):
+    from importlib import import_module
+
+    from django.db import migrations
+
+    migration = import_module("documents.migrations.0005_search_vector_in_row").Migration
+    with connection.cursor() as cursor:  # the layout before the migration
+        cursor.execute("ALTER TABLE documents_chunk ALTER COLUMN search_vector SET STORAGE EXTENDED")
+    document = indexed(user, _prose(shared_data), "long.txt", language="en")
+    ids = list(document.chunks.values_list("id", flat=True))
+    before = dict(Chunk.objects.filter(id__in=ids).values_list("id", "search_vector"))
+    assert all(_external(ids))
+
+    [operation] = [op for op in migration.operations if isinstance(op, migrations.RunSQL)]
+    with connection.cursor() as cursor:
+        for statement in operation.sql:
+            cursor.execute(statement)
+    in_toast = _external(ids)
+    assert in_toast and not any(in_toast)
+    assert dict(Chunk.objects.filter(id__in=ids).values_list("id", "search_vector")) == before  # same vectors
