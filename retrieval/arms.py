@@ -30,26 +30,27 @@ def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document
                scope_vectors: int, top_k: int, all_of_owner: bool = False) -> tuple[list[tuple[int, float]], str]:
     """(chunk_id, cosine distance) best first, and the method used ("exact" or "hnsw").
 
-    `all_of_owner`: the scope is every document of the owner pinned to this model, so the HNSW
-    search filters by owner alone — testing each visited vector against the array of all the
-    owner's document ids made it 5x slower at a million chunks (bench/search.py: p95 25 vs 5 ms).
-    The only rows that adds are vectors of this model of a document still pinned to another one
-    (being re-embedded): the same chunks, already in scope.
+    `all_of_owner`: the scope is every document of the owner pinned to this model, so both paths
+    filter by owner alone (`document_ids` may then be empty) — testing each visited vector against
+    the array of all the owner's document ids made the HNSW search 5x slower at a million chunks
+    (bench/search.py: p95 25 vs 5 ms). The only rows that adds are vectors of this model of a
+    document still pinned to another one (being re-embedded): the same chunks, already in scope.
     """
     model_id, dim = int(model_id), int(dim)
     q = vector_literal(query_vector)
     with connection.cursor() as cursor:
         if scope_vectors <= settings.RETRIEVAL_EXACT_SCAN_MAX:
-            # The expression differs from the index's, so PostgreSQL reads the scope's rows
-            # through the (document_id, model_id) index and sorts: exact, never short.
+            # The expression differs from the index's, so PostgreSQL reads the scope's rows through
+            # the (document_id, model_id) or the owner index and sorts: exact, never short.
+            document_filter = "" if all_of_owner else "AND e.document_id = ANY(%s)"
             cursor.execute(
                 f"""
                 SELECT e.chunk_id, (e.embedding <=> %s::vector) AS distance
                 FROM retrieval_chunkembedding e
-                WHERE e.model_id = {model_id} AND e.owner_id = %s AND e.document_id = ANY(%s)
+                WHERE e.model_id = {model_id} AND e.owner_id = %s {document_filter}
                 ORDER BY distance, e.chunk_id LIMIT %s
                 """,
-                [q, owner_id, document_ids, top_k],
+                [q, owner_id] + ([] if all_of_owner else [document_ids]) + [top_k],
             )
             return [(r[0], float(r[1])) for r in cursor.fetchall()], "exact"
         # SET LOCAL, in one round trip

@@ -18,20 +18,24 @@ READER_ROLE = "ragsite_reader"
 
 @contextmanager
 def reader_transaction(user):
-    """A transaction in which SQL sees only `user`'s documents, chunks and vectors."""
+    """A transaction in which SQL sees only `user`'s documents, chunks and vectors.
+
+    One round trip in, none out when it is the outermost transaction (COMMIT ends SET LOCAL):
+    retrieve() opens two, and their eight statements were a fifth of a question's search time.
+    """
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL ROLE {READER_ROLE}")
-            cursor.execute("SELECT set_config('ragsite.user_id', %s, true)", [str(int(user.pk))])
+        with connection.cursor() as cursor:  # SET LOCAL ROLE ...; SET LOCAL ragsite.user_id ...
+            cursor.execute("SELECT set_config('role', %s, true), set_config('ragsite.user_id', %s, true)",
+                           [READER_ROLE, str(int(user.pk))])
         yield
         # Inside an outer transaction (tests, callers' atomic blocks) SET LOCAL would outlive this
         # block; put the session back explicitly. After an error there is nothing to put back: the
         # rollback (of the transaction or its savepoint) undoes both settings, and a statement now
         # would only hide the error behind "current transaction is aborted".
-        if connection.connection is not None and not connection.needs_rollback:
+        if not outermost and connection.connection is not None and not connection.needs_rollback:
             with connection.cursor() as cursor:
-                cursor.execute("RESET ROLE")
-                cursor.execute("SELECT set_config('ragsite.user_id', '', true)")
+                cursor.execute("SELECT set_config('role', 'none', true), set_config('ragsite.user_id', '', true)")
 
 
 @dataclass
@@ -42,8 +46,9 @@ class ModelGroup:
     model_name: str
     dim: int | None
     server_id: int | None
-    document_ids: list[int] = field(default_factory=list)
+    document_ids: list[int] = field(default_factory=list)  # empty unless asked for (model_groups)
     chunks: int = 0
+    documents: int = 0
 
 
 @dataclass
@@ -76,11 +81,15 @@ def resolve_scope(user, conversation) -> Scope:
     return Scope("attached", conversation_id, [r[0] for r in rows], not_indexed=[r[0] for r in rows if not r[1]])
 
 
-def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "") -> tuple[list[ModelGroup], list[str], int]:
+def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "",
+                 with_ids: bool = True) -> tuple[list[ModelGroup], list[str], int]:
     """Documents in scope (and category), grouped by their pinned embedding model.
 
     Returns the groups, the text-search configurations present, and the number of documents.
-    Call inside `reader_transaction(user)`.
+    `with_ids=False` leaves `document_ids` empty: a search of a whole library with one model filters
+    by owner alone and needs none. Aggregated before the join and without DISTINCT, so PostgreSQL
+    hashes instead of sorting every document (10,000 documents: 9 -> 6 ms). Call inside
+    `reader_transaction(user)`.
     """
     where = ["d.owner_id = %s", "d.chunk_count > 0"]
     params: list = [user.pk]
@@ -93,15 +102,18 @@ def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "
     if subcategory:
         where.append("d.subcategory = %s")
         params.append(subcategory)
+    ids = "array_agg(d.id)" if with_ids else "NULL::bigint[]"
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT m.id, d.embedding_model, d.embedding_dim, d.embedding_server_id,
-                   array_agg(d.id ORDER BY d.id), sum(d.chunk_count), array_agg(DISTINCT d.text_config)
-            FROM documents_document d
-            LEFT JOIN retrieval_embeddingmodel m ON m.name = d.embedding_model AND m.dim = d.embedding_dim
-            WHERE {' AND '.join(where)}
-            GROUP BY m.id, d.embedding_model, d.embedding_dim, d.embedding_server_id
+            SELECT m.id, g.embedding_model, g.embedding_dim, g.embedding_server_id, g.text_config, g.ids, g.n, g.chunks
+            FROM (SELECT d.embedding_model, d.embedding_dim, d.embedding_server_id, d.text_config,
+                         {ids} AS ids, count(*) AS n, sum(d.chunk_count) AS chunks
+                  FROM documents_document d
+                  WHERE {' AND '.join(where)}
+                  GROUP BY d.embedding_model, d.embedding_dim, d.embedding_server_id, d.text_config) g
+            LEFT JOIN retrieval_embeddingmodel m ON m.name = g.embedding_model AND m.dim = g.embedding_dim
+            ORDER BY m.id NULLS LAST, g.embedding_model, g.embedding_dim, g.embedding_server_id NULLS LAST
             """,
             params,
         )
@@ -109,11 +121,15 @@ def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "
     groups: dict[tuple, ModelGroup] = {}
     configs: set[str] = set()
     documents = 0
-    for model_id, name, dim, server_id, doc_ids, chunks, cfgs in rows:
+    for model_id, name, dim, server_id, config, doc_ids, count, chunks in rows:
         key = (model_id, name, dim)
         group = groups.setdefault(key, ModelGroup(model_id, name, dim, server_id))
-        group.document_ids.extend(doc_ids)
+        if doc_ids:
+            group.document_ids.extend(doc_ids)
+        group.documents += count
         group.chunks += int(chunks or 0)
-        configs.update(cfgs)
-        documents += len(doc_ids)
+        configs.add(config)
+        documents += count
+    for group in groups.values():
+        group.document_ids.sort()
     return list(groups.values()), sorted(configs), documents

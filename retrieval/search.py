@@ -183,7 +183,7 @@ def _servers_for(groups: list[ModelGroup], trace) -> list[tuple[ModelGroup, AiSe
                            if s.embedding_model == group.model_name and s.embedding_dim == group.dim), None)
         if server is None or group.model_id is None:
             trace["fallbacks"].append(
-                f"{len(group.document_ids)} documents use the embedding model '{group.model_name}', which no "
+                f"{group.documents} documents use the embedding model '{group.model_name}', which no "
                 "active server provides; they were searched by full text only")
             continue
         found.append((group, server))
@@ -195,8 +195,14 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
                    limit: int, rerank: Reranking | None = None) -> list[dict]:
     info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(info)
+    # Every document of the user: when they are all pinned to one model, no document filter is needed
+    # (see vector_arm), so no ids either.
+    whole_library = scope.attached_ids is None and not (category or subcategory)
     with reader_transaction(user):
-        groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory)
+        groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory,
+                                                  with_ids=not whole_library)
+        if whole_library and len(groups) > 1:  # several models: each one's search needs its documents
+            groups, configs, documents = model_groups(user, scope)
     info["candidate_documents"] = documents
     info["candidate_chunks"] = sum(g.chunks for g in groups)
     if not groups:
@@ -208,8 +214,6 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
     lists: dict[str, list[int]] = {}
     distances: dict[int, float] = {}
     method = {}
-    # Every document of the user, all pinned to one model: no document filter needed (see vector_arm).
-    whole_library = scope.attached_ids is None and not (category or subcategory)
     with reader_transaction(user):
         for group, _server in searchable:
             t0 = time.perf_counter()

@@ -177,6 +177,25 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
 
 
 @pytest.mark.django_db
+def test_exact_search_of_the_whole_library_needs_no_document_ids(user, other_user, fake_embedder):
+    from django.test.utils import CaptureQueriesContext
+
+    for i in range(3):
+        indexed(user, f"Orchard note {i}: the pears ripen late in the season.", f"pears{i}.txt")
+    indexed(other_user, "Orchard note: the pears ripen late in the season.", "theirs.txt")
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user, "When do the pears ripen?")
+    assert result.trace["tiers"][0]["vector_method"] == {"vector": "exact"}
+    assert sorted(s["document_name"] for s in result.segments) == ["pears0.txt", "pears1.txt", "pears2.txt"]
+    assert result.trace["tiers"][0]["candidate_documents"] == 3
+    sqls = [q["sql"] for q in queries.captured_queries]
+    [exact] = [sql for sql in sqls if "<=>" in sql and "ORDER BY distance" in sql]
+    assert "document_id = ANY" not in exact  # the owner condition (and row-level security) suffice
+    [grouping] = [sql for sql in sqls if "FROM documents_document d" in sql and "GROUP BY" in sql]
+    assert "array_agg" not in grouping  # 10,000 documents' ids are not collected for nothing
+
+
+@pytest.mark.django_db
 def test_search_vectors_keep_ten_thousand_common_lexemes_in_their_statistics():
     with connection.cursor() as cursor:
         cursor.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = 'documents_chunk'::regclass "
@@ -268,3 +287,18 @@ def test_the_migration_moves_existing_search_vectors_into_their_rows(user, fake_
     in_toast = _external(ids)
     assert in_toast and not any(in_toast)
     assert dict(Chunk.objects.filter(id__in=ids).values_list("id", "search_vector")) == before  # same vectors
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_outermost_reader_transaction_ends_its_role_and_user_with_its_commit(user, other_user):
+    def session():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_user, current_setting('ragsite.user_id', true)")
+            return cursor.fetchone()
+
+    app_role = session()[0]
+    assert not connection.in_atomic_block
+    with reader_transaction(other_user):
+        assert session() == ("ragsite_reader", str(other_user.pk))
+    role, user_id = session()  # no RESET was sent: the COMMIT undid both
+    assert role == app_role and user_id in ("", None)
