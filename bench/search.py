@@ -917,7 +917,8 @@ ORDER BY rank DESC, c.id LIMIT %s
 
 
 def _fts_measure(searcher: Searcher, scope: Scope, queries: int, fts=None, baseline: dict | None = None) -> dict:
-    """p50/p95 of the full-text arm alone and of hybrid with it; overlap of its hits with `baseline`'s."""
+    """p50/p95 of the full-text arm alone and of hybrid with it; overlap of its hits with `baseline`'s
+    (reported as `fts_top40_overlap_with_all_words`, what the budget variants compare with)."""
     from retrieval.scope import reader_transaction
 
     user = searcher.users[scope.user_key]
@@ -1048,11 +1049,9 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     try:
         stage = {}
         for scope in scopes:
-            m = _fts_measure(searcher, scope, queries)
-            hits = m.pop("_hits")
-            base = default_hits.get(scope.name, {})
-            overlaps = [len(set(hits[i]) & set(base[i])) / max(1, len(hits[i])) for i in hits if hits[i] and base.get(i)]
-            m["top40_overlap_with_default_ranking"] = round(float(np.mean(overlaps)), 3) if overlaps else None
+            m = _fts_measure(searcher, scope, queries, baseline=default_hits[scope.name])
+            m.pop("_hits")
+            m["top40_overlap_with_default_ranking"] = m.pop("fts_top40_overlap_with_all_words")
             stage[scope.name] = m
         out[f"fts_ranking_{other}"] = stage
         log(f"variants: fts_ranking {other} (p95 ms of fts, hybrid) "

@@ -237,14 +237,14 @@ class RetrievalSettings(models.Model):
     qa_limit = models.PositiveIntegerField(default=20)
     doc_distance_threshold = models.FloatField(default=0.75)
     doc_limit = models.PositiveIntegerField(default=30)
-    # Full-text arm: match on the query's rarest words while their estimated number of matching
-    # passages stays within this budget (frequencies from PostgreSQL's own statistics); every
-    # query word still counts in the rank. 0 matches on all of them.
     # How the full-text arm orders the passages it matched (see migration retrieval 0008).
     fts_ranking = models.CharField(
         max_length=20, default="ts_rank", choices=FTS_RANKINGS,
         help_text="ts_rank: how many of the question's words a passage holds, repetitions counting less and less. "
                   "ts_rank_cd: cover density, which for a question's words amounts to counting their occurrences.")
+    # Full-text arm: match on the query's rarest words while their estimated number of matching
+    # passages stays within this budget (frequencies from PostgreSQL's own statistics); every
+    # query word still counts in the rank. 0 matches on all of them.
     fts_match_budget = models.PositiveIntegerField(
         default=1000, help_text="Largest estimated number of passages the full-text arm ranks per question "
                                 "(its rarest words are matched first). 0: match every word.")
