@@ -36,9 +36,9 @@ two Zipf-drawn general words.
 (row-level security on), each measurement one whole transaction:
 
 * ``vector``: ``arms.vector_arm``;  ``fts``: ``arms.fts_plans`` + ``arms.fts_arm``;
-* ``hybrid``: what ``retrieve`` does for documents inside its search transaction: both arms,
-  ``fusion.rrf``, ``arms.distances_for`` for full-text-only hits, ``search._chunk_rows`` for the
-  ``final_top_n`` results (query embedding excluded: it is not search);
+* ``hybrid``: what ``retrieve`` does for documents inside its search transaction (no category, so no
+  distance threshold): both arms, ``fusion.rrf``, ``search._chunk_rows`` for the ``final_top_n``
+  results with their cosine distances (query embedding excluded: it is not search);
 * ``retrieve``: the whole ``retrieval.search.retrieve()`` (scope resolution, settings, logging)
   with an embedding client that returns the precomputed query vector; its ``query_embedding``
   time is subtracted.
@@ -695,15 +695,12 @@ class Searcher:
         from retrieval.search import _chunk_rows
 
         rs = self.rs
-        hits, _how = (vector or self.vector)(scope, qv)
-        distances = dict(hits)
+        literal = arms.vector_literal(qv)  # formatted once, as retrieve() does
+        hits, _how = (vector or self.vector)(scope, literal)
         lists = {"vector": [c for c, _ in hits], "fts": [c for c, _ in (fts or self.fts)(scope, text)]}
         fused = rrf(lists, k=rs.rrf_k, weights={"vector": rs.vector_weight, "fts": rs.fts_weight})
-        missing = [f.key for f in fused if f.key not in distances]
-        distances.update(arms.distances_for(model_id=self.loaded.model_id, dim=self.corpus.dim, query_vector=qv,
-                                            chunk_ids=missing))
         fused = fused[:rs.final_top_n]
-        return _chunk_rows([f.key for f in fused])
+        return _chunk_rows([f.key for f in fused], distance_with=(self.loaded.model_id, literal))
 
     def timed(self, scope: Scope, fn, *args):
         from retrieval.scope import reader_transaction

@@ -23,6 +23,9 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
 def vector_literal(vector) -> str:
+    """pgvector's text form of `vector`; a string is taken as already one (format once, ~0.15 ms at 384-d)."""
+    if isinstance(vector, str):
+        return vector
     return "[" + ",".join(f"{float(x):.7g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 

@@ -208,7 +208,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
     if not groups:
         return []
     searchable = _servers_for(groups, trace) if "vector" in arms else []
-    query_vectors = {group.model_id: vectors.for_server(server) for group, server in searchable}
+    query_vectors = {group.model_id: search_arms.vector_literal(vectors.for_server(server)) for group, server in searchable}
     stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
     started = time.perf_counter()
     lists: dict[str, list[int]] = {}
@@ -240,12 +240,18 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
         t0 = time.perf_counter()
         weights = {name: (rs.fts_weight if name == "fts" else rs.vector_weight) for name in lists}
         fused = rrf(lists, k=rs.rrf_k, weights=weights)
-        # Thresholds need every candidate's vector distance, full-text-only hits included.
-        missing = [f.key for f in fused if f.key not in distances]
-        for group, _server in searchable:
-            distances.update(search_arms.distances_for(model_id=group.model_id, dim=group.dim,
-                                                       query_vector=query_vectors[group.model_id],
-                                                       chunk_ids=missing))
+        # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
+        # only the passages returned need theirs: with one model the passage query computes them.
+        distance_with = None
+        if threshold is None and len(searchable) == 1:
+            group = searchable[0][0]
+            distance_with = (group.model_id, query_vectors[group.model_id])
+        else:
+            missing = [f.key for f in fused if f.key not in distances]
+            for group, _server in searchable:
+                distances.update(search_arms.distances_for(model_id=group.model_id, dim=group.dim,
+                                                           query_vector=query_vectors[group.model_id],
+                                                           chunk_ids=missing))
         trace["timings_ms"][f"fusion_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
         info.update(vector_hits={n: len(v) for n, v in lists.items() if n != "fts"}, fts_hits=len(lists.get("fts", [])),
                     vector_method=method, fused=len(fused))
@@ -256,7 +262,11 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
         fused = fused[:pool_size(rerank, limit)]
-        rows = _chunk_rows([f.key for f in fused])
+        rows = _chunk_rows([f.key for f in fused], distance_with=distance_with)
+        for key, row in rows.items():
+            distance = row.pop("distance")
+            if distance is not None:
+                distances.setdefault(key, distance)
     SEARCH_LATENCY.observe(time.perf_counter() - started)
     segments = []
     for f in fused:
@@ -293,23 +303,30 @@ def _fts_configs(configs: list[str], trace: dict, info: dict) -> list[str]:
     return kept
 
 
-def _chunk_rows(chunk_ids: list[int]) -> dict[int, dict]:
+def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
+    """The passages' fields, by chunk id; with `distance_with` (model id, query vector literal) also each
+    one's cosine distance under that model ("distance", None without a vector of it)."""
     if not chunk_ids:
         return {}
+    distance, params = "NULL::float8", []
+    if distance_with is not None:
+        distance = ("(SELECT e.embedding <=> %s::vector FROM retrieval_chunkembedding e "
+                    "WHERE e.chunk_id = c.id AND e.model_id = %s)")
+        params = [distance_with[1], int(distance_with[0])]
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
-                   c.start_offset, c.end_offset, left(c.content, %s)
+                   c.start_offset, c.end_offset, left(c.content, %s), {distance}
             FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s)
             """,
-            [EXCERPT_CHARS, chunk_ids],
+            [EXCERPT_CHARS, *params, chunk_ids],
         )
         return {
             r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
                    "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
-                   "excerpt": r[9]}
+                   "excerpt": r[9], "distance": None if r[10] is None else float(r[10])}
             for r in cursor.fetchall()
         }
 

@@ -205,6 +205,35 @@ def test_document_threshold_applies_to_vector_distance(user, fake_embedder):
     assert any("none within the distance threshold" in f or "no documents" in f for f in result.trace["fallbacks"])
 
 
+def test_full_text_only_hits_get_their_exact_distance_with_or_without_a_threshold(user, fake_embedder):
+    from django.test.utils import CaptureQueriesContext
+
+    from retrieval.embedding import query_embedder_for
+
+    RetrievalSettings.objects.filter(pk=1).update(vector_top_k=1, doc_distance_threshold=1.5)
+    for i, text in enumerate(["Pears ripen late in the season.", "Old pear trees still ripen fruit.",
+                              "The pear harvest ends when the pears ripen."]):
+        indexed(user, text, f"pears{i}.txt", category="fruit", subcategory="pear")
+    question = "When do pears ripen?"
+    query = np.asarray(query_embedder_for(fake_embedder.server_row).embed_queries([question])[0])
+
+    def exact(chunk_id: int) -> float:
+        vector = np.asarray(ChunkEmbedding.objects.get(chunk_id=chunk_id).embedding)
+        return float(1 - query @ vector / (np.linalg.norm(query) * np.linalg.norm(vector)))
+
+    for kwargs in ({}, {"category": "fruit", "subcategory": "pear"}):  # no threshold, then the tier's threshold
+        with CaptureQueriesContext(connection) as queries:
+            segments = retrieve(user, question, **kwargs).segments
+        assert len(segments) == 3
+        assert sum(s["vector_rank"] is not None for s in segments) == 1  # the rest only full text found
+        for segment in segments:
+            assert segment["distance"] == pytest.approx(exact(segment["chunk_id"]), abs=1e-5)
+        separate = [q["sql"] for q in queries.captured_queries if "chunk_id = ANY" in q["sql"]]
+        # Without a threshold the passage query computes the returned passages' distances; a threshold
+        # needs every candidate's first.
+        assert len(separate) == (1 if kwargs else 0)
+
+
 # --- several embedding models ----------------------------------------------------------------------
 
 
