@@ -26,7 +26,7 @@ def vector_literal(vector) -> str:
     """pgvector's text form of `vector`; a string is taken as already one (format once, ~0.15 ms at 384-d)."""
     if isinstance(vector, str):
         return vector
-    return "[" + ",".join(f"{float(x):.7g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+    return "[" + ",".join(map("{:.7g}".format, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
 
 def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document_ids: list[int],
