@@ -208,7 +208,9 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
     if not groups:
         return []
     searchable = _servers_for(groups, trace) if "vector" in arms else []
-    query_vectors = {group.model_id: search_arms.vector_literal(vectors.for_server(server)) for group, server in searchable}
+    # pgvector text of each model's query vector, formatted once for every statement that needs it
+    query_vectors = {group.model_id: search_arms.vector_literal(vectors.for_server(server))
+                     for group, server in searchable}
     stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
     started = time.perf_counter()
     lists: dict[str, list[int]] = {}
