@@ -952,6 +952,11 @@ def _fts_measure(searcher: Searcher, scope: Scope, queries: int, fts=None, basel
     return out
 
 
+def _log_fts_variant(label: str, stage: dict) -> None:
+    log(f"variants: {label} (p95 ms of fts, hybrid) "
+        + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+
+
 def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: int, legacy_queries: int,
              budgets: tuple[int, ...] = FTS_BUDGETS) -> dict:
     """Measured alternatives to the product's settings and SQL. Changes this bench's process only."""
@@ -1030,8 +1035,7 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
                     default_hits[scope.name] = hits
                 stage[scope.name] = m
             out[f"fts_match_budget_{budget}"] = stage
-            log(f"variants: fts_match_budget {budget} (p95 ms of fts, hybrid) "
-                + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+            _log_fts_variant(f"fts_match_budget {budget}", stage)
     finally:
         searcher.rs.fts_match_budget = saved
 
@@ -1051,8 +1055,7 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
             m["top40_overlap_with_default_ranking"] = m.pop("fts_top40_overlap_with_all_words")
             stage[scope.name] = m
         out[f"fts_ranking_{other}"] = stage
-        log(f"variants: fts_ranking {other} (p95 ms of fts, hybrid) "
-            + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+        _log_fts_variant(f"fts_ranking {other}", stage)
     finally:
         searcher.rs.fts_ranking = saved_ranking
 
@@ -1074,8 +1077,7 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
         m.pop("_hits")
         stage[scope.name] = m
     out["fts_previous_release_sql"] = stage
-    log("variants: previous release's full-text SQL (p95 ms of fts, hybrid) "
-        + json.dumps({k: (v["fts"]["p95_ms"], v["hybrid"]["p95_ms"]) for k, v in stage.items()}))
+    _log_fts_variant("previous release's full-text SQL", stage)
     out["note"] = (
         "unfiltered_vector_*: the HNSW arm with other ef_search values / without the array of all the user's document "
         "ids. fts_match_budget_N: the product's full-text arm and hybrid with RetrievalSettings.fts_match_budget = N "
