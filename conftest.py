@@ -21,7 +21,7 @@ def pytest_configure(config):
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))
     if not os.environ.get("DATABASE_URL"):
-        from ragsite import pg
+        from core import pg
 
         _pgdata = _session_dir / "pgdata"
         socket_dir = pg.ensure_embedded(_pgdata)
@@ -35,7 +35,7 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     if _pgdata is not None:
-        from ragsite import pg
+        from core import pg
 
         pg.stop_embedded(_pgdata)
     if _session_dir is not None:

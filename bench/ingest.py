@@ -208,11 +208,11 @@ def embed_main() -> int:
 
     from documents.models import Chunk, Document
     from retrieval.embedding import embedder_for
-    from retrieval.models import ChunkEmbedding, EmbeddingModel
+    from retrieval.models import AiServer, ChunkEmbedding, EmbeddingModel
     from retrieval.selectors import retrieval_settings_get
 
     ids = next(messages)["ids"]
-    docs = list(Document.objects.filter(pk__in=ids).select_related("embedding_server").order_by("pk"))
+    docs = list(Document.objects.filter(pk__in=ids).order_by("pk"))
     servers = {d.embedding_server_id for d in docs}
     if len(servers) != 1:
         raise SystemExit(f"documents were embedded by {len(servers)} servers; expected one")
@@ -225,7 +225,7 @@ def embed_main() -> int:
         # documents.chunking.embed_text_for joins prefix and content with "\n".
         texts = [f"{m['context']}\n{c}" if (m or {}).get("context") else c for _id, c, m in rows]
         per_doc.append(([r[0] for r in rows], texts))
-    client = embedder_for(docs[0].embedding_server, batch_size=rs.embed_batch_size)
+    client = embedder_for(AiServer.objects.get(pk=docs[0].embedding_server_id), batch_size=rs.embed_batch_size)
 
     t0 = time.monotonic()
     client.embed_passages(["passage used to warm the model up"])

@@ -286,7 +286,7 @@ class Corpus:
 
 
 def _pg_ctl(pgdata: Path, *args: str, timeout: float = 120) -> None:
-    from ragsite import pg
+    from core import pg
 
     cmd = [str(pg._bin("pg_ctl")), "-D", str(pgdata), *args]
     kwargs = {"user": pg.SYSTEM_USER} if os.geteuid() == 0 else {}
@@ -438,7 +438,7 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
     docs = Document.objects.bulk_create([
         Document(owner_id=int(owners[i]), title=f"Bench document {i}", original_filename=f"bench-{i}.txt",
                  file=f"documents/bench/{i}.txt", mime_type="text/plain", size=int(corpus.doc_sizes[i]) * 800,
-                 sha256=f"{i:064x}", status="indexed", embedding_server=server, embedding_model=model_name,
+                 sha256=f"{i:064x}", status="indexed", embedding_server_id=server.pk, embedding_model=model_name,
                  embedding_dim=corpus.dim, chunking_strategy="tokens", chunk_count=int(corpus.doc_sizes[i]),
                  chunks_total=int(corpus.doc_sizes[i]), chunks_embedded=int(corpus.doc_sizes[i]), indexed_at=now,
                  language="en", text_config=TEXT_CONFIG)

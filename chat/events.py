@@ -28,7 +28,7 @@ import psycopg
 from channels.layers import get_channel_layer
 from psycopg.types.json import Jsonb
 
-from chat.layers import conninfo_for
+from core.layers import conninfo_for
 
 logger = logging.getLogger(__name__)
 

@@ -20,12 +20,13 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.answering import AnswerFailed, Outcome, context_sources, produce
+from chat.answering import produce
+from chat.generation import AnswerFailed, Outcome, context_sources
 from chat.citations import parse_any
 from chat.events import status_event, writer
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 
 logger = logging.getLogger(__name__)

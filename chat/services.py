@@ -11,7 +11,7 @@ from rest_framework import status
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
 from documents.models import Document
-from ragsite.errors import ApplicationError, Conflict, NotFound
+from core.errors import ApplicationError, Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -53,9 +53,9 @@ class Document(models.Model):
     status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.UPLOADED)
     # The model a document was indexed with is pinned: the server may change or vanish later,
     # the copies below say what its vectors are.
-    embedding_server = models.ForeignKey(
-        "retrieval.AiServer", on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
-    )
+    # The AI server that embedded it. A plain id: documents sits below retrieval and names none of
+    # its models; retrieval's migration 0010 owns the database's foreign key (ON DELETE SET NULL).
+    embedding_server_id = models.BigIntegerField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embedding_dim = models.PositiveIntegerField(null=True, blank=True)
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True)

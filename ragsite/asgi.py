@@ -10,7 +10,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from ragsite.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from core.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
 from ragsite.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(

@@ -5,8 +5,8 @@ import os
 import secrets
 from pathlib import Path
 
-from ragsite.envutil import env_bool, env_float, env_int, env_list, env_str
-from ragsite import pg
+from core.env import env_bool, env_float, env_int, env_list, env_str
+from core import pg
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = pg.safe_data_dir(Path(env_str("RAGSITE_DATA_DIR", str(BASE_DIR / "var"))))
@@ -149,8 +149,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "ragsite.api.Pagination",
-    "EXCEPTION_HANDLER": "ragsite.errors.api_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "PAGE_SIZE": 20,
 }
 SPECTACULAR_SETTINGS = {
@@ -194,7 +194,7 @@ Q_CLUSTER["ALT_CLUSTERS"] = {
         "retry": CHAT_ANSWER_TIME_LIMIT + 120,
         "max_attempts": 2,
         "poll": 1.0,  # only a fallback: a NOTIFY wakes the broker at once
-        "broker_class": "chat.broker.ListeningOrmBroker",
+        "broker_class": "core.broker.ListeningOrmBroker",
     },
 }
 
@@ -206,7 +206,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                   "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "chat.layers.PostgresChannelLayer",
+    CHANNEL_LAYERS = {"default": {"BACKEND": "core.layers.PostgresChannelLayer",
                                   "CONFIG": {"database": "default"}}}
 
 # --- ragsite's own settings ---
@@ -235,7 +235,7 @@ CHAT_MAX_QUESTION_CHARS = env_int("CHAT_MAX_QUESTION_CHARS", 8000)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "ragsite.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {

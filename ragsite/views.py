@@ -5,7 +5,7 @@ from django.views.decorators.cache import never_cache
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ragsite.health import health_report
+from core.health import health_report
 
 
 @never_cache

@@ -13,9 +13,12 @@ from django.utils.html import format_html_join
 
 from documents.admin import DocumentAdmin
 from documents.models import Document
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.document_maintenance import clear_plan, document_clear_and_reindex, documents_reembed_default
-from retrieval.models import ChunkEmbedding, EmbeddingModel
+from retrieval.models import AiServer, ChunkEmbedding, EmbeddingModel
+
+# The plain document admin shows the server's id; here, where AI servers are known, its name.
+_SERVER_FIELDS = {"embedding_server_id": "embedding_server"}
 
 
 class DocumentMaintenanceAdmin(DocumentAdmin):
@@ -25,11 +28,19 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
         fieldsets = [list(f) for f in super().get_fieldsets(request, obj)]
         for fieldset in fieldsets:
             if fieldset[0] == "Chunks and vectors":
-                fieldset[1] = {**fieldset[1], "fields": tuple(fieldset[1]["fields"]) + ("vectors",)}
+                fields = [_SERVER_FIELDS.get(f, f) for f in fieldset[1]["fields"]]
+                fieldset[1] = {**fieldset[1], "fields": tuple(fields) + ("vectors",)}
         return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
-        return tuple(super().get_readonly_fields(request, obj)) + ("vectors",)
+        fields = [_SERVER_FIELDS.get(f, f) for f in super().get_readonly_fields(request, obj)]
+        return tuple(fields) + ("vectors",)
+
+    @admin.display(description="embedding server")
+    def embedding_server(self, obj):
+        """The server's name (documents records only its id)."""
+        server = AiServer.objects.filter(pk=obj.embedding_server_id).first() if obj.embedding_server_id else None
+        return str(server) if server else "—"
 
     @admin.display(description="vectors")
     def vectors(self, obj):

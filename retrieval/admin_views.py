@@ -16,12 +16,13 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views import View
 
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.admin_forms import EmbedTextForm, KnowledgeImportForm, RetrievalTestForm
 from retrieval.ai import AiServerError
 from retrieval.health_dashboard import dashboard
 from retrieval.knowledge_import import MAX_FILE_BYTES, knowledge_entries_import
 from retrieval.models import AiServer, KnowledgeEntry
+from retrieval.scope import scope_for
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 from retrieval.server_check import ai_server_embed_texts, ai_server_test_connection
@@ -165,7 +166,7 @@ class RetrievalTest(AdminPage):
         if form.is_bound and form.is_valid():
             data = form.cleaned_data
             try:
-                result = retrieve(data["user"], data["q"], conversation=data.get("conversation"),
+                result = retrieve(data["user"], data["q"], scope_for(data["user"], conversation=data.get("conversation")),
                                   category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
             except (AiServerError, ApplicationError) as exc:
                 context["error"] = getattr(exc, "message", str(exc))

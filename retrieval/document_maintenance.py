@@ -9,9 +9,9 @@ from django.db.models import Count
 from rest_framework import status
 
 from documents.models import Document, DocumentStatus, DocumentText
-from documents.services import enqueue_indexing
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
+from retrieval.indexing import enqueue_indexing
 from retrieval.reembed import TASK as REEMBED_TASK
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
@@ -71,7 +71,7 @@ def document_clear_and_reindex(*, document_id: int) -> Document:
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.UPLOADED, chunk_count=0, pages_total=None, pages_done=0, chunks_total=0,
             chunks_embedded=0, indexed_at=None, index_error="", index_warnings=[], empty_pages=[],
-            index_attempts=0, heartbeat_at=None, embedding_server=None, embedding_model="", embedding_dim=None,
+            index_attempts=0, heartbeat_at=None, embedding_server_id=None, embedding_model="", embedding_dim=None,
             chunking_strategy="", chunking_note="",
         )
         transaction.on_commit(lambda: enqueue_indexing(document.pk))

@@ -11,7 +11,7 @@ from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
 from retrieval.ai.token_embeddings import TokenEmbeddingClient
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class ExternalAiDisabled(ApplicationError):

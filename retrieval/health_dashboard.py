@@ -7,7 +7,7 @@ from django.db.models import Count, Min, Sum
 from django.utils import timezone
 
 from documents.models import Document, DocumentStatus
-from ragsite.health import health_report
+from core.health import health_report
 from retrieval.models import ChunkEmbedding, EmbeddingModel, EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.vectors import hnsw_indexes
 

@@ -33,8 +33,8 @@ from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
-from documents.services import copy_to_temp, enqueue_indexing
-from ragsite.errors import ApplicationError
+from documents.services import copy_to_temp
+from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import embedder_for
 from retrieval.late_chunking import late_chunk_embed, late_unavailable_reason
@@ -306,7 +306,7 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         warnings = list(built.warnings)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
-            embedding_server=built.server, embedding_model=built.model_name, embedding_dim=built.dim,
+            embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
             chunking_strategy=built.strategy, chunking_note=built.note, pages_total=built.pages_total,
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
@@ -399,6 +399,19 @@ def recover_stale_documents() -> int:
     if recovered:
         logger.warning("recovered interrupted indexing jobs", extra={"count": recovered})
     return recovered
+
+
+def enqueue_indexing(document_id: int) -> None:
+    """Queue the indexing task (call after the document row is committed)."""
+    from django_q.tasks import async_task
+
+    async_task("retrieval.indexing.index_document", document_id, task_name=f"index document {document_id}",
+               group="indexing")
+
+
+def queue_index_wanted(sender, *, document_id: int, **kwargs) -> None:
+    """Receiver of documents.signals.index_wanted (sent after the commit): queue the indexing."""
+    enqueue_indexing(document_id)
 
 
 def recover_at_worker_start(**kwargs) -> None:

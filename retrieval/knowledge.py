@@ -11,7 +11,7 @@ from retrieval.embedding import embedder_for
 from retrieval.models import EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.selectors import default_embedding_server
 from retrieval.vectors import embedding_model_ensure
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 

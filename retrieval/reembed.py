@@ -116,7 +116,7 @@ def switch_model(document: Document, server: AiServer, *, late: bool = False) ->
         if locked.chunking_strategy == "late" and not late:
             changes = {"chunking_strategy": "tokens",
                        "chunking_note": f"Re-embedded with '{server.name}': {late_unavailable_reason(server)}"}
-        Document.objects.filter(pk=locked.pk).update(embedding_server=server, embedding_model=model.name,
+        Document.objects.filter(pk=locked.pk).update(embedding_server_id=server.pk, embedding_model=model.name,
                                                      embedding_dim=model.dim, **changes)
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM retrieval_chunkembedding WHERE document_id = %s AND model_id <> %s",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import reranker_for
 from retrieval.models import AiServer

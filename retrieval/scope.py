@@ -1,4 +1,4 @@
-"""What a question may search: the conversation's attached documents, else all of the user's own.
+"""What a question may search: the given documents of the user (a conversation's attachments), else all of the user's own.
 
 Every query here runs as the `ragsite_reader` role with the user's id set for the transaction,
 so PostgreSQL's row-level security hides other users' rows even from a query that forgot its
@@ -7,11 +7,12 @@ owner filter. The owner filter is in the SQL as well.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import Callable
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from ragsite.errors import NotFound
+from core.errors import NotFound
 
 READER_ROLE = "ragsite_reader"
 
@@ -53,29 +54,55 @@ class ModelGroup:
 
 @dataclass
 class Scope:
+    """What one retrieval searches: some of the user's documents, or all of them.
+
+    Retrieval knows documents, not conversations: the chat works out a conversation's attached
+    documents and hands them over as a Scope (chat.selectors.conversation_scope); the search API
+    and the admin's test page reach that through :func:`register_conversation_scope`.
+    """
+
     kind: str  # "attached" | "all"
-    conversation_id: int | None
-    attached_ids: list[int] | None  # None when searching all of the user's documents
+    conversation_id: int | None = None  # recorded in the trace and the logs only
+    attached_ids: list[int] | None = None  # None when searching all of the user's documents
     not_indexed: list[int] = field(default_factory=list)
 
 
-def resolve_scope(user, conversation) -> Scope:
-    """The conversation's attached documents, else everything the user owns."""
-    if conversation is None:
-        return Scope("all", None, None)
-    from chat.models import Conversation  # noqa: PLC0415 - chat depends on retrieval, not the reverse at import
+ALL = Scope("all")
 
-    conversation_id = conversation if isinstance(conversation, int) else conversation.pk
-    if not Conversation.objects.visible_to(user).filter(pk=conversation_id).exists():
+ConversationScope = Callable[[object, object], Scope]
+_conversation_scope: ConversationScope | None = None
+
+
+def register_conversation_scope(resolver: ConversationScope) -> None:
+    """Called by the chat app when it is ready: resolver(user, conversation) -> Scope or NotFound."""
+    global _conversation_scope
+    _conversation_scope = resolver
+
+
+def scope_for(user, *, conversation=None) -> Scope:
+    """The scope of a conversation (an id or the object) for `user`, else all of the user's documents."""
+    if conversation is None:
+        return ALL
+    if _conversation_scope is None:  # no chat app: no conversation exists
         raise NotFound("No such conversation.")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT cd.document_id, d.chunk_count FROM chat_conversationdocument cd "
-            "JOIN documents_document d ON d.id = cd.document_id "
-            "WHERE cd.conversation_id = %s AND d.owner_id = %s",
-            [conversation_id, user.pk],
-        )
-        rows = cursor.fetchall()
+    return _conversation_scope(user, conversation)
+
+
+def documents_scope(user, document_ids, *, conversation_id: int | None = None) -> Scope:
+    """These documents of the user's (others' are ignored); none of them: all of the user's documents."""
+    wanted = list(dict.fromkeys(int(d) for d in document_ids))
+    rows: list = []
+    if wanted:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT d.id, d.chunk_count FROM documents_document d WHERE d.id = ANY(%s) AND d.owner_id = %s",
+                           [wanted, user.pk])
+            found = dict(cursor.fetchall())
+        rows = [(d, found[d]) for d in wanted if d in found]
+    return scope_of_rows(rows, conversation_id=conversation_id)
+
+
+def scope_of_rows(rows, *, conversation_id: int | None = None) -> Scope:
+    """A scope from (document id, chunk count) pairs already filtered to the user's documents."""
     if not rows:
         return Scope("all", conversation_id, None)
     return Scope("attached", conversation_id, [r[0] for r in rows], not_indexed=[r[0] for r in rows if not r[1]])

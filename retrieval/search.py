@@ -2,7 +2,7 @@
 
 Approved Q&A pairs first (tier 1), then documents of the subcategory (tier 2), then of its
 general subcategory (tier 3, only when tier 2 found nothing) — each within the conversation's
-scope. Documents are found by hybrid search: HNSW cosine per embedding model and full text
+scope given. Documents are found by hybrid search: HNSW cosine per embedding model and full text
 per language, fused by weighted reciprocal rank. Thresholds apply to the vector arm's cosine
 distance, never to fused scores. When a rerank server is chosen, a document tier's best fused
 candidates are then reordered by it (retrieval/rerank_stage.py, which documents the fields).
@@ -25,7 +25,8 @@ from retrieval.embedding import query_embedder_for
 from retrieval.fusion import rrf
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
 from retrieval.rerank_stage import Reranking, pool_size, rerank_segments, reranking_plan
-from retrieval.scope import ModelGroup, Scope, model_groups, reader_transaction, resolve_scope
+from retrieval.scope import ALL as ALL_DOCUMENTS
+from retrieval.scope import ModelGroup, Scope, model_groups, reader_transaction
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
 
@@ -60,10 +61,13 @@ class _QueryVectors:
         return self.cache[key]
 
 
-def retrieve(user, query: str, conversation=None, category: str | None = None, subcategory: str | None = None,
-             k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
+def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
+             subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
              rerank: AiServer | bool = True) -> RetrievalResult:
-    """Ordered segments for `query` within the user's scope, with a trace of how they were found.
+    """Ordered segments for `query` within `scope` (default: all the user's documents), with a trace.
+
+    The scope comes from `documents_scope(user, ids)` or, for a conversation, from the chat
+    (`chat.selectors.conversation_scope`); `scope_for(user, conversation=id)` reaches the latter.
 
     `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
     AiServer reranks with that server (the evaluation compares arms this way).
@@ -72,7 +76,7 @@ def retrieve(user, query: str, conversation=None, category: str | None = None, s
     rs = retrieval_settings_get()
     k = int(k or rs.final_top_n)
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
-    scope = resolve_scope(user, conversation)
+    scope = scope or ALL_DOCUMENTS
     trace: dict = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
                    "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],

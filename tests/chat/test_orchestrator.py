@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from chat.extractive import NO_LLM_NOTE
-from chat.layers import conninfo_for
+from core.layers import conninfo_for
 from chat.models import Message
 from chat.orchestrator import LOCK_NAMESPACE, answer_conversation, recover_interrupted_answers
 from chat.prompts import PLAIN_SYSTEM_PROMPT

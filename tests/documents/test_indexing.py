@@ -50,7 +50,7 @@ def test_pdf_pages_with_the_builtin_embedder(user, shared_data):
     assert document.pages_total == 4 and document.pages_done == 4
     assert document.embedding_model == "multilingual-e5-small-q4"
     assert document.embedding_dim == 384
-    assert document.embedding_server.kind == "builtin"
+    assert AiServer.objects.get(pk=document.embedding_server_id).kind == "builtin"
     chunks = assert_consistent(document)
     pages = {c.page_number for c in chunks}
     assert pages == {1, 2, 3, 4}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsite import pg
-from ragsite.envutil import ConfigurationError, env_bool, env_int, env_list
+from core import pg
+from core.env import ConfigurationError, env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from ragsite.dbcheck import UnsupportedDatabase, require_pgvector
+from core.dbcheck import UnsupportedDatabase, require_pgvector
 
 INDEXING_NICENESS = 10
 

@@ -59,8 +59,7 @@ class Command(BaseCommand):
         if limit:
             asked = asked[:limit]
         user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
-        conversation = evaluation.eval_conversation(ids, label, strategy)
-        results = evaluation.evaluate(user, conversation, asked, k=k,
+        results = evaluation.evaluate(user, evaluation.eval_scope(user, ids), asked, k=k,
                                       arms={name: evaluation.ARMS[name] for name in wanted}, log=log,
                                       rerank_server=rerank_server)
         results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),

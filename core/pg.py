@@ -191,10 +191,10 @@ def _default_pgdata() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ragsite.pg start|stop|status` for the embedded database."""
+    """`python -m core.pg start|stop|status` for the embedded database."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m ragsite.pg", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m core.pg", description=main.__doc__)
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--pgdata", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -17,7 +17,7 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from psycopg import sql
 
-from chat.layers import conninfo_for
+from core.layers import conninfo_for
 
 logger = logging.getLogger(__name__)
 

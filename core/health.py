@@ -5,7 +5,7 @@ import logging
 
 from django.db import connection
 
-from ragsite.dbcheck import UnsupportedDatabase, require_pgvector
+from core.dbcheck import UnsupportedDatabase, require_pgvector
 
 logger = logging.getLogger(__name__)
 
