@@ -1,6 +1,7 @@
 """Test session setup: a PostgreSQL+pgvector of its own, never the development data.
 
-Without DATABASE_URL, an embedded PostgreSQL is started in a temporary folder for the test
+Without DATABASE_URL, an embedded PostgreSQL is started here (the test setup is one of the
+explicit bootstraps: settings never start a database) in a temporary folder for the test
 session and stopped afterwards; pytest-django creates its test database on it. Settings are
 loaded here (not from DJANGO_SETTINGS_MODULE at pytest start) so the server exists first.
 """

@@ -185,9 +185,45 @@ def parse_database_url(url: str) -> dict:
     }
 
 
-def _default_pgdata() -> Path:
+def data_dir() -> Path:
+    """The data folder: $RAGSITE_DATA_DIR, else ./var of the checkout (moved out of /root as root)."""
     base = Path(__file__).resolve().parent.parent
-    return safe_data_dir(Path(os.environ.get("RAGSITE_DATA_DIR", str(base / "var")))) / "pgdata"
+    return safe_data_dir(Path(os.environ.get("RAGSITE_DATA_DIR") or str(base / "var")))
+
+
+def _default_pgdata() -> Path:
+    return data_dir() / "pgdata"
+
+
+def embedded_socket_dir(pgdata: Path) -> Path:
+    """Where the embedded server in pgdata listens, without starting it.
+
+    The running server says so in postmaster.pid (line 5); a stopped one will listen in pgdata
+    itself unless that path is too long for a socket, which `bootstrap` settles when it starts it.
+    """
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        if len(lines) > 4 and lines[4].strip():
+            return Path(lines[4].strip())
+    except OSError:
+        pass
+    return pgdata
+
+
+def bootstrap() -> Path | None:
+    """Start the embedded PostgreSQL (unless DATABASE_URL is set) and create its database.
+
+    The explicit start of the processes that use the database: manage.py (commands that need it),
+    the ASGI/WSGI application, the test setup. Settings never start it, they only compute where
+    it listens (:func:`embedded_socket_dir`), so `manage.py check` and `--help` start nothing.
+    Returns the data folder of the embedded server, or None with DATABASE_URL.
+    """
+    if os.environ.get("DATABASE_URL"):
+        return None
+    pgdata = _default_pgdata()
+    socket_dir = ensure_embedded(pgdata)
+    ensure_database(socket_dir, "ragsite")
+    return pgdata
 
 
 def main(argv: list[str] | None = None) -> int:

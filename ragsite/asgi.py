@@ -3,7 +3,10 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from core.pg import bootstrap
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+bootstrap()  # the embedded database, unless DATABASE_URL is set (settings never start it)
 django_asgi_app = get_asgi_application()  # set up Django before importing consumers
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -9,7 +9,7 @@ from core.env import env_bool, env_float, env_int, env_list, env_str
 from core import pg
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = pg.safe_data_dir(Path(env_str("RAGSITE_DATA_DIR", str(BASE_DIR / "var"))))
+DATA_DIR = pg.data_dir()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -91,15 +91,15 @@ TEMPLATES = [
 ]
 
 # --- Database: DATABASE_URL, else the embedded PostgreSQL+pgvector in DATA_DIR/pgdata ---
+# Settings only say where it is: the processes that use it start it first (core.pg.bootstrap,
+# from manage.py, asgi.py/wsgi.py and the test setup), so `manage.py check` starts nothing.
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     _db = pg.parse_database_url(DATABASE_URL)
     EMBEDDED_PGDATA = None
 else:
     EMBEDDED_PGDATA = DATA_DIR / "pgdata"
-    _socket = pg.ensure_embedded(EMBEDDED_PGDATA)
-    pg.ensure_database(_socket, "ragsite")
-    _db = pg.parse_database_url(pg.embedded_url(_socket, "ragsite"))
+    _db = pg.parse_database_url(pg.embedded_url(pg.embedded_socket_dir(EMBEDDED_PGDATA), "ragsite"))
 _db.update(
     CONN_MAX_AGE=env_int("CONN_MAX_AGE", 0),
     CONN_HEALTH_CHECKS=True,
