@@ -12,7 +12,7 @@ Two data sets:
 
 For each: a fresh *worker* process (Django set up, ``retrieval.indexing`` imported, nothing
 warmed) receives every document id as soon as `documents.services.document_upload` returns
-and runs `retrieval.indexing.index_document` on it — exactly what a django-q2 worker does with
+and runs `retrieval.tasks.index_document` on it — exactly what a django-q2 worker does with
 the task. Wall time runs from the first upload until the last document is indexed (committed).
 Then a second fresh process embeds the stored chunks' embed texts again — the same client, the
 same batch size and the same per-document batches as the indexer — after one warm-up call
@@ -157,7 +157,7 @@ def worker_main(profile_path: str | None) -> int:
     import django
 
     django.setup()
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
 
     captured: dict[int, dict] = {}
 

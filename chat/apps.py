@@ -27,7 +27,7 @@ def preload() -> None:
     the first answer is as quick as the others (imports ~0.2 s, the tokenizer ~1 s)."""
     import gc
 
-    from chat.orchestrator import answer_conversation  # noqa: F401 - the import is the point
+    from chat.tasks import answer_conversation  # noqa: F401 - the import is the point
     from chat.prompts import resolve_token_counter
     from retrieval.ai.builtin import get_model
 

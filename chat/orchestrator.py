@@ -16,6 +16,7 @@ import logging
 import time
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Callable
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -67,16 +68,17 @@ def answer_conversation(conversation_id: int) -> str:
     return f"answered {answered}"
 
 
-def recover_interrupted_answers() -> int:
-    """Scheduled: queue again conversations with answers that have waited or stalled too long."""
-    from chat.services import enqueue_answer
+def recover_interrupted_answers(*, enqueue: Callable[[int], None]) -> int:
+    """Queue again conversations with answers that have waited or stalled too long (chat.tasks schedules it).
 
+    `enqueue(conversation_id)` is chat.tasks.enqueue_answer: this module never names a task.
+    """
     cutoff = timezone.now() - STALE_AFTER
     conversation_ids = set(Message.objects.filter(
         role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING],
         updated_at__lt=cutoff).values_list("conversation_id", flat=True)[:1000])
     for conversation_id in conversation_ids:
-        enqueue_answer(conversation_id)
+        enqueue(conversation_id)
     return len(conversation_ids)
 
 

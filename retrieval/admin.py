@@ -18,7 +18,8 @@ from django.utils.timezone import localtime
 from retrieval import admin_views
 from retrieval.admin_documents import register_document_admin
 from retrieval.admin_forms import AiServerForm, KnowledgeEntryForm, RetrievalSettingsForm
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_queue_embedding, knowledge_entry_retire
+from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_retire
+from retrieval.tasks import enqueue_knowledge_embedding
 from retrieval.models import (
     AiServer,
     AiServerKind,
@@ -278,7 +279,7 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
         entry = form.instance
         # Only the question is embedded: an edited answer keeps its vectors.
         if not change or "question" in form.changed_data or entry.embedding_state != EmbeddingState.READY:
-            knowledge_entry_queue_embedding(entry.pk)
+            enqueue_knowledge_embedding(entry.pk)
             self.message_user(request, "Its embedding is being computed in the background; the "
                                        "“embedding” column shows when it is ready.", messages.INFO)
 
@@ -301,7 +302,7 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
     def recompute_embeddings(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         for entry_id in ids:
-            knowledge_entry_queue_embedding(entry_id)
+            enqueue_knowledge_embedding(entry_id)
         self.message_user(request, f"Queued {len(ids)} embedding(s) with the default embedding model.",
                           messages.SUCCESS)
 

@@ -8,7 +8,7 @@ class RetrievalConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from documents.signals import index_wanted
-        from retrieval.indexing import queue_index_wanted, recover_at_worker_start
+        from retrieval.tasks import queue_index_wanted, recover_at_worker_start
 
         # documents announces a document waiting to be indexed; the indexing side queues it.
         index_wanted.connect(queue_index_wanted, dispatch_uid="ragsite-queue-indexing")

@@ -11,8 +11,8 @@ from rest_framework import status
 from documents.models import Document, DocumentStatus, DocumentText
 from core.errors import ApplicationError
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
-from retrieval.indexing import enqueue_indexing
-from retrieval.reembed import TASK as REEMBED_TASK
+from retrieval.reembed import documents_to_reembed
+from retrieval.tasks import enqueue_indexing, enqueue_reembedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
 
@@ -74,7 +74,7 @@ def document_clear_and_reindex(*, document_id: int) -> Document:
             index_attempts=0, heartbeat_at=None, embedding_server_id=None, embedding_model="", embedding_dim=None,
             chunking_strategy="", chunking_note="",
         )
-        transaction.on_commit(lambda: enqueue_indexing(document.pk))
+        enqueue_indexing(document.pk)  # sent when this transaction commits
     logger.info("document cleared for re-indexing", extra={"document_id": document.pk})
     document.refresh_from_db()
     return document
@@ -93,8 +93,6 @@ def documents_reembed_default(*, document_ids: list[int]) -> ReembedOutcome:
 
     Their current vectors keep answering until each document switches (see retrieval.reembed).
     """
-    from django_q.tasks import async_task
-
     server = default_embedding_server()
     if server is None or not server.embedding_model or not server.embedding_dim:
         raise ApplicationError("The default embedding server has no embedding model and dimension set.",
@@ -111,10 +109,17 @@ def documents_reembed_default(*, document_ids: list[int]) -> ReembedOutcome:
         else:
             outcome.queued.append(document_id)
 
-    def enqueue():
-        for document_id in outcome.queued:
-            async_task(REEMBED_TASK, document_id, server.pk, task_name=f"re-embed document {document_id}",
-                       group="reembed")
-
-    transaction.on_commit(enqueue)
+    enqueue_reembedding(outcome.queued, server.pk)  # after the commit
     return outcome
+
+
+def reembed_start(*, server: AiServer) -> int:
+    """Make `server` the default embedding server and queue every other document for re-embedding."""
+    if not server.embedding_model or not server.embedding_dim:
+        raise ValueError(f"The server '{server.name}' has no embedding model and dimension set.")
+    embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
+    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
+    ids = list(documents_to_reembed(server).values_list("id", flat=True))
+    enqueue_reembedding(ids, server.pk)
+    logger.info("re-embedding queued", extra={"server": server.name, "documents": len(ids)})
+    return len(ids)

@@ -29,7 +29,7 @@ from documents.services import document_reindex, document_upload
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.embedding import reranker_for
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, AiServerKind
 from retrieval.scope import Scope, documents_scope
 from retrieval.search import retrieve

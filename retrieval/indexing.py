@@ -21,6 +21,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Callable
 
 import numpy as np
 from django.conf import settings
@@ -77,17 +78,22 @@ class Built:
     timings: dict = field(default_factory=dict)
 
 
-def index_document(document_id: int, strategy: str | None = None) -> str:
+Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
+
+
+def index_document(document_id: int, strategy: str | None = None, *, reschedule: Reschedule) -> str:
     """Index one document. Safe to run twice; returns what happened, for the task log.
 
     `strategy` overrides the settings' chunking strategy (the evaluation compares strategies).
+    `reschedule` queues the task again after a temporary failure: the task
+    (retrieval.tasks.index_document) passes itself, so this module never names a task.
     """
-    outcome = _index_document(document_id, strategy)
+    outcome = _index_document(document_id, strategy, reschedule)
     INDEX_JOBS.labels(status=outcome.split(":")[0]).inc()
     return outcome
 
 
-def _index_document(document_id: int, strategy: str | None) -> str:
+def _index_document(document_id: int, strategy: str | None, reschedule: Reschedule) -> str:
     document = _claim(document_id)
     if document is None:
         return "skipped: not waiting to be indexed"
@@ -110,7 +116,7 @@ def _index_document(document_id: int, strategy: str | None) -> str:
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
-            _retry_later(document, attempt, exc, strategy)
+            _retry_later(document, attempt, exc, strategy, reschedule)
             return "retrying: embedding server unavailable"
         _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code)
         return f"failed: {exc.code}"
@@ -346,10 +352,8 @@ def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
         logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})
 
 
-def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None = None) -> None:
-    from django_q.models import Schedule
-    from django_q.tasks import schedule
-
+def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None,
+                 reschedule: Reschedule) -> None:
     _reset_connection_if_broken()
     delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)]
     waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
@@ -359,16 +363,18 @@ def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy:
             index_error=f"Temporary problem, retrying in {delay} s (attempt {attempt + 1} of "
                         f"{settings.INDEX_MAX_ATTEMPTS}): {exc}",
         )
-        if updated:
-            args = (document.pk, strategy) if strategy else (document.pk,)
-            schedule("retrieval.indexing.index_document", *args, schedule_type=Schedule.ONCE,
-                     next_run=timezone.now() + timedelta(seconds=delay), name=f"retry indexing {document.pk} #{attempt + 1}")
+        if updated:  # the schedule row commits with the status, or neither does
+            reschedule(document.pk, strategy, next_run=timezone.now() + timedelta(seconds=delay),
+                       name=f"retry indexing {document.pk} #{attempt + 1}")
     logger.warning("indexing will retry", extra={"document_id": document.pk, "attempt": attempt, "delay_s": delay,
                                                  "reason": str(exc)})
 
 
-def recover_stale_documents() -> int:
-    """Queue again documents whose worker died mid-job (stale heartbeat); fail them after too many tries."""
+def recover_stale_documents(*, enqueue: Callable[[int], None]) -> int:
+    """Queue again documents whose worker died mid-job (stale heartbeat); fail them after too many tries.
+
+    `enqueue(document_id)` queues the indexing after the commit (retrieval.tasks.enqueue_indexing).
+    """
     cutoff = timezone.now() - timedelta(seconds=settings.INDEX_LEASE_SECONDS)
     stale = Document.objects.filter(status=DocumentStatus.PROCESSING).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
@@ -385,7 +391,7 @@ def recover_stale_documents() -> int:
         waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
         with transaction.atomic():
             if base.update(status=waiting, heartbeat_at=None, updated_at=timezone.now()):
-                transaction.on_commit(lambda pk=document.pk: enqueue_indexing(pk))
+                enqueue(document.pk)  # sent when this transaction commits
                 recovered += 1
     # Waiting documents whose task was lost (the queue write failed after the upload committed,
     # or the queue was purged): queue them again, at most once per lease period each. A
@@ -394,31 +400,8 @@ def recover_stale_documents() -> int:
                                       updated_at__lt=cutoff)
     for pk in waiting.values_list("pk", flat=True)[:1000]:
         if Document.objects.filter(pk=pk, updated_at__lt=cutoff).update(updated_at=timezone.now()):
-            enqueue_indexing(pk)
+            enqueue(pk)
             recovered += 1
     if recovered:
         logger.warning("recovered interrupted indexing jobs", extra={"count": recovered})
     return recovered
-
-
-def enqueue_indexing(document_id: int) -> None:
-    """Queue the indexing task (call after the document row is committed)."""
-    from django_q.tasks import async_task
-
-    async_task("retrieval.indexing.index_document", document_id, task_name=f"index document {document_id}",
-               group="indexing")
-
-
-def queue_index_wanted(sender, *, document_id: int, **kwargs) -> None:
-    """Receiver of documents.signals.index_wanted (sent after the commit): queue the indexing."""
-    enqueue_indexing(document_id)
-
-
-def recover_at_worker_start(**kwargs) -> None:
-    """django-q2 post_spawn handler: a restarted worker picks up what a dead one left."""
-    try:
-        recover_stale_documents()
-    except Exception:  # never keep a worker from starting
-        logger.exception("stale document recovery failed")
-    finally:
-        connection.close()

@@ -15,9 +15,6 @@ from core.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
 
-EMBED_TASK = "retrieval.knowledge.knowledge_entry_embed"
-
-
 def knowledge_entry_approve(*, entry: KnowledgeEntry, user) -> KnowledgeEntry:
     entry.approved_by = user
     entry.approved_at = timezone.now()
@@ -32,12 +29,9 @@ def knowledge_entry_retire(*, entry: KnowledgeEntry) -> KnowledgeEntry:
     return entry
 
 
-def knowledge_entry_queue_embedding(entry_id: int) -> None:
-    """Mark the entry's vectors stale and compute them in the background after commit."""
-    from django_q.tasks import async_task
-
+def knowledge_entry_mark_pending(*, entry_id: int) -> None:
+    """The entry's vectors are stale (retrieval.tasks.enqueue_knowledge_embedding computes them again)."""
     KnowledgeEntry.objects.filter(pk=entry_id).update(embedding_state=EmbeddingState.PENDING, embedding_error="")
-    transaction.on_commit(lambda: async_task(EMBED_TASK, entry_id, task_name=f"embed Q&A {entry_id}", group="knowledge"))
 
 
 def knowledge_entry_embed(entry_id: int) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from retrieval.knowledge import knowledge_entry_queue_embedding
+from retrieval.tasks import enqueue_knowledge_embedding
 from retrieval.models import KnowledgeEntry
 
 FIELDS = ("question", "answer", "category", "subcategory")
@@ -162,5 +162,5 @@ def knowledge_entries_import(*, data: bytes, filename: str, user, approve: bool 
     with transaction.atomic():
         KnowledgeEntry.objects.bulk_create(report.accepted)
         for entry in report.accepted:
-            knowledge_entry_queue_embedding(entry.pk)
+            enqueue_knowledge_embedding(entry.pk)
     return report

@@ -22,7 +22,6 @@ from retrieval.vectors import embedding_model_ensure
 
 logger = logging.getLogger(__name__)
 
-TASK = "retrieval.reembed.reembed_document"
 BATCH = 64
 
 
@@ -30,21 +29,6 @@ def documents_to_reembed(server: AiServer):
     """Indexed documents whose pinned model is not the server's."""
     return Document.objects.filter(status=DocumentStatus.INDEXED, chunk_count__gt=0).exclude(
         Q(embedding_model=server.embedding_model) & Q(embedding_dim=server.embedding_dim))
-
-
-def reembed_start(*, server: AiServer) -> int:
-    """Make `server` the default embedding server and queue every other document for re-embedding."""
-    from django_q.tasks import async_task
-
-    if not server.embedding_model or not server.embedding_dim:
-        raise ValueError(f"The server '{server.name}' has no embedding model and dimension set.")
-    embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
-    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
-    ids = list(documents_to_reembed(server).values_list("id", flat=True))
-    for document_id in ids:
-        async_task(TASK, document_id, server.pk, task_name=f"re-embed document {document_id}", group="reembed")
-    logger.info("re-embedding queued", extra={"server": server.name, "documents": len(ids)})
-    return len(ids)
 
 
 def reembed_progress(server: AiServer) -> dict:

@@ -14,7 +14,8 @@ from django_q.models import OrmQ
 from chat.extractive import NO_LLM_NOTE
 from core.layers import conninfo_for
 from chat.models import Message
-from chat.orchestrator import LOCK_NAMESPACE, answer_conversation, recover_interrupted_answers
+from chat.orchestrator import LOCK_NAMESPACE, answer_conversation
+from chat.tasks import recover_interrupted_answers
 from chat.prompts import PLAIN_SYSTEM_PROMPT
 from chat.services import conversation_create, message_retry, message_send
 from documents.models import Chunk, DocumentText
@@ -237,7 +238,8 @@ def test_stale_answers_are_queued_again(user, harbour, django_capture_on_commit_
     _, answer = message_send(conversation_id=conversation.pk, user=user, content="Who?", enqueue=False)
     assert recover_interrupted_answers() == 0
     Message.objects.filter(pk=answer.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    assert recover_interrupted_answers() == 1
+    with django_capture_on_commit_callbacks(execute=True):  # queued after the commit (core.tasks)
+        assert recover_interrupted_answers() == 1
     assert OrmQ.objects.filter(key="chat").count() == 1
 
 

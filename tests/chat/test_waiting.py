@@ -9,7 +9,7 @@ from chat.services import conversation_create, message_retry, message_send
 from chat.waiting import names_document
 from documents.models import Document
 from core.errors import Conflict
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import RetrievalSettings
 from tests.chat.helpers import indexed
 from tests.documents.factories import upload_bytes

@@ -11,7 +11,7 @@ from django_q.models import Schedule
 from pypdf import PdfWriter
 
 from documents.models import Chunk, Document, DocumentText
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from tests.documents.factories import upload_bytes, upload_path
 from tests.pdfgen import text_pdf
@@ -279,7 +279,7 @@ def test_transient_embedding_failure_retries_then_succeeds(user, settings, fake_
     assert document.status == "uploaded"
     assert "attempt 2 of 3" in document.index_error
     retry = Schedule.objects.get(name=f"retry indexing {document.pk} #2")
-    assert retry.func == "retrieval.indexing.index_document"
+    assert retry.func == "retrieval.tasks.index_document"
     fake_embedder.reset()
     document = index(document)  # what the scheduled retry runs
     assert document.status == "indexed"
@@ -329,7 +329,7 @@ def test_recovery_requeues_stale_processing_and_lost_waiting_documents(user, set
     from django.utils import timezone
     from django_q.models import OrmQ
 
-    from retrieval.indexing import recover_stale_documents
+    from retrieval.tasks import recover_stale_documents
 
     settings.INDEX_LEASE_SECONDS = 60
     stuck = upload_bytes(user, b"A worker died while indexing this.", "stuck.txt")

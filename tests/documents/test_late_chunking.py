@@ -10,7 +10,7 @@ from django.urls import reverse
 from django_q.models import Schedule
 
 from documents.models import Chunk, Document, DocumentText
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from retrieval.search import retrieve
 from tests.documents.factories import upload_bytes

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from chat.models import Conversation, ConversationDocument
 from documents.models import Chunk, Document
 from retrieval.fusion import rrf
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import AiServer, ChunkEmbedding, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
 from retrieval.scope import reader_transaction, scope_for

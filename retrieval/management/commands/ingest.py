@@ -58,7 +58,7 @@ class Command(BaseCommand):
                     "index_error": document.index_error or None, "duplicate": result.duplicate})
 
     def _index_or_wait(self, document: Document, timeout: float) -> Document:
-        from retrieval.indexing import index_document
+        from retrieval.tasks import index_document
 
         index_document(document.pk)  # does nothing when a worker claimed it first
         deadline = time.monotonic() + timeout
