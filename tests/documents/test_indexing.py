@@ -201,9 +201,33 @@ def test_extraction_past_the_time_limit_fails_clearly(user, settings, fake_embed
     _good_file_still_indexes(user)
 
 
+def test_fixed_strategy_cuts_1000_characters_with_200_overlap_by_default(user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="fixed")  # sizes left at their defaults
+    sentences = [f"Sentence {i} talks about raspberry canes, pruning and the harvest of week {i % 9}." for i in range(120)]
+    text = "\n\n".join(" ".join(sentences[i:i + 4]) for i in range(0, len(sentences), 4))
+    document = index(upload_bytes(user, text.encode(), "fixed.txt"))
+    assert document.status == "indexed", document.index_error
+    assert document.chunking_strategy == "fixed"
+    chunks = assert_consistent(document)
+    lengths = [len(c.content) for c in chunks]
+    assert max(lengths) <= 1000
+    assert max(lengths) > 800  # near the 1,000 characters, not the token setting's 512
+    overlaps = [a.end_offset - b.start_offset for a, b in zip(chunks, chunks[1:])]
+    assert all(0 < overlap <= 200 for overlap in overlaps), overlaps
+
+
+def test_fixed_strategy_uses_its_own_sizes_not_the_token_ones(user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="fixed", fixed_chunk_size=300,
+                                                   fixed_chunk_overlap=0, chunk_size=2000, chunk_overlap=100)
+    text = "\n\n".join(f"Paragraph {i} says something about pruning canes in early spring." for i in range(60))
+    chunks = assert_consistent(index(upload_bytes(user, text.encode(), "fixed300.txt")))
+    assert max(len(c.content) for c in chunks) <= 300
+    assert all(a.end_offset <= b.start_offset for a, b in zip(chunks, chunks[1:]))  # overlap 0
+
+
 def test_too_many_chunks_fails_clearly(user, fake_embedder):
     RetrievalSettings.objects.filter(pk=1).update(max_chunks_per_document=3, chunking_strategy="fixed",
-                                                   chunk_size=200, chunk_overlap=20)
+                                                   fixed_chunk_size=200, fixed_chunk_overlap=20)
     text = "\n\n".join(f"Paragraph {i} " + "words " * 40 for i in range(40))
     document = index(upload_bytes(user, text.encode(), "long.txt"))
     _assert_failed_cleanly(document, "more than 3 chunks")
