@@ -4,6 +4,10 @@ Without DATABASE_URL, an embedded PostgreSQL is started here (the test setup is 
 explicit bootstraps: settings never start a database) in a temporary folder for the test
 session and stopped afterwards; pytest-django creates its test database on it. Settings are
 loaded here (not from DJANGO_SETTINGS_MODULE at pytest start) so the server exists first.
+
+Tests must pass on a plain clone with nothing beside it: `tests/outside_guard.py` records any
+file a test opens (or subprocess it starts on a path) beside the repository, such as
+`../shared`, and the session fails with the list.
 """
 from __future__ import annotations
 
@@ -12,12 +16,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
+from tests import outside_guard
+
 _session_dir: Path | None = None
 _pgdata: Path | None = None
 
 
 def pytest_configure(config):
     global _session_dir, _pgdata
+    outside_guard.install(Path(__file__).resolve().parent)
     _session_dir = Path(tempfile.mkdtemp(prefix="ragsite-test-"))
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))
@@ -41,3 +50,20 @@ def pytest_unconfigure(config):
         pg.stop_embedded(_pgdata)
     if _session_dir is not None:
         shutil.rmtree(_session_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    outside_guard.current_test = item.nodeid
+    yield
+    outside_guard.current_test = "(between tests)"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reached = outside_guard.violations()
+    if reached:
+        lines = "\n".join(f"  {test}: {event} {path}" for test, event, path in reached[:50])
+        session.config.get_terminal_writer().line(
+            "\nTests reached outside the repository (a plain clone has nothing beside it; copy what a "
+            f"test needs into tests/data):\n{lines}", red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,6 +1,6 @@
 """Chat benchmark: time from POST to the first streamed token, and 20 answers streaming at once.
 
-    .venv/bin/python bench/chat.py [--chunks 10000] [--samples 60] [--concurrent 20]
+    .venv/bin/python bench/chat.py [--chunks 10000] [--samples 60] [--concurrent 20] [--squad FILE]
                                    [--first-token-delay 0.05] [--json-out PATH] [--keep]
 
 Real processes on a throw-away embedded PostgreSQL: daphne (HTTP + WebSocket), the chat worker
@@ -43,9 +43,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite apps importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import REPO, SHARED_DATA, BenchSite, log, machine_cpu_s, machine_info
+from bench.common import REPO, BenchSite, log, machine_cpu_s, machine_info, squad_file
 
-XQUAD_EN = SHARED_DATA / "xquad" / "xquad.en.json"
 GOAL_P95_MS = 150.0
 WARM_UP = 3
 SEED = 7
@@ -54,9 +53,9 @@ SEED = 7
 # --- data ---------------------------------------------------------------------------------------
 
 
-def xquad() -> tuple[list[tuple[str, list[str]]], list[str]]:
+def xquad(path: Path) -> tuple[list[tuple[str, list[str]]], list[str]]:
     """(title, sentences) per article, and every question."""
-    data = json.loads(XQUAD_EN.read_text(encoding="utf-8"))["data"]
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
     articles, questions = [], []
     for article in data:
         sentences = []
@@ -67,13 +66,13 @@ def xquad() -> tuple[list[tuple[str, list[str]]], list[str]]:
     return articles, questions
 
 
-def index_corpus(user, chunks_wanted: int) -> dict:
+def index_corpus(user, chunks_wanted: int, squad: Path) -> dict:
     """Upload and index shuffled copies of the articles until `chunks_wanted` chunks exist."""
     from documents.models import Chunk
     from retrieval.tasks import index_document
     from tests.documents.factories import upload_bytes
 
-    articles, _ = xquad()
+    articles, _ = xquad(squad)
     rng = random.Random(SEED)
     started = time.monotonic()
     documents = 0
@@ -317,7 +316,11 @@ def main(argv=None) -> int:
     parser.add_argument("--first-token-delay", type=float, default=0.05)
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--squad", type=Path, default=None,
+                        help="SQuAD-format file whose articles and questions are used (default: "
+                             "../shared/data/xquad/xquad.en.json)")
     args = parser.parse_args(argv)
+    args.squad = squad_file(args.squad)
     processes: list[Process] = []
     with BenchSite(keep=args.keep, prefix="ragsite-bench-chat-") as site:
         try:
@@ -341,7 +344,7 @@ def main(argv=None) -> int:
                                                           chunk_size=64, chunk_overlap=0)
             user = get_user_model().objects.create_user("bench", password="bench-pass-123")
             token = Token.objects.create(user=user).key
-            corpus = index_corpus(user, args.chunks)
+            corpus = index_corpus(user, args.chunks, args.squad)
 
             port = free_port()
             env = site.child_env(CHAT_WORKERS=str(args.concurrent), LOG_LEVEL="WARNING")
@@ -352,7 +355,7 @@ def main(argv=None) -> int:
             base = f"http://127.0.0.1:{port}"
             _wait_up(base)
             time.sleep(3)  # the chat workers spawn and warm up
-            _, questions = xquad()
+            _, questions = xquad(args.squad)
             log("measuring first-token latency")
             with Load() as load:
                 first_token = asyncio.run(latency(base, token, fake_url, questions, args.samples,

@@ -23,6 +23,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
+XQUAD_EN = SHARED_DATA / "xquad" / "xquad.en.json"
+
+
+def squad_file(path: Path | None) -> Path:
+    """The SQuAD-format file a benchmark reads: `path`, else XQuAD English from ../shared/data.
+
+    The full sets live beside the repository on the project's machines only (the test suite
+    uses its own small copies in tests/data); say so plainly when neither is there.
+    """
+    chosen = path or XQUAD_EN
+    if not chosen.is_file():
+        hint = "" if path else (" (the default, ../shared/data beside the repository, exists on the project's "
+                                "machines only; pass --squad FILE, e.g. tests/data/xquad/xquad.en.first-article.json)")
+        raise SystemExit(f"XQuAD data not found: {chosen}{hint}")
+    return chosen
 
 # Variables a benchmark child must not inherit: the bench decides the database and data folder,
 # and the embedder's thread count is left to OpenMP's default (one thread per core).

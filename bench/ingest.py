@@ -44,11 +44,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite apps importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (REPO, SHARED_DATA, BenchSite, Child, child_protocol, contention, log, machine_cpu_s,
+from bench.common import (REPO, XQUAD_EN, BenchSite, squad_file, Child, child_protocol, contention, log, machine_cpu_s,
                           machine_info, peak_rss_mb, process_cpu_s)
 
 SCRIPT = Path(__file__).resolve()
-XQUAD_EN = SHARED_DATA / "xquad" / "xquad.en.json"
 GOAL_EFFICIENCY = 0.90
 GOAL_PDF_WORKER_RSS_MB = 500.0
 PDF_SEED = 20240601
@@ -88,11 +87,11 @@ def _latin1(text: str) -> str:
     return "".join(out)
 
 
-def prose_sentences() -> list[str]:
+def prose_sentences(path: Path = XQUAD_EN) -> list[str]:
     """English sentences for the generated PDF: XQuAD's, or a fixed synthetic set without it."""
-    if XQUAD_EN.exists():
+    if path.exists():
         sentences = []
-        for _title, text in xquad_articles():
+        for _title, text in xquad_articles(path):
             for paragraph in text.split("\n\n"):
                 sentences.extend(s.strip() for s in _SENTENCE_SPLIT.split(paragraph) if len(s.split()) >= 4)
         return [_latin1(s) for s in sentences]
@@ -129,7 +128,7 @@ def pdf_pages(count: int, sentences: list[str], seed: int = PDF_SEED):
         yield lines
 
 
-def write_pdf(path: Path, pages: int) -> dict:
+def write_pdf(path: Path, pages: int, squad: Path = XQUAD_EN) -> dict:
     from tests.pdfgen import text_pdf_chunks
 
     t0 = time.monotonic()
@@ -137,7 +136,7 @@ def write_pdf(path: Path, pages: int) -> dict:
 
     def counted():
         nonlocal words
-        for lines in pdf_pages(pages, prose_sentences()):
+        for lines in pdf_pages(pages, prose_sentences(squad)):
             words += sum(len(line.split()) for line in lines[:-1])
             yield lines
 
@@ -462,6 +461,7 @@ def _settings_info() -> dict:
         "embed_batch_size": rs.embed_batch_size,
         "worker_index_time_limit_s": WORKER_TIME_LIMIT_S,
         "chunking": {"strategy": rs.chunking_strategy, "size": rs.chunk_size, "overlap": rs.chunk_overlap,
+                     "fixed_size": rs.fixed_chunk_size, "fixed_overlap": rs.fixed_chunk_overlap,
                      "tokenizer": rs.tokenizer},
     }
 
@@ -482,6 +482,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["xquad", "pdf"], help="run one data set only")
     parser.add_argument("--articles", type=int, default=None, help="XQuAD articles (default: all 48; 0 skips)")
+    parser.add_argument("--squad", type=Path, default=None,
+                        help="SQuAD-format file of the xquad data set (default ../shared/data/xquad/xquad.en.json)")
     parser.add_argument("--pages", type=int, default=1000, help="pages of the generated PDF (default 1000; 0 skips)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temporary database and files")
@@ -508,8 +510,8 @@ def main(argv=None) -> int:
         wanted.append("pdf")
     if not wanted:
         raise SystemExit("nothing to run: --articles 0 and --pages 0 (or --only with a zero count)")
-    if "xquad" in wanted and not XQUAD_EN.exists():
-        raise SystemExit(f"XQuAD data is missing: {XQUAD_EN}")
+    if "xquad" in wanted:
+        args.squad = squad_file(args.squad)
 
     report = {
         "benchmark": "ingest",
@@ -552,7 +554,7 @@ def main(argv=None) -> int:
 def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path) -> dict:
     """Prepare the input files of data set `name` and run it."""
     if name == "xquad":
-        articles = xquad_articles()
+        articles = xquad_articles(args.squad)
         if args.articles is not None:
             articles = articles[:args.articles]
         files = []
@@ -564,7 +566,7 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
         result = run_dataset(site, "xquad", files, profile=args.profile)
     else:
         path = data_dir / f"generated-{args.pages}-pages.pdf"
-        info = write_pdf(path, args.pages)
+        info = write_pdf(path, args.pages, args.squad or XQUAD_EN)
         log(f"[pdf] {args.pages}-page PDF generated: {info['bytes'] / 1e6:.1f} MB, {info['words']:,} words "
             f"({info['generate_s']} s)")
         result = run_dataset(site, "pdf", [path], profile=args.profile)

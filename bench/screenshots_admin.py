@@ -64,6 +64,9 @@ TEST_QUERY = {"q": "When did Scheele discover oxygen?", "user": "alice", "catego
 
 
 def xquad_articles() -> dict:
+    if not SHARED_DATA.is_dir():
+        raise SystemExit(f"{SHARED_DATA} is missing: the admin screenshots use the XQuAD articles and sample "
+                         "files of ../shared/data, which exists on the project's machines only.")
     data = json.loads((SHARED_DATA / "xquad" / "xquad.en.json").read_text())["data"]
     return {article["title"]: article for article in data}
 

@@ -751,6 +751,13 @@ def measure_scope(searcher: Searcher, scope: Scope, method: str | None, warmup: 
     return out
 
 
+def _scope_of(user, scope: Scope):
+    """The search scope as the chat works it out for a question (conversation_scope), timed with retrieve()."""
+    from chat.selectors import conversation_scope
+
+    return conversation_scope(user, scope.conversation_id) if scope.conversation_id else None
+
+
 def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
     """The whole retrieve() with an embedding client returning the precomputed vector; embedding excluded."""
     import retrieval.search as search_mod
@@ -768,12 +775,12 @@ def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
         user = searcher.users[scope.user_key]
         for qv, text, _c in scope.queries[:5]:
             current["v"] = qv
-            search_mod.retrieve(user, text, conversation=scope.conversation_id)
+            search_mod.retrieve(user, text, _scope_of(user, scope))
         with Phase() as phase:
             for qv, text, _c in scope.queries:
                 current["v"] = qv
                 t0 = time.perf_counter()
-                result = search_mod.retrieve(user, text, conversation=scope.conversation_id)
+                result = search_mod.retrieve(user, text, _scope_of(user, scope))
                 wall = (time.perf_counter() - t0) * 1000
                 times.append(wall - result.trace["timings_ms"].get("query_embedding", 0.0))
                 for tier in result.trace["tiers"]:

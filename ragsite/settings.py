@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core.env import env_bool, env_float, env_int, env_list, env_str
 from core import pg
+from core.metrics_access import MetricsAccess
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = pg.data_dir()
@@ -36,6 +37,8 @@ Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# /metrics: a bearer token and/or allowed networks; by default loopback and private addresses only.
+METRICS_ACCESS = MetricsAccess.from_settings(env_str("METRICS_TOKEN"), os.environ.get("METRICS_ALLOWED_IPS"))
 PORT = env_int("PORT", 8000)
 
 INSTALLED_APPS = [

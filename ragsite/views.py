@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
@@ -18,9 +19,22 @@ def healthz(request):
 
 @never_cache
 def metrics(request):
-    """Prometheus metrics of every ragsite process (web server and workers)."""
+    """Prometheus metrics of every ragsite process (web server and workers), for allowed scrapers."""
+    from core.metrics_access import FORWARDING_HEADERS
     from retrieval.telemetry import CONTENT_TYPE_LATEST, render_metrics
 
+    access = settings.METRICS_ACCESS
+    refused = access.decide(authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+                            remote_addr=request.META.get("REMOTE_ADDR", ""),
+                            forwarded=any(request.META.get(h) for h in FORWARDING_HEADERS))
+    if refused:
+        if access.token:
+            response = HttpResponse(f"Unauthorized: {refused} (send Authorization: Bearer <METRICS_TOKEN>).\n",
+                                    status=401, content_type="text/plain")
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+            return response
+        return HttpResponse(f"Forbidden: {refused} (see METRICS_ALLOWED_IPS and METRICS_TOKEN).\n",
+                            status=403, content_type="text/plain")
     return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -324,7 +324,8 @@ class SubcategoryMappingAdmin(admin.ModelAdmin):
 
 # --- retrieval settings (one row) and the tool pages -------------------------------------------
 
-CHUNKING_FIELDS = ("chunking_strategy", "chunk_size", "chunk_overlap", "tokenizer", "max_chunks_per_document")
+CHUNKING_FIELDS = ("chunking_strategy", "chunk_size", "chunk_overlap", "fixed_chunk_size", "fixed_chunk_overlap",
+                   "tokenizer", "max_chunks_per_document")
 
 
 @admin.register(RetrievalSettings)

@@ -213,11 +213,13 @@ class RetrievalSettingsForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        size, overlap = data.get("chunk_size"), data.get("chunk_overlap")
-        if size is not None and size < 16:
-            self.add_error("chunk_size", "Chunks of fewer than 16 tokens or characters find nothing useful.")
-        if size is not None and overlap is not None and overlap >= size:
-            self.add_error("chunk_overlap", "The overlap must be smaller than the chunk size.")
+        for size_name, overlap_name, unit, smallest in (("chunk_size", "chunk_overlap", "tokens", 16),
+                                                        ("fixed_chunk_size", "fixed_chunk_overlap", "characters", 100)):
+            size, overlap = data.get(size_name), data.get(overlap_name)
+            if size is not None and size < smallest:
+                self.add_error(size_name, f"Chunks of fewer than {smallest} {unit} find nothing useful.")
+            if size is not None and overlap is not None and overlap >= size:
+                self.add_error(overlap_name, "The overlap must be smaller than the chunk size.")
         for name in ("vector_weight", "fts_weight"):
             if data.get(name) is not None and data[name] < 0:
                 self.add_error(name, "A weight cannot be negative (0 turns the arm off in the fusion).")

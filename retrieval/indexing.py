@@ -211,9 +211,7 @@ def _build(document: Document, strategy: str | None = None) -> Built:
     note = late_unavailable_reason(server) if strategy == "late" else None
     if note:
         strategy = "tokens"
-    size, overlap = rs.chunk_size, rs.chunk_overlap
-    if strategy == "fixed" and size < 100:  # a token-sized value would make absurdly small chunks
-        size, overlap = 1000, 200
+    size, overlap = chunk_sizes(rs, strategy)
     # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
     drafts = list(chunk_layout(layout, strategy="fixed" if strategy == "fixed" else "tokens", size=size,
                                overlap=overlap, encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document))
@@ -238,6 +236,13 @@ def _build(document: Document, strategy: str | None = None) -> Built:
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings,
     )
+
+
+def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
+    """The (size, overlap) a strategy chunks with: characters for `fixed`, tokens otherwise."""
+    if strategy == "fixed":
+        return rs.fixed_chunk_size, rs.fixed_chunk_overlap
+    return rs.chunk_size, rs.chunk_overlap
 
 
 def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress) -> np.ndarray:

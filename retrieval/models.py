@@ -219,8 +219,13 @@ class RetrievalSettings(models.Model):
     default_chat_server = models.ForeignKey(AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     chunking_strategy = models.CharField(max_length=20, default="tokens",
                                          choices=[("tokens", "Tokens"), ("fixed", "Fixed characters"), ("late", "Late chunking")])
-    chunk_size = models.PositiveIntegerField(default=512, help_text="Tokens (tokens strategy) or characters (fixed)")
-    chunk_overlap = models.PositiveIntegerField(default=64)
+    chunk_size = models.PositiveIntegerField(default=512, help_text="Tokens per chunk (tokens and late strategies)")
+    chunk_overlap = models.PositiveIntegerField(default=64, help_text="Tokens shared by neighbouring chunks")
+    # The fixed strategy counts characters, so it has sizes of its own: a token count (512) read as
+    # characters made chunks half the size the strategy promises.
+    fixed_chunk_size = models.PositiveIntegerField(default=1000, help_text="Characters per chunk (fixed strategy)")
+    fixed_chunk_overlap = models.PositiveIntegerField(default=200, help_text="Characters shared by neighbouring "
+                                                                             "chunks (fixed strategy)")
     tokenizer = models.CharField(max_length=20, default="o200k_base",
                                  choices=[("o200k_base", "o200k_base"), ("cl100k_base", "cl100k_base")])
     max_chunks_per_document = models.PositiveIntegerField(default=50000)

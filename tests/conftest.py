@@ -62,13 +62,13 @@ def qcluster(database_url):
     proc.stop()
 
 
-SHARED_DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data"
+TEST_DATA = __import__("pathlib").Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture
-def shared_data():
-    assert SHARED_DATA.is_dir(), f"../shared/data is missing at {SHARED_DATA}"
-    return SHARED_DATA
+def sample_data():
+    """tests/data: the real sample files (PDF, DOCX, XQuAD extracts) kept in the repository."""
+    return TEST_DATA
 
 
 @pytest.fixture

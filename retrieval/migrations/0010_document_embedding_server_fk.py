@@ -20,7 +20,7 @@ BACKWARDS = f"ALTER TABLE documents_document DROP CONSTRAINT IF EXISTS {NAME};"
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("retrieval", "0008_fts_ranking"),
+        ("retrieval", "0009_fixed_chunk_sizes"),
         ("documents", "0006_embedding_server_id"),
     ]
 

@@ -59,6 +59,18 @@ def test_invalid_settings_are_refused_with_reasons(admin_client):
     assert RetrievalSettings.objects.get().chunk_overlap == 64
 
 
+def test_fixed_chunk_sizes_are_characters_and_checked_on_their_own(admin_client):
+    assert (RetrievalSettings.objects.get().fixed_chunk_size, RetrievalSettings.objects.get().fixed_chunk_overlap) \
+        == (1000, 200)
+    refused = admin_client.post(URL, settings_form(fixed_chunk_size=50, fixed_chunk_overlap=50))
+    errors = refused.context["adminform"].form.errors
+    assert set(errors) == {"fixed_chunk_size", "fixed_chunk_overlap"}
+    assert "100 characters" in errors["fixed_chunk_size"][0]
+    admin_client.post(URL, settings_form(chunking_strategy="fixed", fixed_chunk_size=1500, fixed_chunk_overlap=300))
+    row = RetrievalSettings.objects.get()
+    assert (row.fixed_chunk_size, row.fixed_chunk_overlap, row.chunk_size) == (1500, 300, 512)
+
+
 def test_default_servers_must_be_able_to_do_the_job(admin_client):
     chat_only = AiServer.objects.create(name="chat only", kind="openai", base_url="http://127.0.0.1:9",
                                         capabilities={"chat": True, "chat_model": "m"})

@@ -16,11 +16,12 @@ NOT_INHERITED = ("DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "
 
 
 @pytest.mark.slow
-def test_ingest_bench_small_run(tmp_path, shared_data):
+def test_ingest_bench_small_run(tmp_path, sample_data):
     env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     out = tmp_path / "ingest.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--json-out", str(out)],
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--json-out", str(out),
+         "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -14,12 +14,12 @@ NOT_INHERITED = ("DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "
 
 
 @pytest.mark.slow
-def test_chat_bench_small_run(tmp_path, shared_data):
+def test_chat_bench_small_run(tmp_path, sample_data):
     env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     out = tmp_path / "chat.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "chat.py"), "--chunks", "40", "--samples", "3", "--concurrent", "3",
-         "--json-out", str(out)],
+         "--json-out", str(out), "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
     )
     assert proc.returncode in (0, 1), proc.stderr[-4000:]  # 1: a goal missed (timings vary), still a report

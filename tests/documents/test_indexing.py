@@ -40,12 +40,12 @@ def assert_consistent(document: Document) -> list[Chunk]:
     return chunks
 
 
-# --- real files from ../shared/data -------------------------------------------------------
+# --- real files from tests/data -------------------------------------------------------
 
 
-def test_pdf_pages_with_the_builtin_embedder(user, shared_data):
+def test_pdf_pages_with_the_builtin_embedder(user, sample_data):
     """The real path: built-in multilingual model, no external server."""
-    document = index(upload_path(user, shared_data / "docs/pdf/pdflatex-4-pages.pdf"))
+    document = index(upload_path(user, sample_data / "pdf/pdflatex-4-pages.pdf"))
     assert document.status == "indexed", document.index_error
     assert document.pages_total == 4 and document.pages_done == 4
     assert document.embedding_model == "multilingual-e5-small-q4"
@@ -66,20 +66,20 @@ def test_pdf_pages_with_the_builtin_embedder(user, shared_data):
 
 @pytest.mark.parametrize("name", ["minimal-document.pdf", "pdflatex-outline.pdf", "multicolumn.pdf",
                                   "google-doc-document.pdf", "pdflatex-forms.pdf", "habibi.pdf"])
-def test_every_sample_pdf_indexes(user, shared_data, fake_embedder, name):
-    document = index(upload_path(user, shared_data / "docs/pdf" / name))
+def test_every_sample_pdf_indexes(user, sample_data, fake_embedder, name):
+    document = index(upload_path(user, sample_data / "pdf" / name))
     assert document.status == "indexed", document.index_error
     assert_consistent(document)
 
 
-def test_pdf_outline_gives_heading_paths(user, shared_data, fake_embedder):
-    document = index(upload_path(user, shared_data / "docs/pdf/pdflatex-outline.pdf"))
+def test_pdf_outline_gives_heading_paths(user, sample_data, fake_embedder):
+    document = index(upload_path(user, sample_data / "pdf/pdflatex-outline.pdf"))
     paths = [c.heading_path for c in Chunk.objects.filter(document=document)]
     assert any(paths), paths
 
 
-def test_encrypted_pdf_fails_with_a_clear_message(user, shared_data, fake_embedder):
-    document = index(upload_path(user, shared_data / "docs/pdf/libreoffice-writer-password.pdf"))
+def test_encrypted_pdf_fails_with_a_clear_message(user, sample_data, fake_embedder):
+    document = index(upload_path(user, sample_data / "pdf/libreoffice-writer-password.pdf"))
     assert document.status == "failed"
     assert document.index_error == "This PDF is encrypted; upload it without a password."
     assert not Chunk.objects.filter(document=document).exists()
@@ -88,24 +88,24 @@ def test_encrypted_pdf_fails_with_a_clear_message(user, shared_data, fake_embedd
 
 @pytest.mark.parametrize("name", ["test.docx", "par-known-paragraphs.docx", "sty-known-styles.docx",
                                   "blk-paras-and-tables.docx", "hdr-header-footer.docx"])
-def test_every_sample_docx_indexes(user, shared_data, fake_embedder, name):
-    document = index(upload_path(user, shared_data / "docs/docx" / name))
+def test_every_sample_docx_indexes(user, sample_data, fake_embedder, name):
+    document = index(upload_path(user, sample_data / "docx" / name))
     assert document.status == "indexed", document.index_error
     assert document.mime_type.endswith("wordprocessingml.document")
     assert_consistent(document)
 
 
-def test_docx_whose_tables_are_all_empty_fails_clearly(user, shared_data, fake_embedder):
+def test_docx_whose_tables_are_all_empty_fails_clearly(user, sample_data, fake_embedder):
     # tbl-having-tables.docx holds three tables whose every cell is empty, and nothing else.
-    document = index(upload_path(user, shared_data / "docs/docx/tbl-having-tables.docx"))
+    document = index(upload_path(user, sample_data / "docx/tbl-having-tables.docx"))
     assert document.status == "failed"
     assert "contains no text" in document.index_error
 
 
-def test_docx_heading_styles_become_heading_paths(user, shared_data, fake_embedder):
+def test_docx_heading_styles_become_heading_paths(user, sample_data, fake_embedder):
     # sty-known-styles.docx has no heading styles (Normal, Base, Citation); these two have Heading 1.
     for name in ("par-known-paragraphs.docx", "test.docx"):
-        document = index(upload_path(user, shared_data / "docs/docx" / name))
+        document = index(upload_path(user, sample_data / "docx" / name))
         paths = {tuple(c.heading_path) for c in Chunk.objects.filter(document=document)}
         assert any(len(p) >= 1 for p in paths), (name, paths)
 
@@ -160,8 +160,8 @@ def test_file_emptied_after_upload_fails_clearly(user, fake_embedder):
     _good_file_still_indexes(user)
 
 
-def test_truncated_pdf_fails_clearly(user, shared_data, fake_embedder):
-    data = (shared_data / "docs/pdf/pdflatex-4-pages.pdf").read_bytes()
+def test_truncated_pdf_fails_clearly(user, sample_data, fake_embedder):
+    data = (sample_data / "pdf/pdflatex-4-pages.pdf").read_bytes()
     document = upload_bytes(user, data[: len(data) // 2], "truncated.pdf")
     _assert_failed_cleanly(index(document), "pdf")
     _good_file_still_indexes(user)
@@ -201,9 +201,33 @@ def test_extraction_past_the_time_limit_fails_clearly(user, settings, fake_embed
     _good_file_still_indexes(user)
 
 
+def test_fixed_strategy_cuts_1000_characters_with_200_overlap_by_default(user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="fixed")  # sizes left at their defaults
+    sentences = [f"Sentence {i} talks about raspberry canes, pruning and the harvest of week {i % 9}." for i in range(120)]
+    text = "\n\n".join(" ".join(sentences[i:i + 4]) for i in range(0, len(sentences), 4))
+    document = index(upload_bytes(user, text.encode(), "fixed.txt"))
+    assert document.status == "indexed", document.index_error
+    assert document.chunking_strategy == "fixed"
+    chunks = assert_consistent(document)
+    lengths = [len(c.content) for c in chunks]
+    assert max(lengths) <= 1000
+    assert max(lengths) > 800  # near the 1,000 characters, not the token setting's 512
+    overlaps = [a.end_offset - b.start_offset for a, b in zip(chunks, chunks[1:])]
+    assert all(0 < overlap <= 200 for overlap in overlaps), overlaps
+
+
+def test_fixed_strategy_uses_its_own_sizes_not_the_token_ones(user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="fixed", fixed_chunk_size=300,
+                                                   fixed_chunk_overlap=0, chunk_size=2000, chunk_overlap=100)
+    text = "\n\n".join(f"Paragraph {i} says something about pruning canes in early spring." for i in range(60))
+    chunks = assert_consistent(index(upload_bytes(user, text.encode(), "fixed300.txt")))
+    assert max(len(c.content) for c in chunks) <= 300
+    assert all(a.end_offset <= b.start_offset for a, b in zip(chunks, chunks[1:]))  # overlap 0
+
+
 def test_too_many_chunks_fails_clearly(user, fake_embedder):
     RetrievalSettings.objects.filter(pk=1).update(max_chunks_per_document=3, chunking_strategy="fixed",
-                                                   chunk_size=200, chunk_overlap=20)
+                                                   fixed_chunk_size=200, fixed_chunk_overlap=20)
     text = "\n\n".join(f"Paragraph {i} " + "words " * 40 for i in range(40))
     document = index(upload_bytes(user, text.encode(), "long.txt"))
     _assert_failed_cleanly(document, "more than 3 chunks")

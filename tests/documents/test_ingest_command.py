@@ -18,14 +18,14 @@ def run_ingest(*args) -> list[dict]:
     return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 
 
-def test_ingest_folder_with_wait(user, tmp_path, shared_data, fake_embedder):
+def test_ingest_folder_with_wait(user, tmp_path, sample_data, fake_embedder):
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "a.txt").write_text("Apples are red or green. Pears are sweet.")
     (folder / "b.md").write_text("# Fruit\n\nBananas are yellow.\n")
     (folder / "empty.txt").write_bytes(b"")
     (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 50)
-    (folder / "locked.pdf").write_bytes((shared_data / "docs/pdf/libreoffice-writer-password.pdf").read_bytes())
+    (folder / "locked.pdf").write_bytes((sample_data / "pdf/libreoffice-writer-password.pdf").read_bytes())
     lines = run_ingest(folder, "--user", "alice", "--category", "fruit", "--wait")
     by_name = {line["name"]: line for line in lines}
     assert set(by_name) == {"a.txt", "b.md", "empty.txt", "image.png", "locked.pdf"}

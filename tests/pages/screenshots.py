@@ -66,16 +66,16 @@ def _shots(page, name: str, *, full: bool = False) -> None:
     page.screenshot(path=OUT / name, full_page=full)
 
 
-def test_screenshots(live_site, chat_server, user, shared_data, tmp_path, browser, allow_sync_orm):
+def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browser, allow_sync_orm):
     from playwright.sync_api import expect
 
     RetrievalSettings.objects.filter(pk=1).update(embed_batch_size=8)
     files = {
-        "contract-draft.pdf": (shared_data / "docs/pdf/pdflatex-4-pages.pdf").read_bytes()[:6000],
+        "contract-draft.pdf": (sample_data / "pdf/pdflatex-4-pages.pdf").read_bytes()[:6000],
         "scanned-appendix.pdf": _scanned_pdf(),
         "meeting-notes.md": NOTES.encode(),
-        "test.docx": (shared_data / "docs/docx/test.docx").read_bytes(),
-        "pdflatex-4-pages.pdf": (shared_data / "docs/pdf/pdflatex-4-pages.pdf").read_bytes(),
+        "test.docx": (sample_data / "docx/test.docx").read_bytes(),
+        "pdflatex-4-pages.pdf": (sample_data / "pdf/pdflatex-4-pages.pdf").read_bytes(),
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)

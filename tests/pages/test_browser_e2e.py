@@ -50,11 +50,11 @@ def _drop(page, path):
 
 
 def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
-        live_site, chat_server, user, shared_data, artifacts, browser):
+        live_site, chat_server, user, sample_data, artifacts, browser):
     from playwright.sync_api import expect
 
     chat_server.script_chat({"content": ANSWER, "first_token_delay": 0.3, "piece_delay": 0.1})
-    pdf = shared_data / "docs" / "pdf" / "pdflatex-4-pages.pdf"
+    pdf = sample_data / "pdf" / "pdflatex-4-pages.pdf"
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(20_000)
     page = context.new_page()

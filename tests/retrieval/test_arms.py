@@ -153,6 +153,7 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
     from django.test.utils import CaptureQueriesContext
 
     from chat.models import Conversation, ConversationDocument
+    from chat.selectors import conversation_scope
 
     settings.RETRIEVAL_EXACT_SCAN_MAX = -1  # force the HNSW path at this size
     mine = [indexed(user, f"Orchard note {i}: the pears ripen late in the season.", f"pears{i}.txt")
@@ -172,7 +173,7 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
     assert "document_id = ANY" not in sql
     conversation = Conversation.objects.create(owner=user)
     ConversationDocument.objects.create(conversation=conversation, document=mine[1])
-    names, sql = vector_sql(conversation=conversation)
+    names, sql = vector_sql(scope=conversation_scope(user, conversation))
     assert names == ["pears1.txt"] and "document_id = ANY" in sql
 
 
@@ -240,12 +241,12 @@ def test_the_gateway_refuses_an_unknown_ranking(user, fake_embedder):
 
 # --- where the search vector is stored ------------------------------------------------------------
 
-def _prose(shared_data) -> str:
+def _prose(sample_data) -> str:
     """Real English prose (XQuAD's first article): 512-token chunks of it have ~2.5 KB search vectors
     and ~2.3 KB of text, together over PostgreSQL's 2 KB TOAST threshold."""
     import json
 
-    article = json.loads((shared_data / "xquad" / "xquad.en.json").read_text())["data"][0]
+    article = json.loads((sample_data / "xquad" / "xquad.en.first-article.json").read_text())["data"][0]
     return "\n\n".join(p["context"] for p in article["paragraphs"])
 
 
@@ -260,14 +261,14 @@ def _external(chunk_ids) -> list[bool]:
 
 
 @pytest.mark.django_db
-def test_search_vectors_stay_in_the_row_so_ranking_reads_no_toast(user, fake_embedder, shared_data):
-    document = indexed(user, _prose(shared_data), "long.txt", language="en")
+def test_search_vectors_stay_in_the_row_so_ranking_reads_no_toast(user, fake_embedder, sample_data):
+    document = indexed(user, _prose(sample_data), "long.txt", language="en")
     in_toast = _external(document.chunks.values_list("id", flat=True))
     assert in_toast and not any(in_toast)
 
 
 @pytest.mark.django_db
-def test_the_migration_moves_existing_search_vectors_into_their_rows(user, fake_embedder, shared_data):
+def test_the_migration_moves_existing_search_vectors_into_their_rows(user, fake_embedder, sample_data):
     from importlib import import_module
 
     from django.db import migrations
@@ -275,7 +276,7 @@ def test_the_migration_moves_existing_search_vectors_into_their_rows(user, fake_
     migration = import_module("documents.migrations.0005_search_vector_in_row").Migration
     with connection.cursor() as cursor:  # the layout before the migration
         cursor.execute("ALTER TABLE documents_chunk ALTER COLUMN search_vector SET STORAGE EXTENDED")
-    document = indexed(user, _prose(shared_data), "long.txt", language="en")
+    document = indexed(user, _prose(sample_data), "long.txt", language="en")
     ids = list(document.chunks.values_list("id", flat=True))
     before = dict(Chunk.objects.filter(id__in=ids).values_list("id", "search_vector"))
     assert all(_external(ids))

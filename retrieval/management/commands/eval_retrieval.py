@@ -33,7 +33,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, strategy=None, **options):
         if not squad.exists():
-            raise CommandError(f"{squad} does not exist.")
+            raise CommandError(f"{squad} does not exist (the XQuAD sets are in ../shared/data/xquad on the "
+                               f"project's machines; any SQuAD v1.1 file works).")
         wanted = [a.strip() for a in arms.split(",") if a.strip()]
         unknown = set(wanted) - set(evaluation.ARMS)
         if unknown:
