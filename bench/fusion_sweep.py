@@ -31,7 +31,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from retrieval import evaluation
-    from retrieval.fusion import rrf
+    from retrieval.search.fusion import rrf
     from retrieval.search import retrieve
 
     data = evaluation.load_squad(args.squad)

@@ -11,7 +11,7 @@ class ChatConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from chat.selectors import conversation_scope
-        from retrieval.scope import register_conversation_scope
+        from retrieval.search.scope import register_conversation_scope
 
         # The search API and the admin's retrieval test take a conversation id; retrieval cannot
         # import chat (the layers say so), so the chat tells it how to read a conversation's scope.
@@ -44,8 +44,8 @@ def warm_process() -> None:
     from django.db import connection
 
     from chat.generation import chat_client, chat_server
-    from retrieval import arms
-    from retrieval.embedding import query_embedder_for
+    from retrieval.search import arms
+    from retrieval.ai.clients import query_embedder_for
     from retrieval.selectors import default_embedding_server, retrieval_settings_get
 
     rs = retrieval_settings_get()

@@ -12,7 +12,7 @@ from chat.citations import segment_excerpt, snippet_preview
 from chat.models import Message, MessageRole, MessageStatus
 from chat.prompts import resolve_token_counter
 from core.errors import ApplicationError
-from retrieval.embedding import chat_client_for
+from retrieval.ai.clients import chat_client_for
 
 HISTORY_MESSAGES = 20
 ANSWER_RESERVE_TOKENS = 1024  # of a stated context window, kept for the answer
@@ -98,7 +98,7 @@ def no_model_usage(model: str) -> dict:
 
 
 def chat_client(server):
-    """The server's chat client, kept per process (retrieval.embedding): the rules are checked every time."""
+    """The server's chat client, kept per process (retrieval.ai.clients): the rules are checked every time."""
     return chat_client_for(server, token_counter=resolve_token_counter())
 
 

@@ -7,7 +7,7 @@ from django.db.models.functions import Coalesce
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from documents.models import Document
 from core.errors import NotFound
-from retrieval.scope import Scope, scope_of_rows
+from retrieval.search.scope import Scope, scope_of_rows
 
 IN_FLIGHT = (MessageStatus.PENDING, MessageStatus.STREAMING)
 
@@ -51,8 +51,7 @@ def message_list(*, conversation: Conversation) -> QuerySet[Message]:
 
 
 def message_get(*, conversation_id, message_id, user) -> Message:
-    message = (Message.objects.filter(conversation__owner_id=user.pk if user.is_authenticated else None)
-               .filter(conversation_id=_int(conversation_id), pk=_int(message_id)).first())
+    message = Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id)).first()
     if message is None:
         raise NotFound("No such message.")
     return message

@@ -106,9 +106,8 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
 def message_retry(*, conversation_id, message_id, user) -> Message:
     """Answer again a failed message, or one that said a document it needs is not indexed yet."""
     with transaction.atomic():
-        message = (Message.objects.select_for_update()
-                   .filter(conversation__owner_id=user.pk, conversation_id=_int(conversation_id), pk=_int(message_id))
-                   .first())
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
         if message is None:
             raise NotFound("No such message.")
         waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"

@@ -40,8 +40,7 @@ async def _user(request):
 
 
 async def _message(user, conversation_id: int, message_id: int) -> Message | None:
-    return await Message.objects.filter(conversation__owner_id=user.pk, conversation_id=conversation_id,
-                                        pk=message_id).afirst()
+    return await Message.objects.owned(user, conversation_id=conversation_id, message_id=message_id).afirst()
 
 
 def _sse(event: dict) -> bytes:

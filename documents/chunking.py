@@ -29,7 +29,12 @@ from documents.errors import TooManyChunksError
 from documents.extract_types import Block
 from documents.tokens import DEFAULT_ENCODING, get_encoding
 
-STRATEGIES = ("tokens", "fixed")
+# The chunking strategies, named once (documents.models.ChunkingStrategy, the retrieval setting,
+# indexing and the evaluation all take them from here). `late` cuts like `tokens`; only how its
+# chunks are embedded differs (retrieval.indexing.late_chunking).
+TOKENS, FIXED, LATE = "tokens", "fixed", "late"
+STRATEGIES = (TOKENS, FIXED, LATE)
+CUTTERS = (TOKENS, FIXED)  # how chunk_layout cuts text
 DEFAULT_SIZES = {"tokens": (512, 64), "fixed": (1000, 200)}
 SEPARATOR = "\n\n"
 
@@ -118,8 +123,8 @@ def chunk_layout(
     `TooManyChunksError` (code ``too_many_chunks``) as soon as more than
     ``max_chunks`` chunks would be produced.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}.")
+    if strategy not in CUTTERS:
+        raise ValueError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(CUTTERS)}.")
     default_size, default_overlap = DEFAULT_SIZES[strategy]
     size = default_size if size is None else size
     overlap = default_overlap if overlap is None else overlap

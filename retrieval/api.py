@@ -8,9 +8,9 @@ from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.embedding import embedder_for
+from retrieval.ai.clients import embedder_for
 from retrieval.models import AiServer
-from retrieval.scope import scope_for
+from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
 from core.errors import ApplicationError, NotFound
 

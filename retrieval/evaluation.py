@@ -28,10 +28,10 @@ from documents.models import Document, DocumentText
 from documents.services import document_reindex, document_upload
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
-from retrieval.embedding import reranker_for
+from retrieval.ai.clients import reranker_for
 from retrieval.tasks import index_document
 from retrieval.models import AiServer, AiServerKind
-from retrieval.scope import Scope, documents_scope
+from retrieval.search.scope import Scope, documents_scope
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.tasks import queue, queue_at
-from retrieval import indexing, knowledge, reembed
+from retrieval.indexing import pipeline as indexing
+from retrieval.indexing import reembed
+from retrieval.knowledge import services as knowledge
 
 
 def index_document(document_id: int, strategy: str | None = None) -> str:

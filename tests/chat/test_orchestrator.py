@@ -19,7 +19,7 @@ from chat.tasks import recover_interrupted_answers
 from chat.prompts import PLAIN_SYSTEM_PROMPT
 from chat.services import conversation_create, message_retry, message_send
 from documents.models import Chunk, DocumentText
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import KnowledgeEntry, RetrievalSettings
 from tests.chat.helpers import indexed, safety_manual_conversation
 from tests.processes import wait_for

@@ -6,7 +6,7 @@ import pytest
 
 from chat.generation import chat_client
 from chat.apps import warm_process
-from retrieval import embedding
+from retrieval.ai import clients as embedding
 from retrieval.models import RetrievalSettings
 
 pytestmark = pytest.mark.django_db

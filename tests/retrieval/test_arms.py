@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from documents.models import Chunk
-from retrieval import arms
-from retrieval.arms import LexemeStats, fts_arm, fts_plans, plan_terms
+from retrieval.search import arms
+from retrieval.search.arms import LexemeStats, fts_arm, fts_plans, plan_terms
 from retrieval.models import RetrievalSettings
-from retrieval.scope import reader_transaction
+from retrieval.search.scope import reader_transaction
 from retrieval.search import retrieve
 from tests.retrieval.test_search import indexed
 

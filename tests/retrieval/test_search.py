@@ -8,11 +8,11 @@ from rest_framework.test import APIClient
 
 from chat.models import Conversation, ConversationDocument
 from documents.models import Chunk, Document
-from retrieval.fusion import rrf
+from retrieval.search.fusion import rrf
 from retrieval.tasks import index_document
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import AiServer, ChunkEmbedding, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
-from retrieval.scope import reader_transaction, scope_for
+from retrieval.search.scope import reader_transaction, scope_for
 from retrieval.search import retrieve
 from retrieval.vectors import embedding_model_ensure
 from tests.documents.factories import upload_bytes
@@ -208,7 +208,7 @@ def test_document_threshold_applies_to_vector_distance(user, fake_embedder):
 def test_full_text_only_hits_get_their_exact_distance_with_or_without_a_threshold(user, fake_embedder):
     from django.test.utils import CaptureQueriesContext
 
-    from retrieval.embedding import query_embedder_for
+    from retrieval.ai.clients import query_embedder_for
 
     RetrievalSettings.objects.filter(pk=1).update(vector_top_k=1, doc_distance_threshold=1.5)
     for i, text in enumerate(["Pears ripen late in the season.", "Old pear trees still ripen fruit.",
@@ -285,7 +285,7 @@ def test_filtered_hnsw_returns_full_results(user, other_user, settings):
 
     add(user, 4950, "a")
     b_doc = add(other_user, 50, "b")
-    from retrieval import arms
+    from retrieval.search import arms
 
     settings.RETRIEVAL_EXACT_SCAN_MAX = 0  # force the HNSW path
     query = centers[3]

@@ -29,7 +29,7 @@ class Command(BaseCommand):
             version = require_pgvector(connection)
         except UnsupportedDatabase as exc:
             raise CommandError(str(exc)) from exc
-        from retrieval.services import ServerConfigurationError, servers_sync_from_env
+        from retrieval.ai.servers import ServerConfigurationError, servers_sync_from_env
 
         try:
             servers_sync_from_env()

@@ -9,6 +9,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from documents.chunking import STRATEGIES
 from retrieval import evaluation
 
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--rerank", nargs="?", const="", metavar="SERVER",
                             help="Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
                                  "the AI server of this name")
-        parser.add_argument("--strategy", choices=["tokens", "fixed", "late"],
+        parser.add_argument("--strategy", choices=STRATEGIES,
                             help="Chunking strategy of the evaluation documents (default: the retrieval settings'); "
                                  "each strategy has its own evaluation user and documents")
 

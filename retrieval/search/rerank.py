@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
-from retrieval.embedding import reranker_for
+from retrieval.ai.clients import reranker_for
 from retrieval.models import AiServer
 from retrieval.telemetry import RERANK_LATENCY, RERANK_TOTAL
 

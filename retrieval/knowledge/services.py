@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from retrieval.ai import AiServerError
-from retrieval.embedding import embedder_for
+from retrieval.ai.clients import embedder_for
 from retrieval.models import EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.selectors import default_embedding_server
 from retrieval.vectors import embedding_model_ensure

@@ -17,15 +17,15 @@ from django.urls import reverse
 from django.views import View
 
 from core.errors import ApplicationError
-from retrieval.admin_forms import EmbedTextForm, KnowledgeImportForm, RetrievalTestForm
+from retrieval.admin.forms import EmbedTextForm, KnowledgeImportForm, RetrievalTestForm
 from retrieval.ai import AiServerError
-from retrieval.health_dashboard import dashboard
-from retrieval.knowledge_import import MAX_FILE_BYTES, knowledge_entries_import
+from retrieval.admin.dashboard import dashboard
+from retrieval.admin.knowledge_import import MAX_FILE_BYTES, knowledge_entries_import
 from retrieval.models import AiServer, KnowledgeEntry
-from retrieval.scope import scope_for
+from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
-from retrieval.server_check import ai_server_embed_texts, ai_server_test_connection
+from retrieval.ai.server_check import ai_server_embed_texts, ai_server_test_connection
 
 # Assistant messages keep citations as canonical tags ([S1][S3]); a Q&A answer stands on its own.
 CITATION_TAGS = re.compile(r"\s*\[S\d+\]")

@@ -11,7 +11,7 @@ from rest_framework import status
 from documents.models import Document, DocumentStatus, DocumentText
 from core.errors import ApplicationError
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
-from retrieval.reembed import documents_to_reembed
+from retrieval.indexing.reembed import documents_to_reembed
 from retrieval.tasks import enqueue_indexing, enqueue_reembedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
@@ -91,7 +91,7 @@ class ReembedOutcome:
 def documents_reembed_default(*, document_ids: list[int]) -> ReembedOutcome:
     """Queue re-embedding of the indexed documents not yet on the default embedding model.
 
-    Their current vectors keep answering until each document switches (see retrieval.reembed).
+    Their current vectors keep answering until each document switches (see retrieval.indexing.reembed).
     """
     server = default_embedding_server()
     if server is None or not server.embedding_model or not server.embedding_dim:

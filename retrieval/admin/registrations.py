@@ -15,10 +15,10 @@ from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
 
-from retrieval import admin_views
-from retrieval.admin_documents import register_document_admin
-from retrieval.admin_forms import AiServerForm, KnowledgeEntryForm, RetrievalSettingsForm
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_retire
+from retrieval.admin import views as admin_views
+from retrieval.admin.documents import register_document_admin
+from retrieval.admin.forms import AiServerForm, KnowledgeEntryForm, RetrievalSettingsForm
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_retire
 from retrieval.tasks import enqueue_knowledge_embedding
 from retrieval.models import (
     AiServer,
@@ -30,8 +30,8 @@ from retrieval.models import (
     SubcategoryMapping,
 )
 from retrieval.selectors import retrieval_settings_get
-from retrieval.server_check import ai_server_test_connection
-from retrieval.services import url_is_external
+from retrieval.ai.server_check import ai_server_test_connection
+from retrieval.ai.servers import url_is_external
 from retrieval.vectors import hnsw_indexes
 
 CURATE_PERMISSION = "retrieval.curate_knowledgeentry"

@@ -10,7 +10,7 @@ import numpy as np
 from retrieval.ai import AiServerError, embedding_client
 from retrieval.ai.base import normalize_base_url
 from retrieval.ai.http import make_client, parse_json, request_with_retry
-from retrieval.embedding import embedder_for, server_config
+from retrieval.ai.clients import embedder_for, server_config
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
 

@@ -20,13 +20,13 @@ import numpy as np
 from django.db import connection
 
 from documents.language import detect_question_language, text_config_for
-from retrieval import arms as search_arms
-from retrieval.embedding import query_embedder_for
-from retrieval.fusion import rrf
+from retrieval.search import arms as search_arms
+from retrieval.ai.clients import query_embedder_for
+from retrieval.search.fusion import rrf
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
-from retrieval.rerank_stage import Reranking, pool_size, rerank_segments, reranking_plan
-from retrieval.scope import ALL as ALL_DOCUMENTS
-from retrieval.scope import ModelGroup, Scope, model_groups, reader_transaction
+from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
+from retrieval.search.scope import ALL as ALL_DOCUMENTS
+from retrieval.search.scope import ModelGroup, Scope, model_groups, reader_transaction
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
 

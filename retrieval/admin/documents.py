@@ -14,7 +14,7 @@ from django.utils.html import format_html_join
 from documents.admin import DocumentAdmin
 from documents.models import Document
 from core.errors import ApplicationError
-from retrieval.document_maintenance import clear_plan, document_clear_and_reindex, documents_reembed_default
+from retrieval.maintenance import clear_plan, document_clear_and_reindex, documents_reembed_default
 from retrieval.models import AiServer, ChunkEmbedding, EmbeddingModel
 
 # The plain document admin shows the server's id; here, where AI servers are known, its name.

@@ -51,7 +51,7 @@ import numpy as np
 
 from retrieval.ai import AiServerError
 from retrieval.ai.token_embeddings import TokenEmbeddingClient
-from retrieval.embedding import token_embedder_for
+from retrieval.ai.clients import token_embedder_for
 from retrieval.models import AiServer, AiServerKind
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ remains. A worker that dies mid-job leaves a stale heartbeat; `recover_stale_doc
 
 Chunking strategies (RetrievalSettings.chunking_strategy): `tokens` and `fixed` embed each chunk's
 own text; `late` cuts the same chunks as `tokens` and pools their vectors from the token vectors
-of the whole document (retrieval.late_chunking), or falls back to `tokens` when the server cannot,
+of the whole document (retrieval.indexing.late_chunking), or falls back to `tokens` when the server cannot,
 with the reason in Document.chunking_note.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from documents.chunking import ChunkDraft, build_layout, chunk_layout
+from documents.chunking import STRATEGIES, ChunkDraft, build_layout, chunk_layout
 from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
@@ -37,8 +37,8 @@ from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from documents.services import copy_to_temp
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
-from retrieval.embedding import embedder_for
-from retrieval.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.ai.clients import embedder_for
+from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -48,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
-STRATEGIES = ("tokens", "fixed", "late")
 
 
 class IndexTimeout(BaseException):
