@@ -43,6 +43,7 @@ from chat.prompts import (
     select_segments,
 )
 from chat.selectors import conversation_documents, conversation_scope
+from retrieval.contracts import Segment
 from retrieval.search import retrieve
 
 EXTRA_ROUNDS = 2  # requests besides one per search: a first look, and the answer after the last search
@@ -104,7 +105,7 @@ class Sources:
     """Passages found across the searches: each distinct one kept once, tagged once when given to the model."""
 
     def __init__(self) -> None:
-        self.tag_map: dict[str, dict] = {}
+        self.tag_map: dict[str, Segment] = {}
         self.segments: list[dict] = []  # every distinct passage retrieved, first seen first
         self._tags: dict[tuple, str] = {}
         self._seen: dict[tuple, dict] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events
 from chat.models import Conversation, Message
 from chat.selectors import messages_in_flight
@@ -30,7 +31,7 @@ def _content(message_id: int) -> str:
     return Message.objects.filter(pk=message_id).values_list("content", flat=True).first() or ""
 
 
-async def forward(event: dict, tracker: TextTracker, send, *, load_content=_content) -> None:
+async def forward(event: LiveEvent, tracker: TextTracker, send, *, load_content=_content) -> None:
     """Send one live event: tokens cut to what the client lacks (filling a gap from the database)."""
     if event["type"] == "token":
         out, gap = tracker.trim(event)

@@ -15,10 +15,11 @@ broken by passage rank, then by position in the passage.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from chat.prompts import TaggedSegment, sanitize_passage, tag_segments
 from documents.language import answer_language, is_common_word, words
+from retrieval.contracts import Segment
 
 __all__ = [
     "extractive_answer",
@@ -125,7 +126,7 @@ def _is_boundary(unit: str, m: re.Match, start: int) -> bool:
         window_start = max(start, m.start() - 64)
         before = re.search(r"(\S+)$", unit[window_start : m.start()])
         token = before.group(1).lstrip("(\"'[\u00ab\u201c\u201e").lower() if before else ""
-        if token.isdigit() and len(token) <= 3 and not unit[start : window_start + before.start()].strip():
+        if before and token.isdigit() and len(token) <= 3 and not unit[start : window_start + before.start()].strip():
             return False  # an enumerator: "1. First step"
         if "." in token:  # e.g. / i.e. / z.B. / т.е.
             return False
@@ -207,7 +208,7 @@ def _shorten(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     return cut.rstrip(" ,;:") + "\u2026"
 
 
-def _qa_answer(segment: dict) -> str:
+def _qa_answer(segment: Segment) -> str:
     answer = segment.get("answer")
     if not answer:
         excerpt = str(segment.get("excerpt") or "")
@@ -218,7 +219,7 @@ def _qa_answer(segment: dict) -> str:
     return re.sub(r"\n\s*\n+", "\n", answer)
 
 
-def _qa_question(segment: dict) -> str:
+def _qa_question(segment: Segment) -> str:
     question = segment.get("question")
     if question:
         return str(question)
@@ -226,7 +227,7 @@ def _qa_question(segment: dict) -> str:
     return m.group(1) if m else ""
 
 
-def _is_qa(segment: dict) -> bool:
+def _is_qa(segment: Segment) -> bool:
     source_type = segment.get("source_type")
     if source_type:
         return source_type == "qa"
@@ -237,9 +238,9 @@ def _coerce(tagged, tags: list[str] | None) -> list[TaggedSegment]:
     if not tagged:
         return []
     if isinstance(tagged, Mapping):
-        items = [TaggedSegment(str(k), v) for k, v in tagged.items()]
-        return sorted(items, key=lambda t: (len(t.tag), t.tag))
-    items = list(tagged)
+        mapped = [TaggedSegment(str(k), v) for k, v in tagged.items()]
+        return sorted(mapped, key=lambda t: (len(t.tag), t.tag))
+    items: list[Any] = list(tagged)
     if all(isinstance(t, TaggedSegment) for t in items):
         return items
     if all(isinstance(t, tuple) and len(t) == 2 for t in items):

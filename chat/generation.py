@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from chat.citations import segment_excerpt, snippet_preview
+from chat.contracts import Source
 from chat.models import Message, MessageRole, MessageStatus
 from chat.prompts import resolve_token_counter
 from core.errors import ApplicationError
 from retrieval.ai.clients import chat_client_for
+from retrieval.contracts import Segment
 
 HISTORY_MESSAGES = 20
 ANSWER_RESERVE_TOKENS = 1024  # of a stated context window, kept for the answer
@@ -27,10 +29,10 @@ class AnswerFailed(ApplicationError):
 class Outcome:
     mode: str  # "llm" | "extractive" | "approved_answer" | "plain" | "agentic" | "waiting"
     text: str
-    tag_map: dict = field(default_factory=dict)
+    tag_map: dict[str, Segment] = field(default_factory=dict)
     json_mode: bool = False
     usage: dict = field(default_factory=dict)
-    segments: list = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
     trace: dict | None = None
     extra: dict = field(default_factory=dict)  # more keys of the message's metadata
 
@@ -45,7 +47,7 @@ class Round:
     model: str = ""
 
 
-def context_sources(tag_map: dict) -> list[dict]:
+def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
     """What the `sources` event shows: each tag given to the model and where it comes from."""
     return [
         {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),

@@ -24,6 +24,7 @@ from django.utils import timezone
 from chat.answering import produce
 from chat.generation import AnswerFailed, Outcome, context_sources
 from chat.citations import parse_any
+from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
@@ -194,8 +195,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
     job.mark("generation")
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
-    metadata = {
-        **_base_metadata(job),
+    metadata: MessageMetadata = {
+        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries
         "mode": outcome.mode,
         "answer_format": parsed.format,
         "sections": parsed.sections,
@@ -210,7 +211,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         "timings": job.timings,
         **outcome.extra,  # agentic searches, documents waited for, why agentic mode was not used
     }
-    sources = [
+    sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "chunk_index": c["chunk_index"], "page_number": c["page_number"],
          "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"]}

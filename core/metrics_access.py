@@ -33,6 +33,7 @@ class MetricsAccess:
     @classmethod
     def from_settings(cls, token: str, allowed_ips: str | None) -> MetricsAccess:
         """Read METRICS_TOKEN / METRICS_ALLOWED_IPS (None: unset). Raises ValueError on a bad entry."""
+        entries: tuple[str, ...]
         if allowed_ips is None:
             entries = () if token else DEFAULT_NETWORKS
         elif allowed_ips.strip().lower() in ("", "none"):

@@ -279,6 +279,7 @@ class _Chunker:
         if self.overlap <= 0:
             return -1
         if self.by_tokens:
+            assert tokens is not None  # by_tokens chunks always carry their tokens
             if len(tokens) <= self.overlap:
                 q_min = start
             else:
@@ -390,7 +391,7 @@ class _Chunker:
         if self.pages:
             first = max(0, bisect.bisect_right(self.page_starts, start) - 1)
             last = max(0, bisect.bisect_left(self.page_starts, end) - 1)
-            numbers = []
+            numbers: list[int] = []
             for number, _s, _e in self.pages[first:last + 1]:
                 if not numbers or numbers[-1] != number:
                     numbers.append(number)

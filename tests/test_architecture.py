@@ -18,3 +18,11 @@ def test_import_contracts_are_kept():
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 broken" in run.stdout
+
+
+def test_django_free_modules_type_check():
+    """mypy over the Django-free modules and the typed contracts (retrieval/contracts.py, chat/contracts.py)."""
+    run = subprocess.run([_tool("mypy"), "--config-file", str(ROOT / "mypy.ini")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Success: no issues found" in run.stdout

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import reranker_for
+from retrieval.contracts import Segment
 from retrieval.models import AiServer
 from retrieval.telemetry import RERANK_LATENCY, RERANK_TOTAL
 
@@ -55,13 +56,13 @@ def pool_size(plan: Reranking | None, limit: int) -> int:
     return max(limit, plan.candidates) if plan else limit
 
 
-def passage_text(segment: dict) -> str:
+def passage_text(segment: Segment) -> str:
     """What the cross-encoder reads: the passage under its heading path (headings often name the subject)."""
     heading = " › ".join(h for h in segment.get("heading_path") or [] if h)
     return f"{heading}\n{segment['excerpt']}" if heading else segment["excerpt"]
 
 
-def rerank_segments(query: str, segments: list[dict], plan: Reranking | None, trace: dict, *, tier: int,
+def rerank_segments(query: str, segments: list[Segment], plan: Reranking | None, trace: dict, *, tier: int,
                     limit: int) -> list[dict]:
     """The tier's segments (in fused order) ranked by the reranker when it answers, cut to `limit`."""
     for rank, segment in enumerate(segments, start=1):

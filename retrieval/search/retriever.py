@@ -20,6 +20,7 @@ import numpy as np
 from django.db import connection
 
 from documents.language import detect_question_language, text_config_for
+from retrieval.contracts import Segment
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
@@ -36,7 +37,7 @@ EXCERPT_CHARS = 2000
 
 @dataclass
 class RetrievalResult:
-    segments: list[dict]
+    segments: list[Segment]
     trace: dict = field(default_factory=dict)
 
 
@@ -84,7 +85,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     trace["rerank"] = None  # set by the rerank stage when it runs
     reranking = reranking_plan(rs, rerank)
     vectors = _QueryVectors(query, trace)
-    segments: list[dict] = []
+    segments: list[Segment] = []
     if category or subcategory:
         qa = _qa_tier(query, category, subcategory, rs, vectors, trace)
         docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, category=category,
@@ -163,7 +164,7 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) ->
     return [_qa_segment(entries[entry_id], distance) for entry_id, distance in kept if entry_id in entries]
 
 
-def _qa_segment(entry: KnowledgeEntry, distance: float) -> dict:
+def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
     return {
         "source_type": "qa", "qa_id": entry.pk, "chunk_id": None, "document_id": None,
         "document_name": "Approved answer", "chunk_index": None, "page_number": None, "heading_path": [],
