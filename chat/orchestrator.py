@@ -22,10 +22,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from chat.answering import produce
-from chat.generation import AnswerFailed, Outcome, context_sources
 from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
+from chat.generation import AnswerFailed, Outcome, context_sources
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
 from core.errors import ApplicationError

@@ -16,7 +16,7 @@ from django.db.models import Q
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
-from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
+from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
 
