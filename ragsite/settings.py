@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "documents",
     "retrieval",
     "chat",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -152,6 +153,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "ragsite.api.Pagination",
     "EXCEPTION_HANDLER": "ragsite.errors.api_exception_handler",
     "PAGE_SIZE": 20,
+}
+# Rate limits (ragsite/throttles.py), read at every check: "N/second|minute|hour|day"; "off" = none.
+# Sign-in counts per client address (token and login page together), questions per user (chat
+# API, /v1/chat/completions, the MCP ask tool).
+THROTTLE_RATES = {
+    "signin": env_str("THROTTLE_SIGNIN", "10/minute"),
+    "questions": env_str("THROTTLE_QUESTIONS", "30/minute"),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ragsite API",
