@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import json
+
 from rest_framework import serializers
 
 from chat.models import Conversation, Message
 
 _datetime = serializers.DateTimeField()
+CLIENT_METADATA_MAX_BYTES = 4096
 
 
 def message_data(message: Message, *, segments: bool = False) -> dict:
@@ -45,6 +48,16 @@ class MessageCreateSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=20000, trim_whitespace=True)
     category = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
     subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+    metadata = serializers.DictField(
+        required=False, help_text=f"Your own JSON object (at most {CLIENT_METADATA_MAX_BYTES} bytes as JSON), "
+        "kept with the question as metadata.client")
+
+    def validate_metadata(self, value: dict) -> dict:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > CLIENT_METADATA_MAX_BYTES:
+            raise serializers.ValidationError(f"metadata is {size} bytes as JSON; at most "
+                                              f"{CLIENT_METADATA_MAX_BYTES} are kept.")
+        return value
 
 
 class MessagePairSerializer(serializers.Serializer):

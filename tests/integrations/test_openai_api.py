@@ -157,3 +157,24 @@ def test_a_second_users_key_never_reaches_the_first_users_documents(stack, user,
         bob.chat.completions.create(model="ragsite", user=f"conversation:{alices.conversation_id}",
                                     messages=[{"role": "user", "content": QUESTION}])
     assert Conversation.objects.get(pk=alices.conversation_id).messages.count() == 2
+
+
+def test_questions_over_the_rate_get_429_in_openai_shape(stack, daphne_with):
+    from tests.integrations.test_mcp_server import mcp_calls
+
+    limited = daphne_with({"THROTTLE_QUESTIONS": "2/minute"})
+    ai = openai.OpenAI(base_url=f"{limited.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=30)
+    stack.script_chat("Seven days [S1].", "Seven days [S1].")
+    for _ in range(2):  # normal use is not throttled
+        assert ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    with pytest.raises(openai.RateLimitError) as caught:
+        ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    assert caught.value.status_code == 429 and caught.value.code == "rate_limit_exceeded"
+    assert int(caught.value.response.headers["Retry-After"]) > 0
+    assert [m.id for m in ai.models.list()] == ["ragsite"]  # only asking is limited
+
+    stack.daphne = limited  # the MCP ask tool shares the same per-user count
+    _, (asked, searched) = mcp_calls(stack, stack.tokens[0], ("ask", {"question": QUESTION}),
+                                     ("search_documents", {"query": "scaffold"}))
+    assert asked.is_error and "Too many questions" in asked.content[0].text
+    assert not searched.is_error
