@@ -45,9 +45,10 @@ class ConversationDetailView(APIView):
 
     @extend_schema(request=ConversationUpdateSerializer, responses=ConversationSerializer)
     def patch(self, request, conversation_id):
-        form = ConversationUpdateSerializer(data=request.data)
+        form = ConversationUpdateSerializer(data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
+        if "title" in form.validated_data:  # PATCH: what is not sent stays as it is
+            services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
         conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
         return Response(ConversationSerializer(conversation).data)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -19,6 +19,10 @@ from documents.uploads import SizeLimitUploadHandler
 from ragsite.errors import ApplicationError
 
 
+UPLOAD_TYPES = ("application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                "text/plain", "text/markdown")
+
+
 class FileRenderer(BaseRenderer):
     """Lets a client that asks for the file's own type (`Accept: application/pdf`) past content
     negotiation; the file itself is a FileResponse, errors are still JSON."""
@@ -27,6 +31,9 @@ class FileRenderer(BaseRenderer):
     format = "file"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
+        response = (renderer_context or {}).get("response")
+        if response is not None:  # an error: JSON, whatever type the client asked the file in
+            response["Content-Type"] = "application/json"
         return JSONRenderer().render(data, "application/json", renderer_context)
 
 
@@ -55,7 +62,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request={"multipart/form-data": DocumentUploadSerializer}, responses={201: DocumentSerializer, 200: DocumentSerializer})
+    @extend_schema(request={"multipart/form-data": OpenApiRequest(DocumentUploadSerializer, encoding={"file": {
+        "contentType": ", ".join(UPLOAD_TYPES)}})}, responses={201: DocumentSerializer, 200: DocumentSerializer})
     def create(self, request):
         """Upload a PDF, DOCX, TXT or Markdown file; it is indexed in the background."""
         data = request.data  # parses the body through the size-limit handler

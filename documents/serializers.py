@@ -6,6 +6,8 @@ from documents.models import Document
 class DocumentSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="original_filename", read_only=True)
     status_display = serializers.CharField(source="get_status_display", read_only=True)
+    # Empty until the document is indexed (not one of the choices, so not their enum in the schema).
+    chunking_strategy = serializers.CharField(read_only=True, help_text="tokens, fixed or late; empty until indexed")
     embedding_server_id = serializers.IntegerField(read_only=True, allow_null=True,
                                                    help_text="The AI server whose model embedded this document")
 

@@ -66,6 +66,7 @@ async def ask(question: str, ctx: Context) -> dict:
     """Ask a question: ragsite answers from your documents with [S1]-style markers and the citations they stand
     for (document, page, offsets, snippet). The question and answer are saved as a conversation."""
     user = _user(ctx)
+    question = await _run(mcp_tools.clean_text, value=question, name="question")
     await _run(mcp_tools.question_allowed, user=user)
     answer = await _run(ask_start, user=user, question=question, origin="mcp")
     try:

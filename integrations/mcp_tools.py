@@ -19,12 +19,24 @@ MAX_CONTEXT_CHARS = 5000
 MAX_LISTED = 500
 
 
+def clean_text(value: str, *, name: str) -> str:
+    """Text a tool can search or save: non-empty, no NUL, valid Unicode (PostgreSQL refuses the others)."""
+    value = (value or "").strip()
+    if not value:
+        raise ApplicationError(f"The {name} is empty.", code="invalid")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise ApplicationError(f"The {name} is not valid Unicode text.", code="invalid") from None
+    if "\x00" in value:
+        raise ApplicationError(f"The {name} may not contain NUL characters.", code="invalid")
+    return value
+
+
 def search_documents(*, user, query: str, collection: str | None = None, k: int = 8) -> dict:
     """Passages for `query`: ids, document, page, offsets, excerpt and relevance, best first."""
     resolve_collection(user=user, slug=collection)
-    query = (query or "").strip()
-    if not query:
-        raise ApplicationError("The query is empty.", code="invalid")
+    query = clean_text(query, name="query")
     if not 1 <= int(k) <= MAX_K:
         raise ApplicationError(f"k must be between 1 and {MAX_K}.", code="invalid")
     result = retrieve(user, query[:2000], k=int(k))

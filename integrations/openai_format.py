@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from chat.serializers import client_metadata_problem
 from integrations.answers import Turn, citations_of
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -62,6 +63,14 @@ def _text(content, param: str) -> str:
     raise RequestError("'content' must be a string or a list of text parts.", param=param)
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, which JSON allows and PostgreSQL does not
+        return False
+    return True
+
+
 def parse_request(body: bytes) -> CompletionRequest:
     """Read a `POST /v1/chat/completions` body; raise RequestError for what OpenAI would refuse."""
     try:
@@ -83,7 +92,11 @@ def parse_request(body: bytes) -> CompletionRequest:
         param = f"messages.[{i}]"
         if not isinstance(message, dict) or message.get("role") not in ROLES:
             raise RequestError(f"Each message needs a 'role', one of {', '.join(ROLES)}.", param=param + ".role")
-        turns.append(Turn(message["role"], _text(message.get("content"), param + ".content")))
+        text = _text(message.get("content"), param + ".content")
+        if "\x00" in text or not _encodable(text):
+            raise RequestError("Message content must be valid Unicode text without NUL characters.",
+                               param=param + ".content")
+        turns.append(Turn(message["role"], text))
     if turns[-1].role != "user" or not turns[-1].content.strip():
         raise RequestError("The last message must be the user's question (role 'user', non-empty content).",
                            param=f"messages.[{len(turns) - 1}]")
@@ -97,8 +110,8 @@ def parse_request(body: bytes) -> CompletionRequest:
     if not isinstance(user, str):
         raise RequestError("'user' must be a string.", param="user")
     metadata = data.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise RequestError("'metadata' must be an object.", param="metadata")
+    if metadata is not None and (problem := client_metadata_problem(metadata)):
+        raise RequestError(problem, param="metadata")
     # System and tool turns are not the user's words: ragsite's own prompt frames the answer.
     history = [t for t in turns[:-1] if t.role in ("user", "assistant")]
     return CompletionRequest(model=model.strip(), question=turns[-1].content.strip(), history=history,

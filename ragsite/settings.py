@@ -169,6 +169,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request bodies get their own components, so required text fields say minLength 1.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Request bodies are documented as JSON (uploads say multipart themselves); form posts still work.
+    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "ragsite.openapi.add_error_responses"],
 }
 
 # --- Background work (django-q2, ORM broker on the same PostgreSQL) ---

@@ -28,3 +28,5 @@ urlpatterns = [
     path("", include("documents.page_urls")),
     path("", include("chat.page_urls")),
 ]
+
+handler404 = "ragsite.views.not_found"

@@ -169,7 +169,7 @@ def test_a_clients_metadata_is_kept_with_the_question(api, user):
     assert posted.status_code == 201
     assert posted.json()["user_message"]["metadata"]["client"] == {"client": "cli", "trace": [1, 2]}
     assert Message.objects.get(pk=posted.json()["user_message"]["id"]).metadata["client"]["trace"] == [1, 2]
-    for bad in ([1, 2], "text", {"big": "x" * 5000}):
+    for bad in ([1, 2], "text", {"big": "x" * 5000}, {"nul": "a\u0000b"}, {"a\u0000": 1}):
         refused = api.post(url, {"content": "Hello?", "metadata": bad}, format="json")
         assert refused.status_code == 400 and refused.json()["code"] == "invalid"
         assert "metadata" in refused.json()["extra"]["fields"]

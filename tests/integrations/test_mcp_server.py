@@ -77,10 +77,13 @@ def test_two_tokens_never_see_each_others_documents(stack):
 
 
 def test_bad_arguments_unknown_collection_and_missing_token(stack):
-    _, (collection, listing, k, context) = mcp_calls(
+    _, (collection, listing, k, context, nul, empty) = mcp_calls(
         stack, stack.tokens[0], ("search_documents", {"query": "scaffold", "collection": "handbook"}),
         ("list_documents", {"collection": "handbook"}), ("search_documents", {"query": "scaffold", "k": 500}),
-        ("get_passage", {"chunk_id": 1, "context_chars": -1}))
+        ("get_passage", {"chunk_id": 1, "context_chars": -1}), ("search_documents", {"query": "a\u0000b"}),
+        ("ask", {"question": "  "}))
+    assert nul.is_error and "NUL" in nul.content[0].text
+    assert empty.is_error and "The question is empty" in empty.content[0].text
     for result in (collection, listing):
         assert result.is_error and "Unknown collection 'handbook'" in result.content[0].text
     assert k.is_error and "k must be between 1 and 50" in k.content[0].text

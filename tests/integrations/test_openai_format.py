@@ -34,6 +34,10 @@ def test_the_last_user_message_is_the_question_and_earlier_turns_its_history():
     (body(stream="yes"), "stream"),
     (body(n=2), "n"),
     (body(metadata=[1]), "metadata"),
+    (body(metadata={"a": "x" * 5000}), "metadata"),
+    (body(metadata={"a": "nul\u0000"}), "metadata"),
+    (body(messages=[{"role": "user", "content": "nul\u0000"}]), "messages.[0].content"),
+    (b'{"model": "ragsite", "messages": [{"role": "user", "content": "\\ud800"}]}', "messages.[0].content"),
 ])
 def test_requests_openai_would_refuse_name_the_field(raw, param):
     with pytest.raises(fmt.RequestError) as caught:
