@@ -42,27 +42,27 @@ async def _run(fn, **kwargs) -> Any:
 
 
 @server.tool()
-async def search_documents(query: str, ctx: Context, collection: str | None = None, k: int = 8) -> dict:
+async def search_documents(query: str, ctx: Context, collection: str | None = None, k: int = 8) -> dict[str, Any]:
     """Search your documents: passages with chunk_id, document, page, character offsets, excerpt and relevance
     (best first). `collection`: leave empty for all of your documents. `k`: how many passages (1-50)."""
     return await _run(mcp_tools.search_documents, user=_user(ctx), query=query, collection=collection, k=k)
 
 
 @server.tool()
-async def list_documents(ctx: Context, collection: str | None = None) -> dict:
+async def list_documents(ctx: Context, collection: str | None = None) -> dict[str, Any]:
     """List the documents you can search: id, title, file name, status, pages, chunk count."""
     return await _run(mcp_tools.list_documents, user=_user(ctx), collection=collection)
 
 
 @server.tool()
-async def get_passage(chunk_id: int, ctx: Context, context_chars: int = 0) -> dict:
+async def get_passage(chunk_id: int, ctx: Context, context_chars: int = 0) -> dict[str, Any]:
     """Read one passage by its chunk_id (from search_documents), with up to `context_chars` characters of the
     document's text before and after it (0-5000)."""
     return await _run(mcp_tools.get_passage, user=_user(ctx), chunk_id=chunk_id, context_chars=context_chars)
 
 
 @server.tool()
-async def ask(question: str, ctx: Context) -> dict:
+async def ask(question: str, ctx: Context) -> dict[str, Any]:
     """Ask a question: ragsite answers from your documents with [S1]-style markers and the citations they stand
     for (document, page, offsets, snippet). The question and answer are saved as a conversation."""
     user = _user(ctx)

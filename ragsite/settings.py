@@ -153,6 +153,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "ragsite.api.Pagination",
     "EXCEPTION_HANDLER": "ragsite.errors.api_exception_handler",
     "PAGE_SIZE": 20,
+    # Throttles count per REMOTE_ADDR (daphne sets it from the proxy's header when started with
+    # --proxy-headers), never per a client's own X-Forwarded-For, which anyone can vary.
+    "NUM_PROXIES": 0,
 }
 # Rate limits (ragsite/throttles.py), read at every check: "N/second|minute|hour|day"; "off" = none.
 # Sign-in counts per client address (token and login page together), questions per user (chat

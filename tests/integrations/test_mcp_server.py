@@ -29,8 +29,8 @@ def mcp_calls(stack, token: str, *calls: tuple[str, dict]):
 
 def data(result) -> dict:
     assert not result.is_error, result.content
-    return result.structured_content if isinstance(result.structured_content, dict) and "result" not in \
-        result.structured_content else json.loads(result.content[0].text)
+    assert json.loads(result.content[0].text) == result.structured_content  # text for older clients
+    return result.structured_content
 
 
 def test_tools_search_read_list_and_ask_as_the_tokens_user(stack):

@@ -43,6 +43,9 @@ def test_token_sign_in_is_limited_per_address(default_rates, user):
     throttled = client.post("/api/auth/token/", {"username": "alice", "password": "alice-pass-123"})
     assert throttled.status_code == 429 and throttled.json()["code"] == "throttled"
     assert int(throttled["Retry-After"]) > 0 and "throttled" in throttled.json()["message"]
+    spoofed = client.post("/api/auth/token/", {"username": "alice", "password": "alice-pass-123"},
+                          HTTP_X_FORWARDED_FOR="203.0.113.9")  # a client's own header is no new address
+    assert spoofed.status_code == 429
     other = APIClient(REMOTE_ADDR="10.1.2.3")  # another address has its own count
     assert other.post("/api/auth/token/", {"username": "alice", "password": "alice-pass-123"}).status_code == 200
 
