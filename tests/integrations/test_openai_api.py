@@ -178,3 +178,21 @@ def test_questions_over_the_rate_get_429_in_openai_shape(stack, daphne_with):
                                      ("search_documents", {"query": "scaffold"}))
     assert asked.is_error and "Too many questions" in asked.content[0].text
     assert not searched.is_error
+
+
+def test_a_failed_answer_is_an_openai_error_plain_and_streamed(stack, user):
+    from chat.models import Message
+
+    ai = client(stack, stack.tokens[0])
+    stack.fail_next("/v1/chat/completions", {"status": 500}, times=20)
+    with pytest.raises(openai.APIStatusError) as caught:
+        ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    assert caught.value.status_code == 502 and caught.value.code == "answer_failed"
+    assert "fake chat" in caught.value.message  # the chat server's name, in plain words
+
+    with pytest.raises(openai.APIError) as streamed:
+        for _ in ai.chat.completions.create(model="ragsite", stream=True,
+                                            messages=[{"role": "user", "content": QUESTION}]):
+            pass
+    assert "fake chat" in streamed.value.message
+    assert Message.objects.filter(conversation__owner=user, role="assistant", status="failed").count() == 2
