@@ -16,7 +16,7 @@ from documents.selectors import document_chunks, document_get, document_text
 from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
 from documents.services import document_delete, document_reindex, document_upload
 from documents.uploads import SizeLimitUploadHandler
-from ragsite.errors import ApplicationError
+from ragsite.errors import ApplicationError, NotFound
 
 
 UPLOAD_TYPES = ("application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -117,8 +117,6 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         try:
             handle = document.file.open("rb")
         except (FileNotFoundError, ValueError):
-            from ragsite.errors import NotFound
-
             raise NotFound("The original file is no longer stored.") from None
         response = FileResponse(handle, as_attachment=True, filename=document.original_filename,
                                 content_type=document.mime_type or "application/octet-stream")
