@@ -18,6 +18,7 @@ import json
 import os
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,11 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, help="Also write every question's lists here (JSON), or with "
                         "--offline read them from here instead of retrieving")
     parser.add_argument("--offline", action="store_true", help="Recompute from --runs without a database")
+    parser.add_argument("--blind", choices=("search-all-languages", "without-segmentation"),
+                        help="Measure the rule where the full-text arm is blind: search every language's "
+                             "documents whatever the question's language (the cross-lingual case before the "
+                             "language filter), or index and ask without segmentation (Chinese as Thai was: "
+                             "the documents' search vectors are rebuilt unsegmented, then rebuilt back)")
     args = parser.parse_args()
     if args.offline:
         saved = json.loads(args.runs.read_text())
@@ -47,13 +53,49 @@ def main() -> None:
     import django
 
     django.setup()
+    from retrieval import evaluation
+
+    data = evaluation.load_squad(args.squad)
+    ids = evaluation.ingest_articles(data, label=args.squad.stem, log=lambda m: print(m, file=sys.stderr))
+    if args.blind:
+        with _blind(args.blind, ids):
+            sweep(args, data, ids)
+    else:
+        sweep(args, data, ids)
+
+
+@contextmanager
+def _blind(mode: str, ids: list[int]):
+    """Make the full-text arm blind for the duration (see --blind); put everything back afterwards."""
+    from documents import search_text
+    from documents.search_vectors import search_vectors_rebuild
+    from retrieval import search
+
+    if mode == "search-all-languages":
+        detect = search.detect_question_language
+        search.detect_question_language = lambda text: ""
+        try:
+            yield
+        finally:
+            search.detect_question_language = detect
+        return
+    segment = search_text.segment
+    search_text.segment = lambda text, language="": text
+    try:
+        search_vectors_rebuild(document_ids=ids)
+        yield
+    finally:
+        search_text.segment = segment
+        search_vectors_rebuild(document_ids=ids)
+
+
+def sweep(args, data, ids) -> None:
+    """Retrieve every question once, then report."""
     from django.contrib.auth import get_user_model
 
     from retrieval import evaluation
     from retrieval.search import retrieve
 
-    data = evaluation.load_squad(args.squad)
-    ids = evaluation.ingest_articles(data, label=args.squad.stem, log=lambda m: print(m, file=sys.stderr))
     texts = None
     if args.questions:
         texts = {qa["id"]: qa["question"] for a in evaluation.load_squad(args.questions)
@@ -101,7 +143,8 @@ def report(args, runs: list, languages: Counter) -> None:
                          "check": _score([r for r in runs if not r.tune], k=60, weight=weight)})
     coverages = sorted(r.coverage for r in runs if r.coverage is not None)
     print(json.dumps({"questions": len(runs), "documents": args.squad.name,
-                      "asked": (args.questions or args.squad).name, "question_languages": dict(languages),
+                      "asked": (args.questions or args.squad).name, "blind": getattr(args, "blind", None),
+                      "question_languages": dict(languages),
                       "coverage_quartiles": [coverages[int(len(coverages) * q)] for q in (0.25, 0.5, 0.75)]
                       if coverages else None,
                       "vector": _score(runs, k=60, weight=lambda run: 0.0),

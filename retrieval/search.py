@@ -242,7 +242,11 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
         elif "fts" in arms:
             t0 = time.perf_counter()
             doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
-            plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
+            # The question's own configuration too: a mixed document's chunks in that language carry it
+            # while their document names another (documents/language.py, detect_chunk_language).
+            own = [text_config_for(language)] if language else []
+            plans = search_arms.fts_plans(query=query, configs=_fts_configs(sorted(set(configs) | set(own)), trace, info),
+                                          stats=stats,
                                           budget=rs.fts_match_budget, language=language)
             fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
                                            ranking=rs.fts_ranking)

@@ -7,6 +7,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from documents.models import Chunk, DocumentText
+from retrieval.fusion_rule import WEAK_COVERAGE, WEAK_WEIGHT_FACTOR
+from retrieval.selectors import retrieval_settings_get
 from retrieval.search import retrieve
 from tests.retrieval.test_search import indexed
 
@@ -72,12 +74,16 @@ def test_a_weak_full_text_match_loses_its_weight_and_the_trace_says_so(user, fak
     # One of the question's four terms ("river") is in a passage: 25 % < 50 %.
     result = retrieve(user, "Which glaciers feed the river delta?")
     tier = result.trace["tiers"][0]
-    assert tier["fts_coverage"] == 0.25
-    assert tier["fts_weight"] == 0.0
+    assert tier["fts_coverage"] == 0.25 < WEAK_COVERAGE
+    assert tier["fts_weight"] == 1.5 * WEAK_WEIGHT_FACTOR < 1.5
     assert "holds 25% of the question's terms" in tier["fts_weight_lowered"]
-    assert any("full-text weight 1.5 -> 0" in f for f in result.trace["fallbacks"])
-    vector_only = retrieve(user, "Which glaciers feed the river delta?", arms=("vector",))
-    assert [s["chunk_id"] for s in result.segments] == [s["chunk_id"] for s in vector_only.segments]
+    assert any(f"full-text weight 1.5 -> {1.5 * WEAK_WEIGHT_FACTOR:g}" in f for f in result.trace["fallbacks"])
+    # The lowered weight is the one fused: the river passage's score is its vector share plus the rest.
+    top = next(s for s in result.segments if s["fts_rank"] == 1)
+    settings = retrieval_settings_get()
+    expected = (settings.vector_weight / (settings.rrf_k + top["vector_rank"])
+                + 1.5 * WEAK_WEIGHT_FACTOR / (settings.rrf_k + 1))
+    assert top["score"] == pytest.approx(expected, abs=1e-6)
     # A strong match keeps the configured weight.
     strong = retrieve(user, "When was the suspension bridge opened?")
     assert strong.trace["tiers"][0]["fts_weight"] == 1.5
@@ -108,3 +114,16 @@ def test_rebuild_search_vectors_segments_chunks_indexed_before(user, fake_embedd
     document.refresh_from_db()
     assert document.language == "zh"
     assert [s["document_id"] for s in retrieve(user, QUESTIONS["zh"], arms=("fts",)).segments] == [document.pk]
+
+
+def test_a_mixed_documents_chinese_chunks_are_segmented_and_found(user, fake_embedder):
+    english = " ".join(["The annual report describes the company's factories, its workers and the markets it "
+                        "serves in Europe and in America, with figures for every quarter of the year."] * 40)
+    chinese = "".join(PASSAGES["zh"] * 6)
+    document = indexed(user, english + "\n\n" + chinese, "report.txt")
+    assert document.language == "en" and document.text_config == "english"
+    configs = dict(Chunk.objects.filter(document=document).values_list("chunk_index", "text_config"))
+    assert set(configs.values()) == {"english", "simple"}
+    result = retrieve(user, QUESTIONS["zh"], arms=("fts",))
+    top = Chunk.objects.get(pk=result.segments[0]["chunk_id"])
+    assert top.text_config == "simple" and "长城" in top.content
