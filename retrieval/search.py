@@ -20,9 +20,9 @@ import numpy as np
 from django.db import connection
 
 from documents.language import detect_question_language, text_config_for
+from documents.search_text import analysis_of
 from retrieval import arms as search_arms
 from retrieval.embedding import query_embedder_for
-from documents.search_text import analysis_of
 from retrieval.fusion import rrf
 from retrieval.fusion_rule import FtsEvidence, skip_fts
 from retrieval.fusion_rule import fts_weight as fusion_fts_weight
