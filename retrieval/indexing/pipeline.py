@@ -34,6 +34,7 @@ from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
+from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.services import copy_to_temp
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
@@ -282,6 +283,10 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
     model = embedding_model_ensure(name=built.model_name, dim=built.dim)
     config = text_config_for(built.language)
     owner_id = document.owner_id
+    # Each chunk's language (a mixed document's chunks may differ), segmentation and stop words,
+    # computed before the transaction: Thai or Japanese segmentation takes a moment.
+    analyses = [chunk_analysis(content=d.content, context=_context_prefix(d), document_language=built.language)
+                for d in built.drafts]
     with transaction.atomic():
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None or locked.status != DocumentStatus.PROCESSING or locked.index_attempts != attempt:
@@ -296,18 +301,12 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
                       start_offset=d.start, end_offset=d.end, page_number=d.page_number,
                       heading_path=list(d.heading_path), token_count=d.token_count,
                       metadata={**d.metadata, "context": _context_prefix(d)} if _context_prefix(d) else d.metadata,
-                      text_config=config)
-                for d in built.drafts
+                      text_config=analysis.config)
+                for d, analysis in zip(built.drafts, analyses)
             ],
             batch_size=1000,
         )
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE documents_chunk SET search_vector = "
-                "to_tsvector(text_config::regconfig, coalesce(metadata->>'context', '') || ' ' || content) "
-                "WHERE document_id = %s",
-                [document.pk],
-            )
+        search_vectors_write(chunk_ids=[c.pk for c in chunks], analyses=analyses)
         ChunkEmbedding.objects.bulk_create(
             [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id, embedding=v)
              for c, v in zip(chunks, built.vectors)],

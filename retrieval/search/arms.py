@@ -4,7 +4,6 @@ Both run inside `scope.reader_transaction`, always with the owner filter in the 
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -12,14 +11,12 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from documents.language import _WORDS as STOPWORDS_BY_LANGUAGE
+from documents.search_text import WORD_RE, search_input
 
 # Below this many vectors in scope an exact scan is both fast and exact; above it the HNSW
 # index with pgvector 0.8's iterative scan keeps filtered searches from coming back short.
 HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN_TUPLES = 40_000
-_ALL_STOPWORDS = set().union(*STOPWORDS_BY_LANGUAGE.values())
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
 def vector_literal(vector) -> str:
@@ -90,14 +87,11 @@ def distances_for(*, model_id: int, dim: int, query_vector, chunk_ids: list[int]
         return {r[0]: float(r[1]) for r in cursor.fetchall()}
 
 
-def fts_query_text(query: str, config: str) -> str:
-    """The question's words, for `to_tsvector(config, ...)`. Language configurations drop their own
-    stop words; for `simple` we drop common words of the languages we know, or every passage
-    would match "the"."""
-    words = _WORD_RE.findall(query)
-    if config == "simple":
-        words = [w for w in words if w.lower() not in _ALL_STOPWORDS]
-    return " ".join(words)
+def fts_query_text(query: str, config: str, language: str = "") -> str:
+    """The question's words, for `to_tsvector(config, ...)`, analysed exactly like a chunk of
+    `language` under `config` (documents/search_text.py: segmentation, and for `simple` the
+    language's stop words, or every passage would match "the")."""
+    return " ".join(WORD_RE.findall(search_input(query, language=language, config=config)))
 
 
 # --- how often each word occurs: PostgreSQL's own statistics --------------------------------------
@@ -200,9 +194,10 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
 
 
-def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budget: int) -> list[FtsPlan]:
+def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budget: int,
+              language: str = "") -> list[FtsPlan]:
     """The query's lexemes under each configuration, and which of them are matched on."""
-    texts = [(config, fts_query_text(query, config)) for config in configs]
+    texts = [(config, fts_query_text(query, config, language)) for config in configs]
     texts = [(config, text) for config, text in texts if text]
     if not texts:
         return []
@@ -240,3 +235,21 @@ def fts_arm(*, plans: list[FtsPlan], owner_id: int, document_ids: list[int] | No
             params + [top_k],
         )
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
+
+
+def fts_best_coverage(*, plans: list[FtsPlan], hits: list[tuple[int, float]]) -> float | None:
+    """Share of the question's lexemes (under the best hit's configuration) that the best full-text
+    hit holds; None without hits. The fusion rule's measure of a weak match (retrieval/search/fusion_rule.py)."""
+    if not hits or not plans:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text_config, tsvector_to_array(search_vector) FROM documents_chunk WHERE id = %s",
+                       [hits[0][0]])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    plan = next((p for p in plans if p.config == row[0]), None)
+    if plan is None or not plan.lexemes:
+        return None
+    held = set(row[1] or ())
+    return sum(1 for lex in set(plan.lexemes) if lex in held) / len(set(plan.lexemes))

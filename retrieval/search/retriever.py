@@ -20,10 +20,13 @@ import numpy as np
 from django.db import connection
 
 from documents.language import detect_question_language, text_config_for
+from documents.search_text import analysis_of
 from retrieval.contracts import Segment
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
+from retrieval.search.fusion_rule import FtsEvidence, skip_fts
+from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
 from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
 from retrieval.search.scope import ALL as ALL_DOCUMENTS
@@ -234,18 +237,40 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             method[name] = how
             trace["timings_ms"][f"vector_arm_t{tier}"] = round(
                 trace["timings_ms"].get(f"vector_arm_t{tier}", 0) + (time.perf_counter() - t0) * 1000, 2)
-        if "fts" in arms:
+        fts_weight = rs.fts_weight
+        language = trace.get("question_language", "")
+        skipped = skip_fts(language=language, analysis=analysis_of(language, text_config_for(language))) \
+            if "fts" in arms and searchable else ""
+        if skipped:
+            info["fts_skipped"] = skipped
+            trace["fallbacks"].append(f"tier {tier}: {skipped}")
+        elif "fts" in arms:
             t0 = time.perf_counter()
             doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
-            plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
-                                          budget=rs.fts_match_budget)
+            # The question's own configuration too: a mixed document's chunks in that language carry it
+            # while their document names another (documents/language.py, detect_chunk_language).
+            own = [text_config_for(language)] if language else []
+            plans = search_arms.fts_plans(query=query, configs=_fts_configs(sorted(set(configs) | set(own)), trace, info),
+                                          stats=stats,
+                                          budget=rs.fts_match_budget, language=language)
             fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
                                            ranking=rs.fts_ranking)
             lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
             info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
+            coverage = search_arms.fts_best_coverage(plans=plans, hits=fts_hits)
+            info["fts_coverage"] = None if coverage is None else round(coverage, 4)
+            info["fts_best_rank"] = round(fts_hits[0][1], 6) if fts_hits else None
+            if searchable:  # with the vector arm to fall back on, a weak full-text match loses its weight
+                fts_weight, why = fusion_fts_weight(
+                    weight=rs.fts_weight, evidence=FtsEvidence(language, analysis_of(language, text_config_for(language)),
+                                                               coverage))
+                if why:
+                    info["fts_weight_lowered"] = why
+                    trace["fallbacks"].append(f"tier {tier}: {why}")
+            info["fts_weight"] = fts_weight
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
         t0 = time.perf_counter()
-        weights = {name: (rs.fts_weight if name == "fts" else rs.vector_weight) for name in lists}
+        weights = {name: (fts_weight if name == "fts" else rs.vector_weight) for name in lists}
         fused = rrf(lists, k=rs.rrf_k, weights=weights)
         # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
         # only the passages returned need theirs: with one model the passage query computes them.
