@@ -169,9 +169,10 @@ class _Progress:
         if not force and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
-        updated = Document.objects.filter(
-            pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
-        ).update(heartbeat_at=timezone.now(), **fields)
+        with _shield.hold():
+            updated = Document.objects.filter(
+                pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
+            ).update(heartbeat_at=timezone.now(), **fields)
         if not updated:
             raise Superseded()
 
@@ -180,9 +181,10 @@ class _Progress:
 
 
 def _build(document: Document, strategy: str | None = None) -> Built:
-    rs = retrieval_settings_get()
-    # (Re-)indexing always uses the current default; search follows each document's pinned model.
-    server = default_embedding_server(rs)
+    with _shield.hold():
+        rs = retrieval_settings_get()
+        # (Re-)indexing always uses the current default; search follows each document's pinned model.
+        server = default_embedding_server(rs)
     if server is None:
         raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
     limit = settings.INDEX_TIME_LIMIT
@@ -256,6 +258,34 @@ def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _
     return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
 
 
+class _AlarmShield:
+    """Holds the alarm's exception back while a database statement is on the wire.
+
+    An exception raised by the SIGALRM handler in the middle of psycopg sending a query leaves
+    the connection half-way through the protocol ("another command is already in progress"), so
+    the failure could not even be recorded (seen under load). Inside `hold()` the handler only
+    notes that time is up; the exception is raised as soon as the statement is done.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.expired = False
+
+    @contextmanager
+    def hold(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if self.depth == 0 and self.expired:
+            self.expired = False
+            raise IndexTimeout()
+
+
+_shield = _AlarmShield()
+
+
 @contextmanager
 def _time_limit(seconds: float):
     """Raise IndexTimeout in this thread after `seconds` (SIGALRM; only in a main thread)."""
@@ -264,6 +294,9 @@ def _time_limit(seconds: float):
         return
 
     def expired(signum, frame):
+        if _shield.depth:
+            _shield.expired = True  # raised when the statement in flight is done (_AlarmShield.hold)
+            return
         raise IndexTimeout()
 
     previous = signal.signal(signal.SIGALRM, expired)
@@ -273,6 +306,7 @@ def _time_limit(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _shield.expired = False
 
 
 # --- the commit: one transaction ----------------------------------------------------------
