@@ -17,7 +17,7 @@ def _count(model) -> Coalesce:
 
 
 def conversation_list(*, user) -> QuerySet[Conversation]:
-    return Conversation.objects.visible_to(user).annotate(
+    return Conversation.objects.visible_to(user).select_related("collection").annotate(
         document_count=_count(ConversationDocument), message_count=_count(Message))
 
 
@@ -29,8 +29,8 @@ def conversation_get(*, conversation_id, user) -> Conversation:
 
 
 def conversation_documents(*, conversation: Conversation) -> QuerySet[Document]:
-    """The documents attached to a conversation (only the owner's, whatever was stored)."""
-    return Document.objects.filter(owner_id=conversation.owner_id, attachments__conversation=conversation).order_by(
+    """The documents attached to a conversation that its owner may read now (whatever was stored)."""
+    return Document.objects.visible_to(conversation.owner).filter(attachments__conversation=conversation).order_by(
         "attachments__attached_at", "id")
 
 

@@ -20,19 +20,23 @@ class SearchQuery(serializers.Serializer):
     category = serializers.CharField(required=False, allow_blank=True, max_length=100)
     subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100)
     k = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    collection = serializers.CharField(required=False, max_length=100,
+                                       help_text="Id or slug of a collection you read: search only it")
 
 
 class SearchView(APIView):
     """The user's passages for a query: exactly what the chat would retrieve."""
 
     @extend_schema(parameters=[OpenApiParameter(name, type, required=name == "q") for name, type in
-                               (("q", str), ("conversation", int), ("category", str), ("subcategory", str), ("k", int))])
+                               (("q", str), ("conversation", int), ("category", str), ("subcategory", str), ("k", int),
+                                ("collection", str))])
     def get(self, request):
         params = SearchQuery(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         result = retrieve(request.user, data["q"], conversation=data.get("conversation"),
-                          category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
+                          category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"),
+                          collection=data.get("collection"))
         return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})
 
 

@@ -1,8 +1,9 @@
-"""What a question may search: the conversation's attached documents, else all of the user's own.
+"""What a question may search: the conversation's attached documents, else the user's own documents
+and the collections they read (or one of those collections).
 
 Every query here runs as the `ragsite_reader` role with the user's id set for the transaction,
-so PostgreSQL's row-level security hides other users' rows even from a query that forgot its
-owner filter. The owner filter is in the SQL as well.
+so PostgreSQL's row-level security hides every row the user may not read (computed there from
+their groups) even from a query that forgot its filter. The filter is in the SQL as well.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
+from django.db.models import Q
 
 from ragsite.errors import NotFound
 
@@ -18,7 +20,7 @@ READER_ROLE = "ragsite_reader"
 
 @contextmanager
 def reader_transaction(user):
-    """A transaction in which SQL sees only `user`'s documents, chunks and vectors.
+    """A transaction in which SQL sees only the documents, chunks and vectors `user` reads.
 
     One round trip in, none out when it is the outermost transaction (COMMIT ends SET LOCAL):
     retrieve() opens two, and their eight statements were a fifth of a question's search time.
@@ -53,32 +55,77 @@ class ModelGroup:
 
 @dataclass
 class Scope:
-    kind: str  # "attached" | "all"
+    """What a question searches.
+
+    kind "all": the user's own documents and every active document of the collections in
+    `collection_ids` (all they read); "collection": only `collection_ids` (one collection);
+    "attached": the conversation's attached documents. `collection_ids` only ever narrows: the
+    row-level security policy decides, in the search's own transaction, what the user reads.
+    """
+
+    kind: str  # "attached" | "all" | "collection"
     conversation_id: int | None
-    attached_ids: list[int] | None  # None when searching all of the user's documents
+    attached_ids: list[int] | None  # None unless kind == "attached"
     not_indexed: list[int] = field(default_factory=list)
+    include_own: bool = True
+    collection_ids: list[int] = field(default_factory=list)
+    collections: list[dict] = field(default_factory=list)  # [{"id", "slug", "name"}] for the trace
 
 
-def resolve_scope(user, conversation) -> Scope:
-    """The conversation's attached documents, else everything the user owns."""
+def _readable(user, ref=None) -> list[dict]:
+    """The collections the user reads (or the one `ref` names: id or slug), as PostgreSQL decides."""
+    from documents.models import Collection  # noqa: PLC0415 - keeps this module's imports light
+
+    rows = Collection.objects.readable_by(user)
+    if ref is not None:
+        text = str(ref).strip()
+        rows = rows.filter(Q(pk=int(text)) | Q(slug=text)) if text.isdigit() else rows.filter(slug=text)
+        found = list(rows.order_by("-slug").values("id", "slug", "name")[:1])
+        if not found:
+            raise NotFound("No such collection.")
+        return found
+    return list(rows.order_by("id").values("id", "slug", "name"))
+
+
+def resolve_scope(user, conversation, collection=None) -> Scope:
+    """The conversation's attached documents, else its (or the request's) collection, else
+    everything the user reads: their own documents and the collections open to them."""
     if conversation is None:
-        return Scope("all", None, None)
+        return _library_scope(user, None, collection)
     from chat.models import Conversation  # noqa: PLC0415 - chat depends on retrieval, not the reverse at import
+    from documents.models import Document  # noqa: PLC0415
 
     conversation_id = conversation if isinstance(conversation, int) else conversation.pk
-    if not Conversation.objects.visible_to(user).filter(pk=conversation_id).exists():
+    found = Conversation.objects.visible_to(user).filter(pk=conversation_id).values("collection_id").first()
+    if found is None:
         raise NotFound("No such conversation.")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT cd.document_id, d.chunk_count FROM chat_conversationdocument cd "
-            "JOIN documents_document d ON d.id = cd.document_id "
-            "WHERE cd.conversation_id = %s AND d.owner_id = %s",
-            [conversation_id, user.pk],
-        )
-        rows = cursor.fetchall()
+    # Attached documents count only while the user may read them and they are active.
+    rows = list(Document.objects.visible_to(user).filter(attachments__conversation_id=conversation_id, is_active=True)
+                .order_by("id").values_list("id", "chunk_count"))
     if not rows:
-        return Scope("all", conversation_id, None)
-    return Scope("attached", conversation_id, [r[0] for r in rows], not_indexed=[r[0] for r in rows if not r[1]])
+        return _library_scope(user, conversation_id, collection if collection is not None else found["collection_id"])
+    readable = [c["id"] for c in _readable(user)]
+    return Scope("attached", conversation_id, [r[0] for r in rows], not_indexed=[r[0] for r in rows if not r[1]],
+                 collection_ids=readable)
+
+
+def _library_scope(user, conversation_id: int | None, collection) -> Scope:
+    collections = _readable(user, collection)
+    kind = "all" if collection is None else "collection"
+    return Scope(kind, conversation_id, None, include_own=collection is None,
+                 collection_ids=[c["id"] for c in collections], collections=collections)
+
+
+def scope_condition(alias: str, *, owner_id: int, scope: Scope) -> tuple[str, list]:
+    """SQL condition (and parameters) for the rows of `alias` (a table with owner_id, collection_id
+    and is_active) in the scope's own documents and collections (attached documents: also by their ids). Row-level security applies as well: the collection ids can only narrow."""
+    own = f"({alias}.collection_id IS NULL AND {alias}.owner_id = %s)"
+    shared = f"{alias}.collection_id = ANY(%s)"
+    if scope.include_own and scope.collection_ids:
+        return f"{alias}.is_active AND ({own} OR {shared})", [owner_id, scope.collection_ids]
+    if scope.include_own:
+        return f"{alias}.is_active AND {own}", [owner_id]
+    return f"{alias}.is_active AND {shared}", [scope.collection_ids]
 
 
 def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "",
@@ -87,12 +134,12 @@ def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "
 
     Returns the groups, the text-search configurations present, and the number of documents.
     `with_ids=False` leaves `document_ids` empty: a search of a whole library with one model filters
-    by owner alone and needs none. Aggregated before the join and without DISTINCT, so PostgreSQL
+    by owner and collections alone and needs none. Aggregated before the join and without DISTINCT, so PostgreSQL
     hashes instead of sorting every document (10,000 documents: 9 -> 6 ms). Call inside
     `reader_transaction(user)`.
     """
-    where = ["d.owner_id = %s", "d.chunk_count > 0"]
-    params: list = [user.pk]
+    condition, params = scope_condition("d", owner_id=user.pk, scope=scope)
+    where = [condition, "d.chunk_count > 0"]
     if scope.attached_ids is not None:
         where.append("d.id = ANY(%s)")
         params.append(scope.attached_ids)

@@ -62,8 +62,11 @@ class _QueryVectors:
 
 def retrieve(user, query: str, conversation=None, category: str | None = None, subcategory: str | None = None,
              k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
-             rerank: AiServer | bool = True) -> RetrievalResult:
+             rerank: AiServer | bool = True, collection=None) -> RetrievalResult:
     """Ordered segments for `query` within the user's scope, with a trace of how they were found.
+
+    `collection` (id or slug of a collection the user reads) narrows the search to it; otherwise the
+    conversation's attached documents, its collection, or the user's own documents and readable collections.
 
     `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
     AiServer reranks with that server (the evaluation compares arms this way).
@@ -72,9 +75,11 @@ def retrieve(user, query: str, conversation=None, category: str | None = None, s
     rs = retrieval_settings_get()
     k = int(k or rs.final_top_n)
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
-    scope = resolve_scope(user, conversation)
+    scope = resolve_scope(user, conversation, collection)
     trace: dict = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
+                   "own_documents": scope.include_own and scope.kind != "attached",
+                   "collections": [] if scope.kind == "attached" else scope.collections,
                    "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],
                    "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {}}
     trace["rerank"] = None  # set by the rerank stage when it runs
@@ -195,8 +200,8 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
                    limit: int, rerank: Reranking | None = None) -> list[dict]:
     info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(info)
-    # Every document of the user: when they are all pinned to one model, no document filter is needed
-    # (see vector_arm), so no ids either.
+    # Every document of the scope (own + collections): when they are all pinned to one model, no
+    # document filter is needed (see vector_arm), so no ids either.
     whole_library = scope.attached_ids is None and not (category or subcategory)
     with reader_transaction(user):
         groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory,
@@ -222,7 +227,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             hits, how = search_arms.vector_arm(
                 model_id=group.model_id, dim=group.dim, query_vector=query_vectors[group.model_id],
                 owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k,
-                all_of_owner=whole_library and len(groups) == 1)
+                whole_scope=whole_library and len(groups) == 1, scope=scope)
             name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
             lists[name] = [chunk_id for chunk_id, _ in hits]
             distances.update(dict(hits))
@@ -235,7 +240,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
                                           budget=rs.fts_match_budget)
             fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
-                                           ranking=rs.fts_ranking)
+                                           ranking=rs.fts_ranking, scope=scope)
             lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
             info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
