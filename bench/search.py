@@ -25,6 +25,11 @@ chunks, which ``bench-small`` owns (whole documents). Scopes measured:
 * ``conversation_1pct`` — bench-big searches a conversation's attached documents (1 % of the
   rows, selected by ``document_id = ANY(...)`` among bench-big's rows).
 
+* ``collections_N`` (with ``--collections C``) — bench-big's documents are spread over C collections
+  (it reads them all as a superuser, so ``unfiltered`` becomes "all C collections"); bench-small
+  reads ``--readable-collections N`` of them through a group: its own documents plus those N
+  (about N/C of the rows), with the product's own-or-collection condition and no document ids.
+
 The filtered scopes run twice: through the exact scan and through the HNSW iterative scan
 (``settings.RETRIEVAL_EXACT_SCAN_MAX`` overridden), to show which is faster at that size.
 

@@ -118,7 +118,8 @@ def _library_scope(user, conversation_id: int | None, collection) -> Scope:
 
 def scope_condition(alias: str, *, owner_id: int, scope: Scope) -> tuple[str, list]:
     """SQL condition (and parameters) for the rows of `alias` (a table with owner_id, collection_id
-    and is_active) in the scope's own documents and collections (attached documents: also by their ids). Row-level security applies as well: the collection ids can only narrow."""
+    and is_active) in the scope's own documents and collections (attached documents: also by their
+    ids). Row-level security applies as well: the collection ids can only narrow."""
     own = f"({alias}.collection_id IS NULL AND {alias}.owner_id = %s)"
     shared = f"{alias}.collection_id = ANY(%s)"
     if scope.include_own and scope.collection_ids:
