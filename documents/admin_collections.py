@@ -16,7 +16,7 @@ from django.utils.html import format_html
 
 from documents.collections import can_create_collections, collection_delete
 from documents.models import Collection
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 @admin.register(Collection)

@@ -17,7 +17,7 @@ from rest_framework import status
 
 from documents.models import Collection, CollectionVisibility, Document
 from documents.services import document_locked_for_change
-from ragsite.errors import ApplicationError, Conflict, NotFound
+from core.errors import ApplicationError, Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,9 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models.expressions import RawSQL
 
+from core.ownership import OwnedQuerySet
+from documents import chunking
+
 
 class DocumentStatus(models.TextChoices):
     UPLOADED = "uploaded", "Uploaded"
@@ -22,9 +25,11 @@ class DocumentStatus(models.TextChoices):
 
 
 class ChunkingStrategy(models.TextChoices):
-    TOKENS = "tokens", "Tokens (about 512 tokens, 64 overlap)"
-    FIXED = "fixed", "Fixed characters (1,000 characters, 200 overlap)"
-    LATE = "late", "Late chunking (needs token embeddings)"
+    """The strategies of documents.chunking, as choices of Document and of the retrieval setting."""
+
+    TOKENS = chunking.TOKENS, "Tokens"
+    FIXED = chunking.FIXED, "Fixed characters"
+    LATE = chunking.LATE, "Late chunking"
 
 
 class CollectionVisibility(models.TextChoices):
@@ -92,7 +97,8 @@ class Collection(models.Model):
         return self.name
 
 
-class DocumentQuerySet(models.QuerySet):
+class DocumentQuerySet(OwnedQuerySet):
+    # Documents widen core.ownership's rule (own rows) with the collections the user reads.
     def visible_to(self, user) -> "DocumentQuerySet":
         """Every read of documents goes through here: the user's own private documents, and the
         active documents of the active collections they may read (the same rule as row-level security)."""
@@ -137,9 +143,9 @@ class Document(models.Model):
     status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.UPLOADED)
     # The model a document was indexed with is pinned: the server may change or vanish later,
     # the copies below say what its vectors are.
-    embedding_server = models.ForeignKey(
-        "retrieval.AiServer", on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
-    )
+    # The AI server that embedded it. A plain id: documents sits below retrieval and names none of
+    # its models; retrieval's migration 0010 owns the database's foreign key (ON DELETE SET NULL).
+    embedding_server_id = models.BigIntegerField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embedding_dim = models.PositiveIntegerField(null=True, blank=True)
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True)
@@ -206,7 +212,7 @@ class DocumentText(models.Model):
         return f"text of document {self.document_id}"
 
 
-class ChunkQuerySet(models.QuerySet):
+class ChunkQuerySet(OwnedQuerySet):
     def visible_to(self, user) -> "ChunkQuerySet":
         """Chunks of the documents `Document.objects.visible_to(user)` returns."""
         if not user or not user.is_authenticated:

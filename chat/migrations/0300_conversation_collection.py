@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('chat', '0003_recovery_schedule'),
+        ('chat', '0005_task_paths'),
         ('documents', '0300_collections'),
     ]
 

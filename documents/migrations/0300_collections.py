@@ -44,8 +44,8 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('documents', '0005_search_vector_in_row'),
-        ('retrieval', '0009_fixed_chunk_sizes'),
+        ('documents', '0007_chunking_strategy_labels'),
+        ('retrieval', '0011_task_paths'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -127,7 +127,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('documents', '0300_collections'),
-        ('retrieval', '0009_fixed_chunk_sizes'),
+        ('retrieval', '0011_task_paths'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -22,7 +22,7 @@ class KB:
 
 def indexed_into(collection, uploader, text: str, name: str):
     """A document shared in `collection`, uploaded and indexed through the real services."""
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from tests.documents.factories import upload_bytes
 
     document = upload_bytes(uploader, text.encode(), name, collection=collection)

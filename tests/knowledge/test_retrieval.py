@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from chat.models import Conversation
 from documents.models import Collection, Document
 from retrieval.search import retrieve
+from retrieval.search.scope import scope_for
 from tests.chat.helpers import indexed
 from tests.knowledge.conftest import OWN, SECRET
 
@@ -47,12 +48,12 @@ def test_narrowed_to_one_collection_by_the_api_and_by_the_conversation(kb):
     assert refused.status_code == 404 and "quince" not in refused.content.decode()
 
     conversation = Conversation.objects.create(owner=kb.member, collection=kb.collection)
-    result = retrieve(kb.member, QUESTION, conversation=conversation)
+    result = retrieve(kb.member, QUESTION, scope_for(kb.member, conversation=conversation))
     assert {s["document_id"] for s in result.segments} == {kb.document.pk}
     # Removed from the group: the conversation's stored collection is refused, never searched.
     kb.member.groups.remove(kb.readers)
     with pytest.raises(Exception) as caught:
-        retrieve(kb.member, QUESTION, conversation=conversation)
+        retrieve(kb.member, QUESTION, scope_for(kb.member, conversation=conversation))
     assert getattr(caught.value, "status_code", None) == 404
 
 
@@ -72,8 +73,8 @@ def test_deactivated_documents_and_collections_are_skipped(kb):
 def test_attached_shared_document_answers_and_loses_access_with_the_group(kb):
     conversation = Conversation.objects.create(owner=kb.member)
     conversation.documents.add(kb.document)
-    result = retrieve(kb.member, QUESTION, conversation=conversation)
+    result = retrieve(kb.member, QUESTION, scope_for(kb.member, conversation=conversation))
     assert result.trace["scope"] == "attached" and [s["document_id"] for s in result.segments] == [kb.document.pk]
     kb.member.groups.remove(kb.readers)
-    result = retrieve(kb.member, QUESTION, conversation=conversation)
+    result = retrieve(kb.member, QUESTION, scope_for(kb.member, conversation=conversation))
     assert result.trace["scope"] == "all" and result.segments == []  # no longer counts as attached

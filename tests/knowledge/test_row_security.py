@@ -7,7 +7,7 @@ from django.db import connection
 
 from documents.models import Chunk, Collection, Document
 from retrieval.models import ChunkEmbedding
-from retrieval.scope import reader_transaction
+from retrieval.search.scope import reader_transaction
 from tests.chat.helpers import indexed
 from tests.knowledge.conftest import OWN, SECRET, indexed_into
 
@@ -98,11 +98,11 @@ def test_curators_are_staff_members_of_the_curator_group(kb, django_user_model):
 
 
 def test_the_full_text_gateway_applies_the_same_rule(kb):
-    from retrieval.arms import fts_arm, fts_plans
-    from retrieval.scope import resolve_scope
+    from retrieval.search.arms import fts_arm, fts_plans
+    from retrieval.search.scope import ALL, with_collections
 
     for user, expected in ((kb.member, {kb.document.pk}), (kb.outsider, set())):
-        scope = resolve_scope(user, None)
+        scope = with_collections(user, ALL)
         # A caller passing a collection the user cannot read gets nothing of it: the function intersects.
         scope.collection_ids = [kb.collection.pk]
         with reader_transaction(user):
