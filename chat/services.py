@@ -95,8 +95,12 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
 
 
 def message_send(*, conversation_id, user, content: str, category: str = "", subcategory: str = "",
-                 enqueue: bool = True) -> tuple[Message, Message]:
-    """Save the question and a pending answer; the chat worker answers it (in order) after commit."""
+                 metadata: dict | None = None, origin: str = "", enqueue: bool = True) -> tuple[Message, Message]:
+    """Save the question and a pending answer; the chat worker answers it (in order) after commit.
+
+    `metadata`: the client's own object, kept with the question as `metadata.client` (validated
+    and size-limited by the caller's serializer); `origin`: which interface asked (`openai`, `mcp`).
+    """
     content = (content or "").strip()
     if not content:
         raise ApplicationError("The question is empty.", code="invalid")
@@ -109,7 +113,8 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
             raise NotFound("No such conversation.")
         question = Message.objects.create(
             conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
-            metadata={"category": category.strip(), "subcategory": subcategory.strip()},
+            metadata={"category": category.strip(), "subcategory": subcategory.strip(),
+                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {})},
         )
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})
