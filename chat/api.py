@@ -47,7 +47,7 @@ class ConversationDetailView(APIView):
     def patch(self, request, conversation_id):
         form = ConversationUpdateSerializer(data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        if "title" in form.validated_data:  # PATCH: what is not sent stays as it is
+        if form.validated_data:  # PATCH: what is not sent (title, collection) stays as it is
             services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
         conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
         return Response(ConversationSerializer(conversation).data)

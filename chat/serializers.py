@@ -103,21 +103,29 @@ class MessagePairSerializer(serializers.Serializer):
 class ConversationSerializer(serializers.ModelSerializer):
     document_count = serializers.IntegerField(read_only=True, default=0)
     message_count = serializers.IntegerField(read_only=True, default=0)
+    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True,
+                                              help_text="Questions search only this collection (unless documents are attached)")
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "document_count", "message_count", "created_at", "updated_at"]
-        read_only_fields = ["id", "document_count", "message_count", "created_at", "updated_at"]
+        fields = ["id", "title", "document_count", "message_count", "collection", "created_at", "updated_at"]
+        read_only_fields = ["id", "document_count", "message_count", "collection", "created_at", "updated_at"]
+
+
+_collection_ref = dict(required=False, allow_null=True, allow_blank=True, max_length=100,
+                       help_text="Id or slug of a collection you read, to search only it; null or '' for everything")
 
 
 class ConversationCreateSerializer(serializers.Serializer):
     title = StrictCharField(required=False, allow_blank=True, max_length=200, default="")
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
                                          max_length=500)
+    collection = serializers.CharField(**_collection_ref)
 
 
 class ConversationUpdateSerializer(serializers.Serializer):
-    title = StrictCharField(allow_blank=True, max_length=200)
+    title = StrictCharField(required=False, allow_blank=True, max_length=200)
+    collection = serializers.CharField(**_collection_ref)
 
 
 class AttachSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
+from documents.collections import collection_curated, collection_get, document_set_active
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
 from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
@@ -42,7 +43,14 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     parser_classes = [MultiPartParser, FormParser]
 
     def get_queryset(self):
-        qs = Document.objects.visible_to(self.request.user)
+        user = self.request.user
+        # What the user reads, plus what they curate (a curator also sees deactivated documents).
+        qs = Document.objects.visible_to(user) | Document.objects.manageable_by(user)
+        collection = self.request.query_params.get("collection")
+        if collection == "own":
+            qs = qs.filter(collection__isnull=True)
+        elif collection:
+            qs = qs.filter(collection=collection_get(user=user, ref=collection))
         wanted = self.request.query_params.get("status")
         if wanted:
             statuses = [s for s in wanted.split(",") if s]
@@ -58,7 +66,9 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         request.upload_handlers.insert(0, SizeLimitUploadHandler(request))
         return super().initialize_request(request, *args, **kwargs)
 
-    @extend_schema(parameters=[OpenApiParameter("status", str, description="uploaded, processing, indexed, failed, reindexing (comma-separated)")])
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, description="uploaded, processing, indexed, failed, reindexing (comma-separated)"),
+        OpenApiParameter("collection", str, description="'own' for private documents, or a collection's id or slug")])
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
@@ -74,8 +84,10 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         form = DocumentUploadSerializer(data=data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
+        ref = form.validated_data.get("collection")
+        collection = collection_curated(user=request.user, ref=ref) if ref else None
         result = document_upload(
-            owner=request.user, source=upload, filename=upload.name,
+            owner=request.user, source=upload, filename=upload.name, collection=collection,
             title=form.validated_data.get("title", ""), category=form.validated_data.get("category", ""),
             subcategory=form.validated_data.get("subcategory", ""), language=form.validated_data.get("language", ""),
         )
@@ -122,6 +134,19 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
                                 content_type=document.mime_type or "application/octet-stream")
         response["Cache-Control"] = "private, no-store"
         return response
+    @extend_schema(request=None, responses={200: DocumentSerializer})
+    @action(detail=True, methods=["post"])
+    def activate(self, request, pk=None):
+        """Let retrieval use the document again (owner, or a curator of its collection)."""
+        document = document_set_active(document_id=_pk(pk), user=request.user, active=True)
+        return Response(DocumentSerializer(document).data)
+
+    @extend_schema(request=None, responses={200: DocumentSerializer})
+    @action(detail=True, methods=["post"])
+    def deactivate(self, request, pk=None):
+        """Keep the document stored and indexed, but out of every search (and out of readers' sight)."""
+        document = document_set_active(document_id=_pk(pk), user=request.user, active=False)
+        return Response(DocumentSerializer(document).data)
 
 
 def _pk(value) -> int:

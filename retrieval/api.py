@@ -23,6 +23,8 @@ class SearchQuery(serializers.Serializer):
     category = serializers.CharField(required=False, allow_blank=True, max_length=100)
     subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100)
     k = serializers.IntegerField(required=False, min_value=1, max_value=100)
+    collection = serializers.CharField(required=False, max_length=100,
+                                       help_text="Id or slug of a collection you read: search only it")
 
 
 class SearchView(APIView):
@@ -36,7 +38,7 @@ class SearchView(APIView):
         params = SearchQuery(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        scope = scope_for(request.user, conversation=data.get("conversation"))
+        scope = scope_for(request.user, conversation=data.get("conversation"), collection=data.get("collection"))
         result = retrieve(request.user, data["q"], scope,
                           category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
         return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})

@@ -331,7 +331,8 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         DocumentText.objects.update_or_create(document=locked, defaults={"text": built.text, "pages": built.pages})
         chunks = Chunk.objects.bulk_create(
             [
-                Chunk(document=locked, owner_id=owner_id, chunk_index=d.index, content=d.content,
+                Chunk(document=locked, owner_id=owner_id, collection_id=locked.collection_id,
+                      is_active=locked.is_active, chunk_index=d.index, content=d.content,
                       start_offset=d.start, end_offset=d.end, page_number=d.page_number,
                       heading_path=list(d.heading_path), token_count=d.token_count,
                       metadata={**d.metadata, "context": _context_prefix(d)} if _context_prefix(d) else d.metadata,
@@ -342,7 +343,8 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         )
         search_vectors_write(chunk_ids=[c.pk for c in chunks], analyses=analyses)
         ChunkEmbedding.objects.bulk_create(
-            [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id, embedding=v)
+            [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id,
+                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v)
              for c, v in zip(chunks, built.vectors)],
             batch_size=1000,
         )
