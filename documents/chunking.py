@@ -49,6 +49,7 @@ class TextLayout:
     text: str
     spans: list[BlockSpan]
     pages: list[tuple[int, int, int]] = field(default_factory=list)  # (page_number, start, end)
+    ocr_pages: dict[int, float] = field(default_factory=dict)  # page read by OCR -> mean confidence
 
 
 def build_layout(blocks: Iterable[Block]) -> TextLayout:
@@ -60,6 +61,7 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
     parts: list[str] = []
     spans: list[BlockSpan] = []
     pages: list[tuple[int, int, int]] = []
+    ocr_pages: dict[int, float] = {}
     pos = 0
     for block in blocks:
         text = block.text
@@ -73,11 +75,13 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
         spans.append(BlockSpan(start, pos, block.page_number, tuple(block.heading_path), block.kind,
                                block.table_header))
         if block.page_number is not None:
+            if block.ocr_confidence is not None:
+                ocr_pages[block.page_number] = block.ocr_confidence
             if pages and pages[-1][0] == block.page_number:
                 pages[-1] = (block.page_number, pages[-1][1], pos)
             else:
                 pages.append((block.page_number, start, pos))
-    return TextLayout("".join(parts), spans, pages)
+    return TextLayout("".join(parts), spans, pages, ocr_pages)
 
 
 @dataclass(slots=True)
@@ -139,6 +143,7 @@ class _Chunker:
         self.starts = [s.start for s in layout.spans]
         self.pages = layout.pages
         self.page_starts = [p[1] for p in layout.pages]
+        self.ocr_pages = layout.ocr_pages
         self.by_tokens = strategy == "tokens"
         self.size = size
         self.overlap = overlap
@@ -391,6 +396,10 @@ class _Chunker:
                     numbers.append(number)
             if len(numbers) > 1:
                 metadata["pages"] = numbers
+            ocr = [n for n in numbers if n in self.ocr_pages]
+            if ocr:  # which of the chunk's pages were read by OCR, and how sure Tesseract was
+                metadata["ocr"] = {"pages": ocr, "confidence": round(
+                    sum(self.ocr_pages[n] for n in ocr) / len(ocr), 1)}
         table_header = None
         if span.kind == "table" and span.table_header and start > span.start \
                 and end > span.start + len(span.table_header):

@@ -22,6 +22,7 @@ BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
 MB = 1024 * 1024
 
 ProgressCallback = Callable[[int, int], None]
+StatusCallback = Callable[[str], None]  # a stage for people: "OCR 12 of 40 pages"
 
 
 @dataclass(slots=True)
@@ -33,6 +34,7 @@ class Block:
     heading_path: tuple[str, ...]
     kind: str  # "paragraph" | "heading" | "table" | "code" | "page"
     table_header: str | None = None  # for kind == "table": the rendered header row
+    ocr_confidence: float | None = None  # set when the page was read by OCR (0-100)
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,6 +65,7 @@ class Extraction:
         self.empty_pages: list[int] = []
         self.warnings: list[str] = []
         self.encoding: str | None = None  # detected text encoding (text/Markdown)
+        self.ocr: dict = {}  # pages read by OCR, mean confidence, language (PDF only)
         self.on_progress = on_progress
         self.limits = limits or Limits()
 

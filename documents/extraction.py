@@ -37,9 +37,11 @@ from documents.extract_types import (
     Extraction,
     Limits,
     ProgressCallback,
+    StatusCallback,
     human_size,
 )
 from documents.extract_text import decode_sample, looks_like_markdown
+from documents.ocr import OcrConfig
 
 __all__ = [
     "BLOCK_KINDS",
@@ -198,8 +200,15 @@ def extract(
     *,
     on_progress: ProgressCallback | None = None,
     limits: Limits = Limits(),
+    on_status: StatusCallback | None = None,
+    language: str = "",
+    ocr: OcrConfig | None = None,
 ) -> Extraction:
-    """Open ``path`` as ``mime_type`` and return an `Extraction` whose `blocks()` is lazy."""
+    """Open ``path`` as ``mime_type`` and return an `Extraction` whose `blocks()` is lazy.
+
+    ``language`` (ISO 639-1, the document's field) picks the OCR language for scanned pages;
+    ``on_status`` hears stages such as "OCR 12 of 40 pages".
+    """
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -214,7 +223,8 @@ def extract(
     if mime_type == MIME_PDF:
         from documents.extract_pdf import PdfExtraction
 
-        return PdfExtraction(path, limits=limits, on_progress=on_progress)
+        return PdfExtraction(path, limits=limits, on_progress=on_progress, on_status=on_status,
+                             language=language, ocr=ocr)
     if mime_type == MIME_DOCX:
         from documents.extract_docx import DocxExtraction
 

@@ -13,7 +13,8 @@ class DocumentSerializer(serializers.ModelSerializer):
             "id", "title", "name", "mime_type", "size", "sha256", "status", "status_display",
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
             "chunks_total", "chunks_embedded", "embedding_model", "embedding_dim", "chunking_strategy",
-            "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages", "created_at", "updated_at",
+            "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages", "progress_note", "ocr",
+            "created_at", "updated_at",
         ]
         read_only_fields = fields
 
