@@ -59,6 +59,13 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = [report.nodeid for report in (reporter.stats.get("skipped", []) if reporter else [])]
+    if skipped:  # a skip passes quietly where the suite should fail loudly: install or make what is missing
+        session.config.get_terminal_writer().line(
+            "\nSkipped tests fail the suite (a skip hides a gap):\n" + "\n".join(f"  {n}" for n in skipped[:50]),
+            red=True, bold=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     reached = outside_guard.violations()
     if reached:
         lines = "\n".join(f"  {test}: {event} {path}" for test, event, path in reached[:50])
