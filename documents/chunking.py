@@ -219,6 +219,10 @@ class _Chunker:
         c = self.last_line_break(half, hi)
         if c > fresh:
             return c
+        if self.spans[self.span_index(hi - 1)].kind == "table":
+            c = self.last_line_break(fresh + 1, hi)  # a shorter chunk rather than half a row
+            if c > fresh:
+                return c
         c = cb.last_sentence_end(text, half, hi)
         if c > fresh:
             return c
@@ -290,7 +294,18 @@ class _Chunker:
         candidates = []
         if q_min == start:
             candidates.append(start)
-        if self.spans[self.span_index(q_min)].kind in ("table", "code"):
+        if self.spans[self.span_index(q_min)].kind == "table":
+            # Only whole rows overlap: the tail of a row would read as a row of its own.
+            line = text.find("\n", max(q_min - 1, start), end)
+            while line >= 0:
+                q = cb.next_non_space(text, line, end)
+                if q < 0:
+                    break
+                if (self.count(q, end) if self.by_tokens else end - q) <= self.overlap:
+                    return q
+                line = text.find("\n", q, end)
+            return -1
+        if self.spans[self.span_index(q_min)].kind == "code":
             line = text.find("\n", max(q_min - 1, start), end)  # whole rows / lines first
             if line >= 0:
                 candidates.append(cb.next_non_space(text, line, end))

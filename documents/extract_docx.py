@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.errors import CorruptFileError, NoTextError, ZipBombError
-from documents.extract_types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size
+from documents.extract_types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size, table_row
 
 NOT_A_ZIP_MESSAGE = "This file is not a valid Word document (it is not a ZIP archive)."
 
@@ -81,19 +81,24 @@ def _cell_text(tc) -> str:
             if text:
                 parts.append(text.replace("\n", " "))
         elif child.tag == _TBL:
-            parts.extend(_table_rows(child))
+            # A nested table flattens into its cell: one " / "-joined part per row.
+            parts.extend(" / ".join(c for c in cells if c) for cells in _table_cells(child))
     return " / ".join(parts).replace("|", "/")
 
 
-def _table_rows(tbl) -> list[str]:
+def _table_cells(tbl) -> list[list[str]]:
     rows = []
     for tr in _iter_content(tbl):
         if tr.tag != _TR:
             continue
         cells = [_cell_text(tc) for tc in _iter_content(tr) if tc.tag == _TC]
         if any(cells):
-            rows.append(" | ".join(cells))
+            rows.append(cells)
     return rows
+
+
+def _table_rows(tbl) -> list[str]:
+    return [table_row(cells) for cells in _table_cells(tbl)]
 
 
 class DocxExtraction(Extraction):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from documents.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
 from documents.ocr import OcrConfig
-from documents.pdf_ocr import PdfOcr
+from documents.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
+from documents.pdf_tables import PdfTables
 from documents.extract_types import (
     MIME_PDF,
     Block,
@@ -28,6 +29,7 @@ _MAX_OUTLINE_ENTRIES = 50_000
 _MAX_OUTLINE_DEPTH = 32
 
 _SPACES_RE = re.compile(r"[^\S\n]+")
+_TABLE_MARK = "\x00table:"  # never in page text: clean_text() removes NUL
 # Presentation forms (ligatures such as "ﬁ", Arabic contextual forms) are folded to plain
 # letters so that the text can be searched; the rest of the text is left untouched.
 _PRESENTATION_FORMS_RE = re.compile("[\ufb00-\ufdff\ufe70-\ufefe]+")
@@ -144,6 +146,7 @@ class PdfExtraction(Extraction):
         self._on_status = on_status
         self._pdf_ocr: PdfOcr | None = None
         self._failed_pages: list[int] = []
+        self._repeated: set[str] = set()
         self._outline_warning: str | None = None
         self._reader = self._open()
         self.pages_total = self._count_pages()
@@ -218,6 +221,20 @@ class PdfExtraction(Extraction):
                 lines[i] = ""
         return lines
 
+    def _drop_running_lines(self, lines: list[str]) -> list[str]:
+        """Running headers and footers (the same line at the top or bottom of most pages) would
+        repeat in every chunk and drown the search: they are left out."""
+        nonblank = [i for i, line in enumerate(lines) if line and not line.startswith(_TABLE_MARK)]
+        if self._repeated and len(nonblank) > 2 * EDGE_LINES:
+            edges = nonblank[:EDGE_LINES] + nonblank[-EDGE_LINES:]
+            # A line that also fills the middle of the page is content, not a header.
+            middle = {edge_key(lines[i]) for i in nonblank[EDGE_LINES:-EDGE_LINES]}
+            for i in edges:
+                key = edge_key(lines[i])
+                if key in self._repeated and key not in middle:
+                    lines[i] = ""
+        return lines
+
     def _iter_blocks(self) -> Iterator[Block]:
         self._failed_pages = []
         outline = self._outline_by_page()
@@ -226,10 +243,13 @@ class PdfExtraction(Extraction):
         self._pdf_ocr = PdfOcr(self.path, config=self._ocr_config, language_hint=self._language,
                                on_status=self._on_status)
         self._pdf_ocr.plan(total)
+        self._repeated = self._pdf_ocr.repeated_lines()
+        self._tables = PdfTables(self.path)
         try:
             yield from self._pages(outline, path, total)
         finally:
             self._pdf_ocr.close()
+            self._tables.close()
         self.ocr = self._pdf_ocr.summary()
         self._finish_warnings()
 
@@ -237,10 +257,15 @@ class PdfExtraction(Extraction):
         for index in range(total):
             page_number = index + 1
             lines = self._page_lines(index)
-            ocr_page = self._pdf_ocr.read(index)
+            ocr_page = self._pdf_ocr.read(index, sum(len(x.replace(" ", "")) for x in lines or ()))
             confidence = None
             if ocr_page is not None and ocr_page.text:
                 lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
+            tables: list[list[str]] = []
+            if ocr_page is None and lines and self._pdf_ocr.has_grid(index):
+                lines = self._with_tables(index, lines, tables)
+            if ocr_page is None and lines:
+                lines = self._drop_running_lines(lines)
             if lines is None:
                 self._failed_pages.append(page_number)
                 lines = []
@@ -262,6 +287,12 @@ class PdfExtraction(Extraction):
             segment: list[str] = []
             segment_path = path
             for j, line in enumerate(lines + [""]):
+                if line.startswith(_TABLE_MARK):  # a table found by pdfplumber, in its place
+                    yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
+                    segment = []
+                    rows = tables[int(line[len(_TABLE_MARK):])]
+                    yield Block("\n".join(rows), page_number, path, "table", table_header=rows[0])
+                    continue
                 changes = starts.get(j)
                 if changes:
                     yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
@@ -279,6 +310,21 @@ class PdfExtraction(Extraction):
             yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
             if self.on_progress is not None:
                 self.on_progress(page_number, total)
+
+    def _with_tables(self, index: int, lines: list[str], tables: list[list[str]]) -> list[str]:
+        """The page's lines from pdfplumber, each table replaced by a marker line (its rows go to
+        ``tables``); pypdf's ``lines`` when pdfplumber finds no table."""
+        regions = self._tables.regions(index)
+        if not regions:
+            return lines
+        out: list[str] = []
+        for region in regions:
+            if region.kind == "table":
+                out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
+                tables.append(region.rows)
+            else:
+                out.extend(normalise_page_text(region.text))
+        return out
 
     @staticmethod
     def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...],

@@ -116,6 +116,17 @@ def clean_text(text: str) -> str:
     return _JUNK_RE.sub("", text)
 
 
+def table_row(cells: list[str]) -> str:
+    """Cells -> "| a | b |": a row stays one line, its cells kept apart ("|" inside a cell becomes "/")."""
+    cleaned = [" ".join(clean_text(c or "").split()).replace("|", "/") for c in cells]
+    return "| " + " | ".join(cleaned) + " |"
+
+
+def table_rows(rows: list[list[str]]) -> list[str]:
+    """Non-empty rows of a table as `table_row` lines (the first one is the header row)."""
+    return [table_row(r) for r in rows if any((c or "").strip() for c in r)]
+
+
 def human_size(n: int) -> str:
     """`209715200` -> "200 MB"."""
     if n >= MB:

@@ -7,17 +7,70 @@ progress can say "OCR 12 of 40 pages" from the first scanned page on.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from documents.extract_types import format_page_list
 from documents.ocr import OcrConfig, OcrEngine, OcrPage, OcrStatus, ocr_status
+from documents.pdf_tables import MIN_PATHS
 
 logger = logging.getLogger(__name__)
 
 # A page with no text layer is only worth OCR when images cover at least this much of it
 # (a blank separator page is not).
 MIN_SCAN_COVERAGE = 0.1
+
+EDGE_LINES = 2  # lines at the top and at the bottom of a page that may be a header/footer
+SURVEY_WINDOW = 100  # pages surveyed ahead of extraction at a time
+EDGE_SAMPLE_PAGES = 40  # pages whose text is read to find running headers/footers
+MAX_OBJECTS = 5000  # objects looked at per page (a hostile page may hold millions)
+REPEATED_SHARE = 0.6  # on this share of the pages (or more) such a line is a running header/footer
+_DIGITS_RE = re.compile(r"\d+")
+
+
+def edge_key(line: str) -> str:
+    """A line compared across pages: spaces collapsed, case folded, numbers ("Page 3 of 9") folded."""
+    return _DIGITS_RE.sub("#", " ".join(line.split()).casefold())
+
+
+def _survey(page, raw) -> tuple[float, int]:
+    """(share of the page covered by images, number of path objects) from PDFium's object list.
+
+    The raw API on top-level objects is about 0.5 ms a page; only pages drawing through form
+    XObjects are walked deeper.
+    """
+    width, height = page.get_size()
+    area = max(width * height, 1.0)
+    covered, paths, forms = 0.0, 0, False
+    for k in range(min(raw.FPDFPage_CountObjects(page.raw), MAX_OBJECTS)):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        kind = raw.FPDFPageObj_GetType(obj)
+        if kind == raw.FPDF_PAGEOBJ_PATH:
+            paths += 1
+        elif kind == raw.FPDF_PAGEOBJ_FORM:
+            forms = True
+        elif kind == raw.FPDF_PAGEOBJ_IMAGE:
+            covered += _area(_bounds(obj, raw), width, height)
+    if forms and covered < area / 2:
+        covered = sum(_area(o.get_bounds(), width, height)
+                      for o in page.get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE], max_depth=3))
+    return min(1.0, covered / area), paths
+
+
+def _bounds(obj, raw) -> tuple[float, float, float, float]:
+    import ctypes
+
+    values = [ctypes.c_float() for _ in range(4)]
+    if not raw.FPDFPageObj_GetBounds(obj, *(ctypes.byref(v) for v in values)):
+        return (0.0, 0.0, 0.0, 0.0)
+    return tuple(v.value for v in values)
+
+
+def _area(bounds, width: float, height: float) -> float:
+    left, bottom, right, top = bounds
+    return max(0.0, min(right, width) - max(left, 0.0)) * max(0.0, min(top, height) - max(bottom, 0.0))
+
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "spa": "Spanish", "ces": "Czech",
                   "rus": "Russian", "vie": "Vietnamese", "chi_sim": "Chinese (simplified)"}
@@ -32,6 +85,13 @@ class PdfOcr:
         self.language_hint = language_hint
         self.on_status = on_status
         self.planned: set[int] = set()  # 0-based indexes of the pages to OCR
+        self.table_pages: set[int] = set()  # 0-based indexes of pages with drawn lines (tables?)
+        self.coverage: dict[int, float] = {}  # 0-based index -> share of the page under images
+        self._pdfium = None
+        self._count = 0
+        self._surveyed = 0
+        self._edge_counts: dict[str, int] = {}
+        self._pages_seen = 0
         self.results: dict[int, OcrPage] = {}  # 1-based page number -> result
         self.done = 0
         self._engine: OcrEngine | None = None
@@ -41,57 +101,93 @@ class PdfOcr:
         return self.status.available
 
     def plan(self, page_count: int) -> None:
-        """Find the scanned pages: no text (or a thin one) and mostly covered by images."""
-        if not self.available:
-            return
+        """Open the PDF with PDFium and read a sample of pages for running headers/footers.
+
+        Pages are surveyed (images, drawn lines) a window at a time as extraction reaches them,
+        so a 3,000-page PDF starts producing text at once.
+        """
         try:
             import pypdfium2 as pdfium
-            import pypdfium2.raw as raw
         except ImportError:
             self.status = OcrStatus(False, reason="OCR is not available on this server (pypdfium2 is missing)")
             return
         try:
-            pdf = pdfium.PdfDocument(str(self.path))
+            self._pdfium = pdfium.PdfDocument(str(self.path))
         except Exception as exc:  # noqa: BLE001 - pypdf read it; PDFium may still refuse it
-            logger.info("PDFium cannot open the PDF for OCR: %s", exc)
+            logger.info("PDFium cannot open the PDF: %s", exc)
             return
-        try:
-            for index in range(min(page_count, len(pdf))):
-                page = pdf[index]
+        self._count = min(page_count, len(self._pdfium))
+        # Running headers show on any sample of pages: reading the text of a few is enough.
+        step = max(1, self._count // EDGE_SAMPLE_PAGES)
+        for index in range(0, self._count if self._count >= 3 else 0, step):
+            page = self._pdfium[index]
+            try:
+                textpage = page.get_textpage()
                 try:
-                    textpage = page.get_textpage()
-                    try:
-                        text = textpage.get_text_range() if textpage.count_chars() else ""
-                    finally:
-                        textpage.close()
-                    chars = len("".join(text.split()))
-                    if chars > self.config.thin_text_chars:
-                        continue
-                    width, height = page.get_size()
-                    area = max(width * height, 1.0)
-                    covered = 0.0
-                    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE], max_depth=3):
-                        left, bottom, right, top = obj.get_bounds()
-                        covered += max(0.0, min(right, width) - max(left, 0.0)) * \
-                            max(0.0, min(top, height) - max(bottom, 0.0))
-                    coverage = min(1.0, covered / area)
-                    if (chars == 0 and coverage >= MIN_SCAN_COVERAGE) or coverage >= self.config.image_coverage:
-                        self.planned.add(index)
-                except Exception as exc:  # noqa: BLE001 - one odd page only loses its OCR
-                    logger.info("PDFium could not inspect page %d: %s", index + 1, exc)
+                    self._edge_lines(textpage.get_text_range() if textpage.count_chars() else "")
                 finally:
-                    page.close()
-        finally:
-            pdf.close()
+                    textpage.close()
+            except Exception as exc:  # noqa: BLE001 - one odd page only loses its vote
+                logger.info("PDFium could not read page %d: %s", index + 1, exc)
+            finally:
+                page.close()
 
-    def read(self, index: int) -> OcrPage | None:
-        """OCR page ``index`` (0-based) when it was planned; None otherwise."""
-        if index not in self.planned:
+    def _survey_to(self, index: int) -> None:
+        """Survey pages up to a window past ``index``: images (scans?) and drawn lines (tables?)."""
+        if index < self._surveyed or self._pdfium is None:
+            return
+        import pypdfium2.raw as raw
+
+        end = min(self._count, index + SURVEY_WINDOW)
+        for i in range(self._surveyed, end):
+            page = self._pdfium[i]
+            try:
+                coverage, paths = _survey(page, raw)
+                if paths >= MIN_PATHS:
+                    self.table_pages.add(i)
+                if coverage >= MIN_SCAN_COVERAGE:
+                    self.coverage[i] = coverage
+                    if self.available and coverage >= self.config.image_coverage:
+                        self.planned.add(i)  # what the progress counts against; read() decides
+            except Exception as exc:  # noqa: BLE001 - one odd page only loses its OCR
+                logger.info("PDFium could not inspect page %d: %s", i + 1, exc)
+            finally:
+                page.close()
+        self._surveyed = end
+
+    def has_grid(self, index: int) -> bool:
+        self._survey_to(index)
+        return index in self.table_pages
+
+    def _edge_lines(self, text: str) -> None:
+        """Count the first and last lines of a page (numbers folded): page headers/footers repeat."""
+        lines = [line for line in (edge_key(x) for x in text.splitlines()) if line]
+        self._pages_seen += 1
+        for key in set(lines[:EDGE_LINES] + lines[-EDGE_LINES:]):
+            self._edge_counts[key] = self._edge_counts.get(key, 0) + 1
+
+    def repeated_lines(self) -> set[str]:
+        """Edge lines found on most pages (at least 3): running headers and footers."""
+        if self._pages_seen < 3:
+            return set()
+        need = max(3, int(self._pages_seen * REPEATED_SHARE + 0.999))
+        return {key for key, n in self._edge_counts.items() if n >= need}
+
+    def read(self, index: int, chars: int) -> OcrPage | None:
+        """OCR page ``index`` (0-based) when its text layer (``chars`` non-space characters, from
+        pypdf) is empty or thin and images cover it; None otherwise."""
+        if not self.available:
             return None
+        self._survey_to(index)
+        coverage = self.coverage.get(index, 0.0)
+        if not ((chars == 0 and coverage >= MIN_SCAN_COVERAGE)
+                or (chars <= self.config.thin_text_chars and coverage >= self.config.image_coverage)):
+            return None
+        self.planned.add(index)
         if self._engine is None:
             self._engine = OcrEngine(self.status, self.config, language_hint=self.language_hint)
         if self.on_status is not None:
-            self.on_status(f"OCR {self.done + 1} of {len(self.planned)} pages")
+            self.on_status(f"OCR {self.done + 1} of {max(len(self.planned), self.done + 1)} pages")
         try:
             result = self._engine.read(self.path, index)
         except Exception as exc:  # noqa: BLE001 - a page the renderer cannot draw stays unread
@@ -106,6 +202,9 @@ class PdfOcr:
     def close(self) -> None:
         if self._engine is not None:
             self._engine.close()
+        if self._pdfium is not None:
+            self._pdfium.close()
+            self._pdfium = None
 
     # -- what to tell the user ----------------------------------------------------------------
     @property
