@@ -20,17 +20,28 @@ _HEADING_NAME_RE = re.compile(r"heading\s*([1-9])", re.I)
 _WS_RE = re.compile(r"[^\S\n]+")
 
 
-def check_zip(path: Path, limits: Limits) -> None:
-    """Refuse non-zips and zip bombs using only the central directory (nothing is inflated)."""
+def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part: str | None = "word/") -> None:
+    """Refuse non-zips and zip bombs using only the central directory (nothing is inflated).
+
+    ``what`` names the file in messages ("Excel file"...); ``main_part`` is the folder a valid
+    file must have (None: no check)."""
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        if main_part is None:
+            from documents.extract_more import encrypted_office
+
+            if encrypted_office(path):
+                from documents.errors import EncryptedError
+
+                raise EncryptedError(f"This {what} is password-protected; upload it without a password.") from exc
+            raise CorruptFileError(f"This {what} is damaged and cannot be read (it is not a ZIP archive).") from exc
         raise CorruptFileError(NOT_A_ZIP_MESSAGE) from exc
     limit = limits.max_docx_uncompressed
     if len(infos) > limits.max_docx_members:
         raise ZipBombError(
-            f"This Word file contains {len(infos):,} parts (the limit is {limits.max_docx_members:,}); "
+            f"This {what} contains {len(infos):,} parts (the limit is {limits.max_docx_members:,}); "
             "it was refused to protect the server."
         )
     total = 0
@@ -38,17 +49,19 @@ def check_zip(path: Path, limits: Limits) -> None:
         total += info.file_size
         if total > limit:
             raise ZipBombError(
-                f"This Word file expands to more than {human_size(limit)} when unpacked; "
+                f"This {what} expands to more than {human_size(limit)} when unpacked; "
                 "it was refused to protect the server."
             )
         if info.file_size > limits.docx_ratio_min_member:
             ratio = info.file_size / max(info.compress_size, 1)
             if ratio > limits.max_docx_ratio:
                 raise ZipBombError(
-                    f"This Word file contains a part that expands {ratio:,.0f} times when unpacked "
+                    f"This {what} contains a part that expands {ratio:,.0f} times when unpacked "
                     f"({human_size(info.compress_size)} to {human_size(info.file_size)}); "
                     "it was refused to protect the server."
                 )
+    if main_part is None:
+        return
     names = {info.filename for info in infos}
     if "word/document.xml" not in names and not any(n.startswith("word/") for n in names):
         raise CorruptFileError("This file is not a valid Word document (its main text part is missing).")

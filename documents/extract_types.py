@@ -15,7 +15,15 @@ MIME_PDF = "application/pdf"
 MIME_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MIME_TEXT = "text/plain"
 MIME_MARKDOWN = "text/markdown"
-SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN)
+MIME_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MIME_PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+MIME_CSV = "text/csv"
+MIME_HTML = "text/html"
+MIME_EML = "message/rfc822"
+MIME_EPUB = "application/epub+zip"
+MIME_ODT = "application/vnd.oasis.opendocument.text"
+SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN, MIME_XLSX, MIME_PPTX, MIME_CSV, MIME_HTML,
+                        MIME_EML, MIME_EPUB, MIME_ODT)
 
 BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
 
