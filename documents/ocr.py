@@ -218,16 +218,17 @@ class OcrEngine:
         try:
             data = self._run(pytesseract.image_to_data, image, lang=language, config="--psm 3",
                              output_type=pytesseract.Output.DICT)
+        except (pytesseract.TesseractError, subprocess.CalledProcessError, OSError) as exc:
+            # Over the memory cap Tesseract dies while starting or reading (or its version
+            # check, which pytesseract runs first, does). TesseractError is a RuntimeError:
+            # it is caught before the timeout below.
+            logger.info("Tesseract failed: %s", exc)
+            return OcrPage("", 0.0, language,
+                           error=f"OCR failed (over the {self.config.page_memory_mb} MB memory cap, or unreadable image)")
         except RuntimeError as exc:  # pytesseract's timeout
             if "timeout" in str(exc).lower():
                 return OcrPage("", 0.0, language, error=f"OCR took longer than {self.config.page_seconds:g} s")
             raise
-        except (pytesseract.TesseractError, subprocess.CalledProcessError, OSError) as exc:
-            # Over the memory cap Tesseract dies while starting or reading (or its version
-            # check, which pytesseract runs first, does).
-            logger.info("Tesseract failed: %s", exc)
-            return OcrPage("", 0.0, language,
-                           error=f"OCR failed (over the {self.config.page_memory_mb} MB memory cap, or unreadable image)")
         return _data_to_page(data, language)
 
     def _script(self, image) -> str:
