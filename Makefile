@@ -58,7 +58,7 @@ migrate: install
 	@$(PY) manage.py createcachetable
 
 stop-db:
-	@$(PY) -m ragsite.pg stop
+	@$(PY) -m core.pg stop
 
 clean-db: stop-db
 	rm -rf var/pgdata

@@ -1,6 +1,7 @@
 """Test session setup: a PostgreSQL+pgvector of its own, never the development data.
 
-Without DATABASE_URL, an embedded PostgreSQL is started in a temporary folder for the test
+Without DATABASE_URL, an embedded PostgreSQL is started here (the test setup is one of the
+explicit bootstraps: settings never start a database) in a temporary folder for the test
 session and stopped afterwards; pytest-django creates its test database on it. Settings are
 loaded here (not from DJANGO_SETTINGS_MODULE at pytest start) so the server exists first.
 
@@ -30,7 +31,7 @@ def pytest_configure(config):
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))
     if not os.environ.get("DATABASE_URL"):
-        from ragsite import pg
+        from core import pg
 
         _pgdata = _session_dir / "pgdata"
         socket_dir = pg.ensure_embedded(_pgdata)
@@ -44,7 +45,7 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     if _pgdata is not None:
-        from ragsite import pg
+        from core import pg
 
         pg.stop_embedded(_pgdata)
     if _session_dir is not None:

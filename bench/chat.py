@@ -69,7 +69,7 @@ def xquad(path: Path) -> tuple[list[tuple[str, list[str]]], list[str]]:
 def index_corpus(user, chunks_wanted: int, squad: Path) -> dict:
     """Upload and index shuffled copies of the articles until `chunks_wanted` chunks exist."""
     from documents.models import Chunk
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from tests.documents.factories import upload_bytes
 
     articles, _ = xquad(squad)

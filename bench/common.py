@@ -134,7 +134,7 @@ class BenchSite:
         self.close()
 
     def _start(self) -> None:
-        from ragsite import pg
+        from core import pg
 
         self.tmp = Path(tempfile.mkdtemp(prefix=self.prefix))
         url = self.database_url
@@ -175,13 +175,13 @@ class BenchSite:
         except Exception:  # noqa: BLE001 - Django may not be set up yet
             pass
         if self.pgdata is not None:
-            from ragsite import pg
+            from core import pg
 
             pg.stop_embedded(self.pgdata)
             self.pgdata = None
         if self.tmp is not None:
             if self.keep:
-                log(f"kept {self.tmp} (start its database with: python -m ragsite.pg start --pgdata {self.tmp / 'pgdata'})")
+                log(f"kept {self.tmp} (start its database with: python -m core.pg start --pgdata {self.tmp / 'pgdata'})")
             else:
                 shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None

@@ -31,7 +31,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from retrieval import evaluation
-    from retrieval.fusion import rrf
+    from retrieval.search.fusion import rrf
     from retrieval.search import retrieve
 
     data = evaluation.load_squad(args.squad)
@@ -42,10 +42,10 @@ def main() -> None:
                  for p in a["paragraphs"] for qa in p["qas"]}
     questions = evaluation.questions_for(data, ids, texts)
     user = get_user_model().objects.get(username=evaluation.EVAL_USER)
-    conversation = evaluation.eval_conversation(ids, args.squad.stem)
+    scope = evaluation.eval_scope(user, ids)
     runs = []
     for q in questions:
-        segments = retrieve(user, q.text, conversation=conversation, k=80).segments
+        segments = retrieve(user, q.text, scope, k=80).segments
         vector = sorted((s for s in segments if s["vector_rank"]), key=lambda s: s["vector_rank"])
         fts = sorted((s for s in segments if s["fts_rank"]), key=lambda s: s["fts_rank"])
         good = {s["chunk_id"] for s in segments if s["document_id"] == q.article

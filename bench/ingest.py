@@ -14,9 +14,9 @@ Two data sets:
   through OCR (PDFium renders, Tesseract reads). Adds ``ocr_pages_per_s`` (pages ÷ extraction
   seconds) and ``tesseract_peak_rss_mb`` (the largest Tesseract child, apart from the worker).
 
-For each: a fresh *worker* process (Django set up, ``retrieval.indexing`` imported, nothing
+For each: a fresh *worker* process (Django set up, ``retrieval.indexing.pipeline`` imported, nothing
 warmed) receives every document id as soon as `documents.services.document_upload` returns
-and runs `retrieval.indexing.index_document` on it — exactly what a django-q2 worker does with
+and runs `retrieval.tasks.index_document` on it — exactly what a django-q2 worker does with
 the task. Wall time runs from the first upload until the last document is indexed (committed).
 Then a second fresh process embeds the stored chunks' embed texts again — the same client, the
 same batch size and the same per-document batches as the indexer — after one warm-up call
@@ -161,7 +161,7 @@ def worker_main(profile_path: str | None) -> int:
     import django
 
     django.setup()
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
 
     captured: dict[int, dict] = {}
 
@@ -172,7 +172,7 @@ def worker_main(profile_path: str | None) -> int:
                                                 ("seconds", "extract_s", "chunk_s", "embed_s", "commit_s")
                                                 if hasattr(record, k)}
 
-    logging.getLogger("retrieval.indexing").addHandler(Timings(logging.INFO))
+    logging.getLogger("retrieval.indexing.pipeline").addHandler(Timings(logging.INFO))
     profiler = None
     if profile_path:
         import cProfile
@@ -212,12 +212,12 @@ def embed_main() -> int:
     import numpy as np
 
     from documents.models import Chunk, Document
-    from retrieval.embedding import embedder_for
-    from retrieval.models import ChunkEmbedding, EmbeddingModel
+    from retrieval.ai.clients import embedder_for
+    from retrieval.models import AiServer, ChunkEmbedding, EmbeddingModel
     from retrieval.selectors import retrieval_settings_get
 
     ids = next(messages)["ids"]
-    docs = list(Document.objects.filter(pk__in=ids).select_related("embedding_server").order_by("pk"))
+    docs = list(Document.objects.filter(pk__in=ids).order_by("pk"))
     servers = {d.embedding_server_id for d in docs}
     if len(servers) != 1:
         raise SystemExit(f"documents were embedded by {len(servers)} servers; expected one")
@@ -226,11 +226,11 @@ def embed_main() -> int:
     per_doc = []
     for d in docs:
         rows = list(Chunk.objects.filter(document=d).order_by("chunk_index").values_list("id", "content", "metadata"))
-        # retrieval.indexing stores embed_text's prefix as metadata["context"] (_context_prefix);
+        # retrieval.indexing.pipeline stores embed_text's prefix as metadata["context"] (_context_prefix);
         # documents.chunking.embed_text_for joins prefix and content with "\n".
         texts = [f"{m['context']}\n{c}" if (m or {}).get("context") else c for _id, c, m in rows]
         per_doc.append(([r[0] for r in rows], texts))
-    client = embedder_for(docs[0].embedding_server, batch_size=rs.embed_batch_size)
+    client = embedder_for(AiServer.objects.get(pk=docs[0].embedding_server_id), batch_size=rs.embed_batch_size)
 
     t0 = time.monotonic()
     client.embed_passages(["passage used to warm the model up"])

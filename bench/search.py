@@ -32,7 +32,7 @@ The filtered scopes run twice: through the exact scan and through the HNSW itera
 (drawn with the chunks' noise) and a question built from two of that cluster's topic words and
 two Zipf-drawn general words.
 
-**What is timed.** The product's own functions, inside ``retrieval.scope.reader_transaction``
+**What is timed.** The product's own functions, inside ``retrieval.search.scope.reader_transaction``
 (row-level security on), each measurement one whole transaction:
 
 * ``vector``: ``arms.vector_arm``;  ``fts``: ``arms.fts_plans`` + ``arms.fts_arm``;
@@ -286,7 +286,7 @@ class Corpus:
 
 
 def _pg_ctl(pgdata: Path, *args: str, timeout: float = 120) -> None:
-    from ragsite import pg
+    from core import pg
 
     cmd = [str(pg._bin("pg_ctl")), "-D", str(pgdata), *args]
     kwargs = {"user": pg.SYSTEM_USER} if os.geteuid() == 0 else {}
@@ -438,7 +438,7 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
     docs = Document.objects.bulk_create([
         Document(owner_id=int(owners[i]), title=f"Bench document {i}", original_filename=f"bench-{i}.txt",
                  file=f"documents/bench/{i}.txt", mime_type="text/plain", size=int(corpus.doc_sizes[i]) * 800,
-                 sha256=f"{i:064x}", status="indexed", embedding_server=server, embedding_model=model_name,
+                 sha256=f"{i:064x}", status="indexed", embedding_server_id=server.pk, embedding_model=model_name,
                  embedding_dim=corpus.dim, chunking_strategy="tokens", chunk_count=int(corpus.doc_sizes[i]),
                  chunks_total=int(corpus.doc_sizes[i]), chunks_embedded=int(corpus.doc_sizes[i]), indexed_at=now,
                  language="en", text_config=TEXT_CONFIG)
@@ -662,7 +662,7 @@ class Searcher:
         from retrieval.selectors import retrieval_settings_get
 
         self.corpus, self.loaded = corpus, loaded
-        from retrieval import arms
+        from retrieval.search import arms
 
         self.rs = retrieval_settings_get()
         self.users = {"big": loaded.big, "small": loaded.small}
@@ -671,7 +671,7 @@ class Searcher:
         self.last_plans: list = []
 
     def vector(self, scope: Scope, qv):
-        from retrieval import arms
+        from retrieval.search import arms
 
         return arms.vector_arm(model_id=self.loaded.model_id, dim=self.corpus.dim, query_vector=qv,
                                owner_id=self.users[scope.user_key].pk, document_ids=scope.document_ids,
@@ -680,7 +680,7 @@ class Searcher:
 
     def fts(self, scope: Scope, text: str):
         """arms.fts_plans + arms.fts_arm as retrieve() calls them (statistics loaded outside the transaction)."""
-        from retrieval import arms
+        from retrieval.search import arms
 
         plans = arms.fts_plans(query=text, configs=[TEXT_CONFIG], stats=self.stats, budget=self.rs.fts_match_budget)
         self.last_plans = plans
@@ -690,9 +690,9 @@ class Searcher:
 
     def hybrid(self, scope: Scope, qv, text: str, fts=None, vector=None):
         """What retrieval.search._document_tier does inside its search transaction (no category)."""
-        from retrieval import arms
-        from retrieval.fusion import rrf
-        from retrieval.search import _chunk_rows
+        from retrieval.search import arms
+        from retrieval.search.fusion import rrf
+        from retrieval.search.retriever import _chunk_rows
 
         rs = self.rs
         literal = arms.vector_literal(qv)  # formatted once, as retrieve() does
@@ -703,7 +703,7 @@ class Searcher:
         return _chunk_rows([f.key for f in fused], distance_with=(self.loaded.model_id, literal))
 
     def timed(self, scope: Scope, fn, *args):
-        from retrieval.scope import reader_transaction
+        from retrieval.search.scope import reader_transaction
 
         t0 = time.perf_counter()
         with reader_transaction(self.users[scope.user_key]):
@@ -751,9 +751,16 @@ def measure_scope(searcher: Searcher, scope: Scope, method: str | None, warmup: 
     return out
 
 
+def _scope_of(user, scope: Scope):
+    """The search scope as the chat works it out for a question (conversation_scope), timed with retrieve()."""
+    from chat.selectors import conversation_scope
+
+    return conversation_scope(user, scope.conversation_id) if scope.conversation_id else None
+
+
 def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
     """The whole retrieve() with an embedding client returning the precomputed vector; embedding excluded."""
-    import retrieval.search as search_mod
+    import retrieval.search.retriever as search_mod
 
     current = {}
 
@@ -768,12 +775,12 @@ def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
         user = searcher.users[scope.user_key]
         for qv, text, _c in scope.queries[:5]:
             current["v"] = qv
-            search_mod.retrieve(user, text, conversation=scope.conversation_id)
+            search_mod.retrieve(user, text, _scope_of(user, scope))
         with Phase() as phase:
             for qv, text, _c in scope.queries:
                 current["v"] = qv
                 t0 = time.perf_counter()
-                result = search_mod.retrieve(user, text, conversation=scope.conversation_id)
+                result = search_mod.retrieve(user, text, _scope_of(user, scope))
                 wall = (time.perf_counter() - t0) * 1000
                 times.append(wall - result.trace["timings_ms"].get("query_embedding", 0.0))
                 for tier in result.trace["tiers"]:
@@ -817,7 +824,7 @@ def explain(searcher: Searcher, scope: Scope, method: str | None, kind: str, que
     from django.conf import settings
     from django.db import connection
 
-    from retrieval.scope import reader_transaction
+    from retrieval.search.scope import reader_transaction
 
     captured: list = []
     capturing = {"on": False}
@@ -916,7 +923,7 @@ ORDER BY rank DESC, c.id LIMIT %s
 def _fts_measure(searcher: Searcher, scope: Scope, queries: int, fts=None, baseline: dict | None = None) -> dict:
     """p50/p95 of the full-text arm alone and of hybrid with it; overlap of its hits with `baseline`'s
     (reported as `fts_top40_overlap_with_all_words`, what the budget variants compare with)."""
-    from retrieval.scope import reader_transaction
+    from retrieval.search.scope import reader_transaction
 
     user = searcher.users[scope.user_key]
     fts = fts or searcher.fts
@@ -962,8 +969,8 @@ def variants(corpus: Corpus, searcher: Searcher, scopes: list[Scope], queries: i
     """Measured alternatives to the product's settings and SQL. Changes this bench's process only."""
     from django.db import connection
 
-    from retrieval import arms
-    from retrieval.scope import reader_transaction
+    from retrieval.search import arms
+    from retrieval.search.scope import reader_transaction
 
     out: dict = {}
     unfiltered = scopes[0]
@@ -1188,7 +1195,7 @@ def main(argv=None) -> int:
                                         "vector_top_k": searcher.rs.vector_top_k, "fts_top_k": searcher.rs.fts_top_k,
                                         "final_top_n": searcher.rs.final_top_n, "rrf_k": searcher.rs.rrf_k}
         # An empty reader transaction: the fixed cost inside every figure below.
-        from retrieval.scope import reader_transaction
+        from retrieval.search.scope import reader_transaction
 
         empty = []
         for _ in range(200):

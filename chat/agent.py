@@ -24,7 +24,7 @@ import time
 
 from django.conf import settings
 
-from chat.answering import (
+from chat.generation import (
     AnswerFailed,
     Outcome,
     context_budget,
@@ -42,7 +42,8 @@ from chat.prompts import (
     search_tool,
     select_segments,
 )
-from chat.selectors import conversation_documents
+from chat.selectors import conversation_documents, conversation_scope
+from retrieval.contracts import Segment
 from retrieval.search import retrieve
 
 EXTRA_ROUNDS = 2  # requests besides one per search: a first look, and the answer after the last search
@@ -104,7 +105,7 @@ class Sources:
     """Passages found across the searches: each distinct one kept once, tagged once when given to the model."""
 
     def __init__(self) -> None:
-        self.tag_map: dict[str, dict] = {}
+        self.tag_map: dict[str, Segment] = {}
         self.segments: list[dict] = []  # every distinct passage retrieved, first seen first
         self._tags: dict[tuple, str] = {}
         self._seen: dict[tuple, dict] = {}
@@ -215,7 +216,8 @@ class Agent:
     def _search(self, query: str) -> str:
         started = time.perf_counter()
         job = self.job
-        result = retrieve(job.conversation.owner, query, conversation=job.conversation, category=self.category,
+        user = job.conversation.owner
+        result = retrieve(user, query, conversation_scope(user, job.conversation), category=self.category,
                           subcategory=self.subcategory)
         found = [(seg, self.sources.canonical(seg)) for seg in result.segments]
         new = [seg for seg, canonical in found if self.sources.tag_of(canonical) is None]

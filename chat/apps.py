@@ -10,6 +10,12 @@ class ChatConfig(AppConfig):
     def ready(self):
         from django_q.signals import post_spawn
 
+        from chat.selectors import conversation_scope
+        from retrieval.search.scope import register_conversation_scope
+
+        # The search API and the admin's retrieval test take a conversation id; retrieval cannot
+        # import chat (the layers say so), so the chat tells it how to read a conversation's scope.
+        register_conversation_scope(conversation_scope)
         post_spawn.connect(warm_up_chat_worker, dispatch_uid="ragsite-warm-up-chat-worker")
         if os.environ.get("Q_CLUSTER_NAME") == "chat" and "qcluster" in sys.argv:
             preload()
@@ -21,7 +27,7 @@ def preload() -> None:
     the first answer is as quick as the others (imports ~0.2 s, the tokenizer ~1 s)."""
     import gc
 
-    from chat.orchestrator import answer_conversation  # noqa: F401 - the import is the point
+    from chat.tasks import answer_conversation  # noqa: F401 - the import is the point
     from chat.prompts import resolve_token_counter
     from retrieval.ai.builtin import get_model
 
@@ -37,9 +43,9 @@ def warm_process() -> None:
     answer spent 150-200 ms in retrieval instead of 45 (bench/chat.py, 20 workers)."""
     from django.db import connection
 
-    from chat.answering import _client, chat_server
-    from retrieval import arms
-    from retrieval.embedding import query_embedder_for
+    from chat.generation import chat_client, chat_server
+    from retrieval.search import arms
+    from retrieval.ai.clients import query_embedder_for
     from retrieval.selectors import default_embedding_server, retrieval_settings_get
 
     rs = retrieval_settings_get()
@@ -47,7 +53,7 @@ def warm_process() -> None:
     clients = [query_embedder_for(server)] if server is not None else []
     chat = chat_server(rs)
     if chat is not None:
-        clients.append(_client(chat))
+        clients.append(chat_client(chat))
     for client in clients:
         getattr(client, "http", None)  # HTTP clients are built on first use: build them now
     arms.lexeme_stats()

@@ -40,6 +40,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from retrieval.contracts import Segment
+
 __all__ = [
     "ParsedAnswer",
     "parse_answer",
@@ -132,7 +134,7 @@ def strip_citation_tags(text: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def segment_excerpt(segment: dict) -> str:
+def segment_excerpt(segment: Segment) -> str:
     """The passage text of a segment (Q&A segments: ``Q: …\\nA: …``)."""
     excerpt = segment.get("excerpt")
     if excerpt:
@@ -162,7 +164,7 @@ def snippet_preview(text: str, limit: int = SNIPPET_CHARS) -> str:
     return cut.rstrip(" ,;:.-\u2013\u2014") + "\u2026"
 
 
-def make_citation(tag: str, segment: dict) -> dict:
+def make_citation(tag: str, segment: Segment) -> dict:
     """The citation record stored with an answer for tag ``tag``."""
     source_type = segment.get("source_type") or ("qa" if segment.get("qa_id") is not None else "document")
     heading_path = segment.get("heading_path") or []
@@ -204,8 +206,8 @@ class ParsedAnswer:
 class _Collector:
     """Validates tags against the tag map and accumulates counts and citations."""
 
-    def __init__(self, tag_map: dict[str, dict]):
-        self.tag_map = {}
+    def __init__(self, tag_map: dict[str, Segment]):
+        self.tag_map: dict[str, Segment] = {}
         for key, seg in (tag_map or {}).items():
             norm = normalize_tag(key)
             if norm is not None:
@@ -398,7 +400,7 @@ def _group_blocks(paras: list[str]) -> list[str]:
     return blocks
 
 
-def parse_answer(text: str, tag_map: dict[str, dict]) -> ParsedAnswer:
+def parse_answer(text: str, tag_map: dict[str, Segment]) -> ParsedAnswer:
     """Split a plain-text answer into cited sections (see module docstring for the syntax)."""
     collector = _Collector(tag_map)
     normalized = (text or "").replace("\r\n", "\n").replace("\r", "\n")
@@ -582,7 +584,7 @@ def _raw_sections(value: Any) -> list[Any]:
     return []
 
 
-def parse_json_answer(raw: str, tag_map: dict[str, dict]) -> ParsedAnswer | None:
+def parse_json_answer(raw: str, tag_map: dict[str, Segment]) -> ParsedAnswer | None:
     """Parse ``{"sections": [{"text", "source_ids"}]}`` leniently; None when no usable JSON is found.
 
     Accepts code fences, prose around the object, trailing commas, single quotes,
@@ -599,6 +601,8 @@ def parse_json_answer(raw: str, tag_map: dict[str, dict]) -> ParsedAnswer | None
         return None
     collector = _Collector(tag_map)
     sections: list[dict] = []
+    text: Any
+    ids: Any
     for item in _raw_sections(value):
         if isinstance(item, str):
             text, ids = item, []
@@ -624,7 +628,7 @@ def parse_json_answer(raw: str, tag_map: dict[str, dict]) -> ParsedAnswer | None
     return collector.result(sections, "json")
 
 
-def parse_any(raw: str, tag_map: dict[str, dict], *, json_mode: bool) -> ParsedAnswer:
+def parse_any(raw: str, tag_map: dict[str, Segment], *, json_mode: bool) -> ParsedAnswer:
     """JSON first when ``json_mode`` (falling back to text when no usable JSON), else text."""
     if json_mode:
         parsed = parse_json_answer(raw, tag_map)

@@ -6,49 +6,14 @@ conversation.
 """
 from __future__ import annotations
 
-from urllib.parse import parse_qs
-
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.contrib.auth.models import AnonymousUser
 
+from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events
 from chat.models import Conversation, Message
 from chat.selectors import messages_in_flight
 from chat.serializers import message_data
-
-
-class TokenAuthMiddleware:
-    """`Authorization: Token <key>` header or `?token=<key>`, for clients without a session."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        user = scope.get("user")
-        if user is None or not user.is_authenticated:
-            key = _token_key(scope)
-            if key:
-                scope = dict(scope, user=await _token_user(key))
-        return await self.app(scope, receive, send)
-
-
-def _token_key(scope) -> str | None:
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            kind, _, key = value.decode("latin-1").partition(" ")
-            if kind.lower() == "token" and key.strip():
-                return key.strip()
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return (query.get("token") or [None])[0]
-
-
-@database_sync_to_async
-def _token_user(key: str):
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.select_related("user").filter(key=key).first()
-    return token.user if token and token.user.is_active else AnonymousUser()
 
 
 @database_sync_to_async
@@ -66,7 +31,7 @@ def _content(message_id: int) -> str:
     return Message.objects.filter(pk=message_id).values_list("content", flat=True).first() or ""
 
 
-async def forward(event: dict, tracker: TextTracker, send, *, load_content=_content) -> None:
+async def forward(event: LiveEvent, tracker: TextTracker, send, *, load_content=_content) -> None:
     """Send one live event: tokens cut to what the client lacks (filling a gap from the database)."""
     if event["type"] == "token":
         out, gap = tracker.trim(event)

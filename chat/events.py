@@ -28,7 +28,8 @@ import psycopg
 from channels.layers import get_channel_layer
 from psycopg.types.json import Jsonb
 
-from chat.layers import conninfo_for
+from chat.contracts import LiveEvent, Source, SourcesEvent, StatusEvent, TokenEvent
+from core.layers import conninfo_for
 
 logger = logging.getLogger(__name__)
 
@@ -40,21 +41,21 @@ def group_name(conversation_id: int) -> str:
     return f"chat.conversation.{int(conversation_id)}"
 
 
-def token_event(message_id: int, delta: str, offset: int) -> dict:
+def token_event(message_id: int, delta: str, offset: int) -> TokenEvent:
     return {"type": "token", "message_id": message_id, "delta": delta, "offset": offset}
 
 
-def sources_event(message_id: int, sources: list[dict]) -> dict:
+def sources_event(message_id: int, sources: list[Source]) -> SourcesEvent:
     return {"type": "sources", "message_id": message_id, "sources": sources}
 
 
-def status_event(message: dict) -> dict:
+def status_event(message: dict) -> StatusEvent:
     return {"type": "message.status_updated", "message": message}
 
 
-def snapshot_events(message: dict, tracker: "TextTracker") -> list[dict]:
+def snapshot_events(message: dict, tracker: "TextTracker") -> list[LiveEvent]:
     """What a client joining now gets for an answer in progress: its state, sources, text so far."""
-    events = [status_event(message)]
+    events: list[LiveEvent] = [status_event(message)]
     sources = (message.get("metadata") or {}).get("context_sources")
     if sources:
         events.append(sources_event(message["id"], sources))
@@ -76,18 +77,18 @@ class TextTracker:
         self.lengths: dict[int, int] = {}
         self.sourced: set[int] = set()  # messages whose sources the client has
 
-    def snapshot(self, message_id: int, content: str) -> dict | None:
+    def snapshot(self, message_id: int, content: str) -> TokenEvent | None:
         self.lengths[message_id] = len(content)
         return token_event(message_id, content, 0) if content else None
 
-    def snapshot_from(self, message_id: int, content: str, have: int) -> dict | None:
+    def snapshot_from(self, message_id: int, content: str, have: int) -> TokenEvent | None:
         """The saved text past `have` (filling a gap), as one token."""
         if len(content) <= have:
             return None
         self.lengths[message_id] = len(content)
         return token_event(message_id, content[have:], have)
 
-    def trim(self, event: dict) -> tuple[dict | None, int | None]:
+    def trim(self, event: TokenEvent) -> tuple[TokenEvent | None, int | None]:
         """(the part of a token event that is new, or None; the offset of a gap to fill first, or None)."""
         message_id = event["message_id"]
         have = self.lengths.get(message_id, 0)
@@ -129,11 +130,11 @@ class StreamWriter:
         """Queue: save `content` (the whole text so far) as the message's text, then send the token."""
         self._put(("token", conversation_id, message_id, delta, offset, content))
 
-    def sources(self, conversation_id: int, message_id: int, sources: list[dict]) -> None:
+    def sources(self, conversation_id: int, message_id: int, sources: list[Source]) -> None:
         """Queue: save the sources into the message's metadata (`context_sources`), then send them."""
         self._put(("sources", conversation_id, message_id, sources))
 
-    def send(self, conversation_id: int, event: dict) -> None:
+    def send(self, conversation_id: int, event: LiveEvent) -> None:
         """Queue an event for the conversation's group (after everything queued before it)."""
         self._put(("event", conversation_id, event))
 
@@ -203,6 +204,7 @@ class StreamWriter:
 
     async def _handle(self, item: tuple) -> None:
         layer = get_channel_layer()
+        event: LiveEvent
         if item[0] == "token":
             _, conversation_id, message_id, delta, offset, content = item
             await self._save("content = %s", content, message_id)

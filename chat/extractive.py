@@ -8,22 +8,22 @@ paragraph is a note (no citation) saying that no model is configured.
 
 Scoring is deliberately simple and language-neutral: a sentence scores the sum
 of the weights of the distinct question words it contains (lower-cased ``\\w+``
-tokens; stop words of a tiny en/de/es/fr/ru/cs list weigh 0.25, other words 1,
+tokens; common words of documents.language weigh 0.25, other words 1,
 a shared prefix of >= 4 letters counts half, e.g. "opened"/"opening").  Ties are
 broken by passage rank, then by position in the passage.
 """
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from chat.prompts import TaggedSegment, sanitize_passage, tag_segments
+from documents.language import answer_language, is_common_word, words
+from retrieval.contracts import Segment
 
 __all__ = [
     "extractive_answer",
     "split_sentences",
-    "tokenize",
-    "detect_language",
     "NO_LLM_NOTE",
     "NOTHING_FOUND",
     "MESSAGES",
@@ -57,41 +57,6 @@ MESSAGES: dict[str, tuple[str, str]] = {
 }
 NO_LLM_NOTE, NOTHING_FOUND = MESSAGES["en"]
 
-STOPWORDS: dict[str, frozenset[str]] = {
-    "en": frozenset(
-        "a an the is are was were be been being am of in on at to for from by with and or but not no "
-        "what when where who whom whose which why how do does did done it its this that these those "
-        "there here i you he she we they me my your our their his her as if than then so can could "
-        "will would should shall may might must have has had about into over any all some".split()
-    ),
-    "de": frozenset(
-        "der die das den dem des ein eine einer eines einem einen ist sind war waren wird werden wurde "
-        "wurden sein und oder aber nicht kein keine was wann wo wer wie warum welche welcher welches "
-        "mit von zu zum zur im in an am auf für aus bei nach über unter es ich du er sie wir ihr man "
-        "sich dass als auch noch nur so kann können muss müssen hat haben gibt".split()
-    ),
-    "es": frozenset(
-        "el la los las un una unos unas es son fue fueron era ser está están y o pero no que qué "
-        "cuándo cuando dónde donde quién quien cómo como por porqué cuál cual de del al en con para "
-        "se su sus lo le les mi tu yo este esta esto eso hay puede pueden muy más".split()
-    ),
-    "fr": frozenset(
-        "le la les l un une des du de d est sont était étaient être et ou mais ne pas que qu quoi "
-        "quand où qui comment pourquoi quel quelle quels quelles en dans avec pour par sur au aux "
-        "ce cet cette ces il elle ils elles on je tu nous vous se sa son ses leur y a plus peut".split()
-    ),
-    "ru": frozenset(
-        "и в во не что как когда где кто почему какой какая какие на с со по для это этот эта эти "
-        "был была было были быть есть из к ко у о об от же ли или но а я ты он она мы вы они его "
-        "её их то так бы за до при".split()
-    ),
-    "cs": frozenset(
-        "a i v ve na se je jsou byl byla bylo byli být jak kdy kde kdo co proč který která které "
-        "s z ze do pro o k ke to ten ta že ale nebo ne jsem jste má mají by od po při za jeho její "
-        "jejich".split()
-    ),
-}
-_ALL_STOPWORDS = frozenset().union(*STOPWORDS.values())
 
 # Words after which a "." does not end a sentence (lower case, without the dot).  Tokens with an
 # inner dot (e.g., i.e., z.B., т.е.) and single letters (initials) are handled generically.
@@ -105,7 +70,6 @@ _ABBREVIATIONS = frozenset(
     "např tzv tj čl odst mgr doc př kap".split()
 )
 
-_WORD_RE = re.compile(r"\w+")
 _TERM_RE = re.compile(
     r"(?:\.{3}|[.!?\u2026\u061f]+)[\"'\u201d\u2019\u00bb)\]]*(?=\s|$)"  # . ! ? … ؟ then space/end
     r"|[\u3002\uff01\uff1f]+[\"'\u201d\u2019\u300d\u300f\uff09)]*"  # 。！？ need no space
@@ -122,28 +86,6 @@ MAX_PASSAGE_CHARS = 20_000
 # ---------------------------------------------------------------------------
 # Text helpers
 # ---------------------------------------------------------------------------
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased unicode word tokens."""
-    return _WORD_RE.findall((text or "").lower())
-
-
-def detect_language(text: str, hint: str | None = None) -> str:
-    """Two-letter language code among en/de/es/fr/ru/cs (``hint`` wins when supported); default en."""
-    if hint:
-        code = hint.strip().lower().replace("_", "-").split("-")[0]
-        if code in MESSAGES:
-            return code
-    tokens = tokenize(text)
-    best, best_hits = "en", 0
-    for code in ("en", "de", "es", "fr", "ru", "cs"):
-        hits = sum(1 for t in tokens if t in STOPWORDS[code])
-        if hits > best_hits:
-            best, best_hits = code, hits
-    if best_hits == 0 and any("\u0400" <= ch <= "\u04ff" for ch in text or ""):
-        return "ru"
-    return best
 
 
 def _line_units(text: str) -> list[str]:
@@ -184,7 +126,7 @@ def _is_boundary(unit: str, m: re.Match, start: int) -> bool:
         window_start = max(start, m.start() - 64)
         before = re.search(r"(\S+)$", unit[window_start : m.start()])
         token = before.group(1).lstrip("(\"'[\u00ab\u201c\u201e").lower() if before else ""
-        if token.isdigit() and len(token) <= 3 and not unit[start : window_start + before.start()].strip():
+        if before and token.isdigit() and len(token) <= 3 and not unit[start : window_start + before.start()].strip():
             return False  # an enumerator: "1. First step"
         if "." in token:  # e.g. / i.e. / z.B. / т.е.
             return False
@@ -229,8 +171,8 @@ def _common_prefix(a: str, b: str) -> int:
 
 def _question_weights(question: str) -> dict[str, float]:
     weights: dict[str, float] = {}
-    for tok in tokenize(question):
-        weights[tok] = 0.25 if (tok in _ALL_STOPWORDS or len(tok) < 2) else 1.0
+    for tok in words(question):
+        weights[tok] = 0.25 if (is_common_word(tok) or len(tok) < 2) else 1.0
     return weights
 
 
@@ -266,7 +208,7 @@ def _shorten(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> str:
     return cut.rstrip(" ,;:") + "\u2026"
 
 
-def _qa_answer(segment: dict) -> str:
+def _qa_answer(segment: Segment) -> str:
     answer = segment.get("answer")
     if not answer:
         excerpt = str(segment.get("excerpt") or "")
@@ -277,7 +219,7 @@ def _qa_answer(segment: dict) -> str:
     return re.sub(r"\n\s*\n+", "\n", answer)
 
 
-def _qa_question(segment: dict) -> str:
+def _qa_question(segment: Segment) -> str:
     question = segment.get("question")
     if question:
         return str(question)
@@ -285,7 +227,7 @@ def _qa_question(segment: dict) -> str:
     return m.group(1) if m else ""
 
 
-def _is_qa(segment: dict) -> bool:
+def _is_qa(segment: Segment) -> bool:
     source_type = segment.get("source_type")
     if source_type:
         return source_type == "qa"
@@ -296,9 +238,9 @@ def _coerce(tagged, tags: list[str] | None) -> list[TaggedSegment]:
     if not tagged:
         return []
     if isinstance(tagged, Mapping):
-        items = [TaggedSegment(str(k), v) for k, v in tagged.items()]
-        return sorted(items, key=lambda t: (len(t.tag), t.tag))
-    items = list(tagged)
+        mapped = [TaggedSegment(str(k), v) for k, v in tagged.items()]
+        return sorted(mapped, key=lambda t: (len(t.tag), t.tag))
+    items: list[Any] = list(tagged)
     if all(isinstance(t, TaggedSegment) for t in items):
         return items
     if all(isinstance(t, tuple) and len(t) == 2 for t in items):
@@ -333,7 +275,7 @@ def extractive_answer(
     passage order, " … " marking a gap), most relevant passage first.  The note and
     "nothing found" message follow the question's language (``language_hint`` wins).
     """
-    note, nothing = MESSAGES[detect_language(question, language_hint)]
+    note, nothing = MESSAGES[answer_language(question, hint=language_hint)]
     items = _coerce(tagged, tags)
     if not items:
         return nothing
@@ -351,7 +293,7 @@ def extractive_answer(
         if not answer:
             continue
         if i > 0:
-            text_tokens = set(tokenize(_qa_question(t.segment) + " " + answer))
+            text_tokens = set(words(_qa_question(t.segment) + " " + answer))
             if not _score(text_tokens, weights)[1]:
                 continue
         paragraphs.append(f"{answer} [{t.tag}]")
@@ -365,7 +307,7 @@ def extractive_answer(
         sentences = split_sentences(_clean(str(t.segment.get("excerpt") or "")[:MAX_PASSAGE_CHARS]))
         first_seen = False
         for pos, sentence in enumerate(sentences):
-            toks = tokenize(sentence)
+            toks = words(sentence)
             if not toks:
                 continue
             if not first_seen and len(toks) >= 3:

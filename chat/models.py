@@ -4,12 +4,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from core.ownership import OwnedQuerySet
 
-class ConversationQuerySet(models.QuerySet):
-    def visible_to(self, user) -> "ConversationQuerySet":
-        if not user or not user.is_authenticated:
-            return self.none()
-        return self.filter(owner_id=user.pk)
+
+class ConversationQuerySet(OwnedQuerySet):
+    """Every read goes through visible_to (core.ownership): a user sees only their own."""
 
 
 class Conversation(models.Model):
@@ -62,6 +61,19 @@ class MessageStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class MessageQuerySet(OwnedQuerySet):
+    """Messages belong to their conversation's owner."""
+
+    owner_field = "conversation__owner_id"
+
+    def owned(self, user, *, conversation_id: int, message_id: int) -> "MessageQuerySet":
+        """The message, if it is in that conversation and the user owns the conversation; else no rows.
+
+        The one ownership check of the API, the retry service and the SSE stream (404 for anything else).
+        """
+        return self.visible_to(user).filter(conversation_id=conversation_id, pk=message_id)
+
+
 class Message(models.Model):
     """One turn. An assistant message keeps its evidence: sources, sections, citations, usage."""
 
@@ -74,6 +86,8 @@ class Message(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -16,16 +16,19 @@ import logging
 import time
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Callable
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from chat.answering import AnswerFailed, Outcome, context_sources, produce
+from chat.answering import produce
 from chat.citations import parse_any
+from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
+from chat.generation import AnswerFailed, Outcome, context_sources
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 
 logger = logging.getLogger(__name__)
@@ -66,16 +69,17 @@ def answer_conversation(conversation_id: int) -> str:
     return f"answered {answered}"
 
 
-def recover_interrupted_answers() -> int:
-    """Scheduled: queue again conversations with answers that have waited or stalled too long."""
-    from chat.services import enqueue_answer
+def recover_interrupted_answers(*, enqueue: Callable[[int], None]) -> int:
+    """Queue again conversations with answers that have waited or stalled too long (chat.tasks schedules it).
 
+    `enqueue(conversation_id)` is chat.tasks.enqueue_answer: this module never names a task.
+    """
     cutoff = timezone.now() - STALE_AFTER
     conversation_ids = set(Message.objects.filter(
         role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING],
         updated_at__lt=cutoff).values_list("conversation_id", flat=True)[:1000])
     for conversation_id in conversation_ids:
-        enqueue_answer(conversation_id)
+        enqueue(conversation_id)
     return len(conversation_ids)
 
 
@@ -191,8 +195,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
     job.mark("generation")
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
-    metadata = {
-        **_base_metadata(job),
+    metadata: MessageMetadata = {
+        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries
         "mode": outcome.mode,
         "answer_format": parsed.format,
         "sections": parsed.sections,
@@ -207,7 +211,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         "timings": job.timings,
         **outcome.extra,  # agentic searches, documents waited for, why agentic mode was not used
     }
-    sources = [
+    sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "chunk_index": c["chunk_index"], "page_number": c["page_number"],
          "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"]}

@@ -12,7 +12,7 @@ from chat import selectors, services
 from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
 from documents.models import Document
-from ragsite.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound
 
 LIST_LIMIT = 200
 PREVIEW_CHARS = 140

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from chat.citations import TAG_GROUP_RE, segment_excerpt, strip_citation_tags
+from retrieval.contracts import Segment
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -127,7 +128,7 @@ def resolve_token_counter(count_tokens: TokenCounter | None = None) -> TokenCoun
 @dataclass(frozen=True)
 class TaggedSegment:
     tag: str
-    segment: dict
+    segment: Segment
 
     @property
     def rank(self) -> int:
@@ -135,7 +136,7 @@ class TaggedSegment:
         return int(self.tag[1:])
 
 
-def tag_segments(segments: Iterable[dict]) -> list[TaggedSegment]:
+def tag_segments(segments: Iterable[Segment]) -> list[TaggedSegment]:
     """Tag segments "S1", "S2", … in the given (ranked) order."""
     return [TaggedSegment(f"S{i}", seg) for i, seg in enumerate(segments, start=1)]
 
@@ -161,7 +162,7 @@ def _inline(text: object) -> str:
     return sanitize_passage(flat).replace('"', "'")
 
 
-def source_label(segment: dict) -> str:
+def source_label(segment: Segment) -> str:
     """Where a passage comes from, e.g. ``document: "Handbook.pdf", page 3, section: Safety > Ladders``."""
     source_type = segment.get("source_type") or ("qa" if segment.get("qa_id") is not None else "document")
     if source_type == "qa":
@@ -177,7 +178,7 @@ def source_label(segment: dict) -> str:
     return ", ".join(parts)
 
 
-def _render_entry(tag: str, segment: dict, text: str | None = None) -> str:
+def _render_entry(tag: str, segment: Segment, text: str | None = None) -> str:
     body = sanitize_passage(segment_excerpt(segment) if text is None else text).strip()
     return f"[{tag}] {source_label(segment)}\n{body}"
 
@@ -196,7 +197,7 @@ def render_context(tagged: list[TaggedSegment]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _truncate_to_budget(segment: dict, budget: int, count: TokenCounter) -> str:
+def _truncate_to_budget(segment: Segment, budget: int, count: TokenCounter) -> str:
     """The longest word-boundary prefix of the passage whose entry fits ``budget`` tokens."""
     text = segment_excerpt(segment)
     lo, hi = 0, len(text)
@@ -214,8 +215,8 @@ def _truncate_to_budget(segment: dict, budget: int, count: TokenCounter) -> str:
 
 
 def select_segments(
-    segments: list[dict], context_token_budget: int | None, count_tokens: TokenCounter | None = None
-) -> list[dict]:
+    segments: list[Segment], context_token_budget: int | None, count_tokens: TokenCounter | None = None
+) -> list[Segment]:
     """The ranked prefix of ``segments`` whose rendered passages fit ``context_token_budget``.
 
     Segments are taken in rank order; at the first one that does not fit, it and
@@ -227,7 +228,7 @@ def select_segments(
     if context_token_budget is None or not segments:
         return segments
     count = resolve_token_counter(count_tokens)
-    kept: list[dict] = []
+    kept: list[Segment] = []
     used = 0
     for i, seg in enumerate(segments, start=1):
         cost = count(_render_entry(f"S{i}", seg)) + 2
@@ -236,7 +237,7 @@ def select_segments(
             used += cost
             continue
         if not kept:
-            shortened = dict(seg)
+            shortened = seg.copy()
             shortened["excerpt"] = _truncate_to_budget(seg, max(context_token_budget - 2, 1), count)
             kept.append(shortened)
         break
@@ -296,13 +297,13 @@ def select_history(
 def build_messages(
     *,
     question: str,
-    segments: list[dict],
+    segments: list[Segment],
     history: list[dict] | None = None,
     history_token_budget: int = 2000,
     context_token_budget: int | None = None,
     json_mode: bool = False,
     count_tokens: TokenCounter | None = None,
-) -> tuple[list[dict], dict[str, dict]]:
+) -> tuple[list[dict], dict[str, Segment]]:
     """OpenAI-style messages for a retrieval-augmented answer, and the tag -> segment map.
 
     The tag map holds only the segments that made it into the context (after the
@@ -408,7 +409,7 @@ def build_agent_messages(
     return messages
 
 
-def _result_entry(tag: str, segment: dict, *, excerpt: str | None) -> dict:
+def _result_entry(tag: str, segment: Segment, *, excerpt: str | None) -> dict:
     source_type = segment.get("source_type") or ("qa" if segment.get("qa_id") is not None else "document")
     return {
         "source_id": tag,
@@ -422,7 +423,7 @@ def _result_entry(tag: str, segment: dict, *, excerpt: str | None) -> dict:
     }
 
 
-def render_search_results(query: str, results: list[tuple[str, dict, str | None]]) -> str:
+def render_search_results(query: str, results: list[tuple[str, Segment, str | None]]) -> str:
     """A tool result: JSON of (tag, segment, excerpt or None when the model has seen it) entries.
 
     Passage text and names are neutralised like the context block's, so a document cannot fake a tag.

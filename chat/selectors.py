@@ -6,7 +6,8 @@ from django.db.models.functions import Coalesce
 
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from documents.models import Document
-from ragsite.errors import NotFound
+from core.errors import NotFound
+from retrieval.search.scope import Scope, scope_of_rows
 
 IN_FLIGHT = (MessageStatus.PENDING, MessageStatus.STREAMING)
 
@@ -34,13 +35,23 @@ def conversation_documents(*, conversation: Conversation) -> QuerySet[Document]:
         "attachments__attached_at", "id")
 
 
+def conversation_scope(user, conversation) -> Scope:
+    """What a question in the conversation searches: its attached documents (the user's own), else
+    all of the user's documents. `conversation` is an id or the object; someone else's is NotFound."""
+    conversation_id = conversation if isinstance(conversation, int) else conversation.pk
+    if not Conversation.objects.visible_to(user).filter(pk=conversation_id).exists():
+        raise NotFound("No such conversation.")
+    rows = ConversationDocument.objects.filter(conversation_id=conversation_id, document__owner_id=user.pk
+                                               ).values_list("document_id", "document__chunk_count")
+    return scope_of_rows(list(rows), conversation_id=conversation_id)
+
+
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
     return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
 
 
 def message_get(*, conversation_id, message_id, user) -> Message:
-    message = (Message.objects.filter(conversation__owner_id=user.pk if user.is_authenticated else None)
-               .filter(conversation_id=_int(conversation_id), pk=_int(message_id)).first())
+    message = Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id)).first()
     if message is None:
         raise NotFound("No such message.")
     return message

@@ -10,22 +10,13 @@ from rest_framework import status
 
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
+from chat.tasks import enqueue_answer
 from documents.models import Document
-from ragsite.errors import ApplicationError, Conflict, NotFound
+from core.errors import ApplicationError, Conflict, NotFound
 
 logger = logging.getLogger(__name__)
 
-ANSWER_TASK = "chat.orchestrator.answer_conversation"
-CHAT_CLUSTER = "chat"
 TITLE_CHARS = 80
-
-
-def enqueue_answer(conversation_id: int) -> None:
-    """Queue the answering of the conversation's pending messages."""
-    from django_q.tasks import async_task
-
-    async_task(ANSWER_TASK, conversation_id, cluster=CHAT_CLUSTER, task_name=f"answer conversation {conversation_id}",
-               group="chat")
 
 
 def _enqueue_with(conversation_id: int) -> None:
@@ -38,10 +29,9 @@ def _enqueue_with(conversation_id: int) -> None:
     """
     from django_q.conf import Conf
 
-    if Conf.ORM == "default" and not (Conf.BROKER_CLASS or Conf.REDIS or Conf.DJANGO_REDIS):
-        enqueue_answer(conversation_id)
-    else:
-        transaction.on_commit(lambda: enqueue_answer(conversation_id))
+    # The documented exception to core.tasks' after-commit rule: see above.
+    enqueue_answer(conversation_id, in_transaction=Conf.ORM == "default" and not (
+        Conf.BROKER_CLASS or Conf.REDIS or Conf.DJANGO_REDIS))
 
 
 def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None) -> Conversation:
@@ -116,9 +106,8 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
 def message_retry(*, conversation_id, message_id, user) -> Message:
     """Answer again a failed message, or one that said a document it needs is not indexed yet."""
     with transaction.atomic():
-        message = (Message.objects.select_for_update()
-                   .filter(conversation__owner_id=user.pk, conversation_id=_int(conversation_id), pk=_int(message_id))
-                   .first())
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
         if message is None:
             raise NotFound("No such message.")
         waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"

@@ -16,6 +16,7 @@ from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from chat.consumers import forward
+from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events, status_event
 from chat.models import Message
 from chat.serializers import message_data
@@ -40,11 +41,10 @@ async def _user(request):
 
 
 async def _message(user, conversation_id: int, message_id: int) -> Message | None:
-    return await Message.objects.filter(conversation__owner_id=user.pk, conversation_id=conversation_id,
-                                        pk=message_id).afirst()
+    return await Message.objects.owned(user, conversation_id=conversation_id, message_id=message_id).afirst()
 
 
-def _sse(event: dict) -> bytes:
+def _sse(event: LiveEvent) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 
 

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from documents.models import Chunk, Document, DocumentStatus
 from documents.services import document_reindex
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 FIRST_CHUNKS = 10
 STATUS_COLOURS = {
@@ -83,14 +83,14 @@ class DocumentAdmin(admin.ModelAdmin):
                            "category", "subcategory")}),
         ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
-        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server",
+        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                                            "embedding_model", "embedding_dim", "language", "text_config")}),
         ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
     readonly_fields = ("owner", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
                        "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
-                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server",
+                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at")
     inlines = [FirstChunksInline]
     actions = ["reindex"]

@@ -12,7 +12,7 @@ from documents.models import Document, DocumentStatus
 from documents.serializers import DocumentSerializer, DocumentUploadSerializer
 from documents.services import document_delete, document_reindex, document_upload
 from documents.uploads import SizeLimitUploadHandler
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -76,6 +76,6 @@ def _pk(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        from ragsite.errors import NotFound
+        from core.errors import NotFound
 
         raise NotFound("No such document.") from None

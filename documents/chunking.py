@@ -29,7 +29,12 @@ from documents.errors import TooManyChunksError
 from documents.extract_types import Block
 from documents.tokens import DEFAULT_ENCODING, get_encoding
 
-STRATEGIES = ("tokens", "fixed")
+# The chunking strategies, named once (documents.models.ChunkingStrategy, the retrieval setting,
+# indexing and the evaluation all take them from here). `late` cuts like `tokens`; only how its
+# chunks are embedded differs (retrieval.indexing.late_chunking).
+TOKENS, FIXED, LATE = "tokens", "fixed", "late"
+STRATEGIES = (TOKENS, FIXED, LATE)
+CUTTERS = (TOKENS, FIXED)  # how chunk_layout cuts text
 DEFAULT_SIZES = {"tokens": (512, 64), "fixed": (1000, 200)}
 SEPARATOR = "\n\n"
 
@@ -122,8 +127,8 @@ def chunk_layout(
     `TooManyChunksError` (code ``too_many_chunks``) as soon as more than
     ``max_chunks`` chunks would be produced.
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}.")
+    if strategy not in CUTTERS:
+        raise ValueError(f"Unknown chunking strategy {strategy!r}; use one of {', '.join(CUTTERS)}.")
     default_size, default_overlap = DEFAULT_SIZES[strategy]
     size = default_size if size is None else size
     overlap = default_overlap if overlap is None else overlap
@@ -283,6 +288,7 @@ class _Chunker:
         if self.overlap <= 0:
             return -1
         if self.by_tokens:
+            assert tokens is not None  # by_tokens chunks always carry their tokens
             if len(tokens) <= self.overlap:
                 q_min = start
             else:
@@ -405,7 +411,7 @@ class _Chunker:
         if self.pages:
             first = max(0, bisect.bisect_right(self.page_starts, start) - 1)
             last = max(0, bisect.bisect_left(self.page_starts, end) - 1)
-            numbers = []
+            numbers: list[int] = []
             for number, _s, _e in self.pages[first:last + 1]:
                 if not numbers or numbers[-1] != number:
                     numbers.append(number)

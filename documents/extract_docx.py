@@ -20,6 +20,16 @@ _HEADING_NAME_RE = re.compile(r"heading\s*([1-9])", re.I)
 _WS_RE = re.compile(r"[^\S\n]+")
 
 
+def encrypted_office(path: Path) -> bool:
+    """An encrypted Office file is an OLE container (not a zip) holding 'EncryptedPackage'."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return "EncryptedPackage".encode("utf-16-le") in data
+
+
 def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part: str | None = "word/") -> None:
     """Refuse non-zips and zip bombs using only the central directory (nothing is inflated).
 
@@ -30,8 +40,6 @@ def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part:
             infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         if main_part is None:
-            from documents.extract_more import encrypted_office
-
             if encrypted_office(path):
                 from documents.errors import EncryptedError
 

@@ -88,7 +88,7 @@ class XlsxExtraction(Extraction):
                 if rows:
                     yield Block("\n".join(rows), number, (title,), "table", table_header=rows[0])
                 if self.on_progress is not None:
-                    self.on_progress(number, self.pages_total)
+                    self.on_progress(number, len(self._book.worksheets))
                 if cells > MAX_SHEET_CELLS:
                     break
         finally:
@@ -135,7 +135,7 @@ class PptxExtraction(Extraction):
                 if notes:
                     yield Block(f"Notes: {notes}", number, path, "paragraph")
             if self.on_progress is not None:
-                self.on_progress(number, self.pages_total)
+                self.on_progress(number, len(self._deck.slides))
 
     def _no_text_error(self) -> Exception:
         return NoTextError("This presentation contains no text (only pictures?).")
@@ -285,15 +285,5 @@ def _inside(element, tags: set[str]) -> bool:
     return False
 
 
-def encrypted_office(path: Path) -> bool:
-    """An encrypted Office file is an OLE container (not a zip) holding 'EncryptedPackage'."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(1 << 20)
-    except OSError:
-        return False
-    return "EncryptedPackage".encode("utf-16-le") in data
-
-
 __all__ = ["MIME_CSV", "MIME_HTML", "MIME_PPTX", "MIME_XLSX", "CsvExtraction", "EncryptedError", "HtmlExtraction",
-           "PptxExtraction", "XlsxExtraction", "encrypted_office", "looks_like_html", "sniff_csv"]
+           "PptxExtraction", "XlsxExtraction", "looks_like_html", "sniff_csv"]

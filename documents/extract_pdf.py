@@ -246,23 +246,23 @@ class PdfExtraction(Extraction):
         self._repeated = self._pdf_ocr.repeated_lines()
         self._tables = PdfTables(self.path)
         try:
-            yield from self._pages(outline, path, total)
+            yield from self._pages(self._pdf_ocr, outline, path, total)
         finally:
             self._pdf_ocr.close()
             self._tables.close()
         self.ocr = self._pdf_ocr.summary()
         self._finish_warnings()
 
-    def _pages(self, outline, path: tuple[str, ...], total: int) -> Iterator[Block]:
+    def _pages(self, ocr: PdfOcr, outline, path: tuple[str, ...], total: int) -> Iterator[Block]:
         for index in range(total):
             page_number = index + 1
             lines = self._page_lines(index)
-            ocr_page = self._pdf_ocr.read(index, sum(len(x.replace(" ", "")) for x in lines or ()))
+            ocr_page = ocr.read(index, sum(len(x.replace(" ", "")) for x in lines or ()))
             confidence = None
             if ocr_page is not None and ocr_page.text:
                 lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
             tables: list[list[str]] = []
-            if ocr_page is None and lines and self._pdf_ocr.has_grid(index):
+            if ocr_page is None and lines and ocr.has_grid(index):
                 lines = self._with_tables(index, lines, tables)
             if ocr_page is None and lines:
                 lines = self._drop_running_lines(lines)
@@ -321,7 +321,7 @@ class PdfExtraction(Extraction):
         for region in regions:
             if region.kind == "table":
                 out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
-                tables.append(region.rows)
+                tables.append(region.rows or [])
             else:
                 out.extend(normalise_page_text(region.text))
         return out

@@ -83,6 +83,7 @@ def looks_like_text(text: str) -> bool:
 def decode_sample(head: bytes, *, complete: bool) -> tuple[str, str] | None:
     """(decoded text, codec) of a file head, or None if it is not text."""
     bom = sniff_bom(head)
+    codec: str | None
     if bom:
         codec, skip = bom
         text = codecs.getincrementaldecoder(codec)(errors="replace").decode(head[skip:], final=complete)
@@ -107,6 +108,7 @@ def decode_bytes(data: bytes, *, sample_bytes: int = 1 << 20) -> tuple[str, str,
     """
     warnings: list[str] = []
     bom = sniff_bom(data)
+    codec: str | None
     if bom:
         codec, skip = bom
         return data[skip:].decode(codec, errors="replace"), codec, warnings

@@ -74,7 +74,7 @@ _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 # magic prefix -> what to call it in the error message
-_KNOWN_BINARIES: tuple[tuple[bytes, str], ...] = (
+_KNOWN_BINARIES: tuple[tuple[bytes, str | None], ...] = (
     (b"\x89PNG\r\n\x1a\n", "a PNG image"),
     (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF87a", "a GIF image"),
@@ -123,7 +123,7 @@ def _classify_zip_names(names: set[str] | list[str], mimetype: str | None = None
 
 def _zip_local_names(head: bytes, limit: int = 64) -> list[str]:
     """File names of the local headers found in ``head`` (works on a truncated zip)."""
-    names = []
+    names: list[str] = []
     pos = head.find(b"PK\x03\x04")
     while 0 <= pos and len(names) < limit and pos + 30 <= len(head):
         name_len, extra_len = struct.unpack_from("<HH", head, pos + 26)

@@ -1,5 +1,8 @@
 """Which language a text is in, and the PostgreSQL text-search configuration that matches it.
 
+The one place ragsite tells languages: documents (indexing), questions (the full-text arm) and
+the language of an answer without a model (chat.extractive).
+
 A stop-word vote: cheap, deterministic, and good enough to pick a stemmer for the full-text
 arm. Languages PostgreSQL has no stemmer for (Czech, Vietnamese, ...) and unclear texts get the
 `simple` configuration, which only lower-cases.
@@ -98,3 +101,73 @@ def detect_question_language(text: str) -> str:
 def text_config_for(language: str) -> str:
     """The PostgreSQL text search configuration for an ISO 639-1 code; `simple` when unknown."""
     return TEXT_CONFIGS.get((language or "").lower()[:2], "simple")
+
+
+# --- the answer's language and the words a question matcher skips (chat.extractive) ------------
+# A wider list than the stop words above: it adds pronouns, modal verbs and question words, which
+# weigh little when a sentence is matched to a question. It is kept apart from the lists above on
+# purpose: those are tuned for telling a document's language (measured on XQuAD); this one picks
+# the language of a short note and weighs words, and merging them would change both.
+COMMON_WORDS: dict[str, frozenset[str]] = {
+    "en": frozenset(
+        "a an the is are was were be been being am of in on at to for from by with and or but not no "
+        "what when where who whom whose which why how do does did done it its this that these those "
+        "there here i you he she we they me my your our their his her as if than then so can could "
+        "will would should shall may might must have has had about into over any all some".split()
+    ),
+    "de": frozenset(
+        "der die das den dem des ein eine einer eines einem einen ist sind war waren wird werden wurde "
+        "wurden sein und oder aber nicht kein keine was wann wo wer wie warum welche welcher welches "
+        "mit von zu zum zur im in an am auf für aus bei nach über unter es ich du er sie wir ihr man "
+        "sich dass als auch noch nur so kann können muss müssen hat haben gibt".split()
+    ),
+    "es": frozenset(
+        "el la los las un una unos unas es son fue fueron era ser está están y o pero no que qué "
+        "cuándo cuando dónde donde quién quien cómo como por porqué cuál cual de del al en con para "
+        "se su sus lo le les mi tu yo este esta esto eso hay puede pueden muy más".split()
+    ),
+    "fr": frozenset(
+        "le la les l un une des du de d est sont était étaient être et ou mais ne pas que qu quoi "
+        "quand où qui comment pourquoi quel quelle quels quelles en dans avec pour par sur au aux "
+        "ce cet cette ces il elle ils elles on je tu nous vous se sa son ses leur y a plus peut".split()
+    ),
+    "ru": frozenset(
+        "и в во не что как когда где кто почему какой какая какие на с со по для это этот эта эти "
+        "был была было были быть есть из к ко у о об от же ли или но а я ты он она мы вы они его "
+        "её их то так бы за до при".split()
+    ),
+    "cs": frozenset(
+        "a i v ve na se je jsou byl byla bylo byli být jak kdy kde kdo co proč který která které "
+        "s z ze do pro o k ke to ten ta že ale nebo ne jsem jste má mají by od po při za jeho její "
+        "jejich".split()
+    ),
+}
+_ALL_COMMON_WORDS = frozenset().union(*COMMON_WORDS.values())
+ANSWER_LANGUAGES = ("en", "de", "es", "fr", "ru", "cs")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased unicode word tokens."""
+    return _WORD_RE.findall((text or "").lower())
+
+
+def is_common_word(word: str) -> bool:
+    """A lower-cased word of COMMON_WORDS in any language."""
+    return word in _ALL_COMMON_WORDS
+
+
+def answer_language(text: str, *, hint: str | None = None) -> str:
+    """The language to answer a question in, among ANSWER_LANGUAGES (`hint` wins when one of them); default en."""
+    if hint:
+        code = hint.strip().lower().replace("_", "-").split("-")[0]
+        if code in ANSWER_LANGUAGES:
+            return code
+    tokens = words(text)
+    best, best_hits = "en", 0
+    for code in ANSWER_LANGUAGES:
+        hits = sum(1 for t in tokens if t in COMMON_WORDS[code])
+        if hits > best_hits:
+            best, best_hits = code, hits
+    if best_hits == 0 and any("\u0400" <= ch <= "\u04ff" for ch in text or ""):
+        return "ru"
+    return best

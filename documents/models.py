@@ -10,6 +10,9 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
+from core.ownership import OwnedQuerySet
+from documents import chunking
+
 
 class DocumentStatus(models.TextChoices):
     UPLOADED = "uploaded", "Uploaded"
@@ -20,17 +23,15 @@ class DocumentStatus(models.TextChoices):
 
 
 class ChunkingStrategy(models.TextChoices):
-    TOKENS = "tokens", "Tokens (about 512 tokens, 64 overlap)"
-    FIXED = "fixed", "Fixed characters (1,000 characters, 200 overlap)"
-    LATE = "late", "Late chunking (needs token embeddings)"
+    """The strategies of documents.chunking, as choices of Document and of the retrieval setting."""
+
+    TOKENS = chunking.TOKENS, "Tokens"
+    FIXED = chunking.FIXED, "Fixed characters"
+    LATE = chunking.LATE, "Late chunking"
 
 
-class DocumentQuerySet(models.QuerySet):
-    def visible_to(self, user) -> "DocumentQuerySet":
-        """Every read of documents goes through here: a user sees only their own."""
-        if not user or not user.is_authenticated:
-            return self.none()
-        return self.filter(owner_id=user.pk)
+class DocumentQuerySet(OwnedQuerySet):
+    """Every read goes through visible_to (core.ownership): a user sees only their own."""
 
 
 def document_upload_path(instance: "Document", filename: str) -> str:
@@ -53,9 +54,9 @@ class Document(models.Model):
     status = models.CharField(max_length=20, choices=DocumentStatus.choices, default=DocumentStatus.UPLOADED)
     # The model a document was indexed with is pinned: the server may change or vanish later,
     # the copies below say what its vectors are.
-    embedding_server = models.ForeignKey(
-        "retrieval.AiServer", on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
-    )
+    # The AI server that embedded it. A plain id: documents sits below retrieval and names none of
+    # its models; retrieval's migration 0010 owns the database's foreign key (ON DELETE SET NULL).
+    embedding_server_id = models.BigIntegerField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True)
     embedding_dim = models.PositiveIntegerField(null=True, blank=True)
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True)
@@ -121,11 +122,8 @@ class DocumentText(models.Model):
         return f"text of document {self.document_id}"
 
 
-class ChunkQuerySet(models.QuerySet):
-    def visible_to(self, user) -> "ChunkQuerySet":
-        if not user or not user.is_authenticated:
-            return self.none()
-        return self.filter(owner_id=user.pk)
+class ChunkQuerySet(OwnedQuerySet):
+    """Every read goes through visible_to (core.ownership): a user sees only their own."""
 
 
 class Chunk(models.Model):

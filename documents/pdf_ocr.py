@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from documents.extract_types import format_page_list
 from documents.ocr import OcrConfig, OcrEngine, OcrPage, OcrStatus, ocr_status
@@ -64,7 +65,8 @@ def _bounds(obj, raw) -> tuple[float, float, float, float]:
     values = [ctypes.c_float() for _ in range(4)]
     if not raw.FPDFPageObj_GetBounds(obj, *(ctypes.byref(v) for v in values)):
         return (0.0, 0.0, 0.0, 0.0)
-    return tuple(v.value for v in values)
+    left, bottom, right, top = (v.value for v in values)
+    return left, bottom, right, top
 
 
 def _area(bounds, width: float, height: float) -> float:
@@ -87,7 +89,7 @@ class PdfOcr:
         self.planned: set[int] = set()  # 0-based indexes of the pages to OCR
         self.table_pages: set[int] = set()  # 0-based indexes of pages with drawn lines (tables?)
         self.coverage: dict[int, float] = {}  # 0-based index -> share of the page under images
-        self._pdfium = None
+        self._pdfium: Any = None  # a pypdfium2.PdfDocument once opened
         self._count = 0
         self._surveyed = 0
         self._edge_counts: dict[str, int] = {}

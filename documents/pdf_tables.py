@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from documents.extract_types import table_rows
 
@@ -31,7 +32,7 @@ class PdfTables:
 
     def __init__(self, path: Path):
         self.path = path
-        self._pdf = None
+        self._pdf: Any = None  # a pdfplumber.PDF once opened
         self.failed = False
 
     def close(self) -> None:

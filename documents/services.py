@@ -18,11 +18,11 @@ from rest_framework import status
 from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Document, DocumentStatus
-from ragsite.errors import ApplicationError, NotFound
+from documents.signals import index_wanted
+from core.errors import ApplicationError, NotFound
 
 logger = logging.getLogger(__name__)
 
-INDEX_TASK = "retrieval.indexing.index_document"
 COPY_BUFFER = 1024 * 1024
 
 
@@ -110,7 +110,7 @@ def document_upload(
         try:
             with transaction.atomic():
                 document.save()
-                transaction.on_commit(lambda: enqueue_indexing(document.pk))
+                transaction.on_commit(lambda: announce_index_wanted(document.pk))
         except IntegrityError:
             # The same file uploaded twice at the same moment: the other request won.
             document.file.delete(save=False)
@@ -122,11 +122,13 @@ def document_upload(
         path.unlink(missing_ok=True)
 
 
-def enqueue_indexing(document_id: int) -> None:
-    """Queue the indexing task (call after the document row is committed)."""
-    from django_q.tasks import async_task
+def announce_index_wanted(document_id: int) -> None:
+    """Tell the indexing side that the document waits to be indexed (call after its row is committed).
 
-    async_task(INDEX_TASK, document_id, task_name=f"index document {document_id}", group="indexing")
+    documents sits below retrieval and does not know who indexes: retrieval connects to
+    `documents.signals.index_wanted` when its app is ready and queues its task.
+    """
+    index_wanted.send(sender=Document, document_id=document_id)
 
 
 def document_get(*, document_id: int, user) -> Document:
@@ -154,7 +156,7 @@ def document_reindex(*, document_id: int, user) -> Document:
         document.index_error = ""
         document.index_attempts = 0
         document.save(update_fields=["status", "index_error", "index_attempts", "updated_at"])
-        transaction.on_commit(lambda: enqueue_indexing(document.pk))
+        transaction.on_commit(lambda: announce_index_wanted(document.pk))
     return document
 
 

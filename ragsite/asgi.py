@@ -3,14 +3,17 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from core.pg import bootstrap
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+bootstrap()  # the embedded database, unless DATABASE_URL is set (settings never start it)
 django_asgi_app = get_asgi_application()  # set up Django before importing consumers
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from ragsite.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from core.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
 from ragsite.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(

@@ -5,12 +5,12 @@ import os
 import secrets
 from pathlib import Path
 
-from ragsite.envutil import env_bool, env_float, env_int, env_list, env_str
-from ragsite import pg
-from ragsite.metrics_access import MetricsAccess
+from core.env import env_bool, env_float, env_int, env_list, env_str
+from core import pg
+from core.metrics_access import MetricsAccess
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = pg.safe_data_dir(Path(env_str("RAGSITE_DATA_DIR", str(BASE_DIR / "var"))))
+DATA_DIR = pg.data_dir()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -94,15 +94,15 @@ TEMPLATES = [
 ]
 
 # --- Database: DATABASE_URL, else the embedded PostgreSQL+pgvector in DATA_DIR/pgdata ---
+# Settings only say where it is: the processes that use it start it first (core.pg.bootstrap,
+# from manage.py, asgi.py/wsgi.py and the test setup), so `manage.py check` starts nothing.
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
     _db = pg.parse_database_url(DATABASE_URL)
     EMBEDDED_PGDATA = None
 else:
     EMBEDDED_PGDATA = DATA_DIR / "pgdata"
-    _socket = pg.ensure_embedded(EMBEDDED_PGDATA)
-    pg.ensure_database(_socket, "ragsite")
-    _db = pg.parse_database_url(pg.embedded_url(_socket, "ragsite"))
+    _db = pg.parse_database_url(pg.embedded_url(pg.embedded_socket_dir(EMBEDDED_PGDATA), "ragsite"))
 _db.update(
     CONN_MAX_AGE=env_int("CONN_MAX_AGE", 0),
     CONN_HEALTH_CHECKS=True,
@@ -152,8 +152,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "ragsite.api.Pagination",
-    "EXCEPTION_HANDLER": "ragsite.errors.api_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "PAGE_SIZE": 20,
 }
 SPECTACULAR_SETTINGS = {
@@ -197,7 +197,7 @@ Q_CLUSTER["ALT_CLUSTERS"] = {
         "retry": CHAT_ANSWER_TIME_LIMIT + 120,
         "max_attempts": 2,
         "poll": 1.0,  # only a fallback: a NOTIFY wakes the broker at once
-        "broker_class": "chat.broker.ListeningOrmBroker",
+        "broker_class": "core.broker.ListeningOrmBroker",
     },
 }
 
@@ -209,7 +209,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                   "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "chat.layers.PostgresChannelLayer",
+    CHANNEL_LAYERS = {"default": {"BACKEND": "core.layers.PostgresChannelLayer",
                                   "CONFIG": {"database": "default"}}}
 
 # --- ragsite's own settings ---
@@ -238,7 +238,7 @@ CHAT_MAX_QUESTION_CHARS = env_int("CHAT_MAX_QUESTION_CHARS", 8000)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "ragsite.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {

@@ -6,7 +6,7 @@ from django.views.decorators.cache import never_cache
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ragsite.health import health_report
+from core.health import health_report
 
 
 @never_cache
@@ -20,7 +20,7 @@ def healthz(request):
 @never_cache
 def metrics(request):
     """Prometheus metrics of every ragsite process (web server and workers), for allowed scrapers."""
-    from ragsite.metrics_access import FORWARDING_HEADERS
+    from core.metrics_access import FORWARDING_HEADERS
     from retrieval.telemetry import CONTENT_TYPE_LATEST, render_metrics
 
     access = settings.METRICS_ACCESS

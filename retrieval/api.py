@@ -8,10 +8,11 @@ from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.embedding import embedder_for
+from retrieval.ai.clients import embedder_for
 from retrieval.models import AiServer
+from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
-from ragsite.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound
 
 
 class SearchQuery(serializers.Serializer):
@@ -31,7 +32,8 @@ class SearchView(APIView):
         params = SearchQuery(data=request.query_params)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        result = retrieve(request.user, data["q"], conversation=data.get("conversation"),
+        scope = scope_for(request.user, conversation=data.get("conversation"))
+        result = retrieve(request.user, data["q"], scope,
                           category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
         return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})
 

@@ -24,14 +24,14 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
-from chat.models import Conversation, ConversationDocument
 from documents.models import Document, DocumentText
 from documents.services import document_reindex, document_upload
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 from retrieval.ai import AiServerError
-from retrieval.embedding import reranker_for
-from retrieval.indexing import index_document
+from retrieval.ai.clients import reranker_for
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, AiServerKind
+from retrieval.search.scope import Scope, documents_scope
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 
@@ -129,7 +129,7 @@ def questions_for(articles: list[dict], document_ids: list[int], question_texts:
     return questions
 
 
-def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms=ARMS, log=print,
+def evaluate(user, scope: Scope, questions: list[Question], *, k: int = 10, arms=ARMS, log=print,
              rerank_server: AiServer | None = None) -> dict:
     """hit@1, hit@5 and MRR@k per arm, plus timing per question; with `rerank_server`, also `hybrid+rerank`."""
     results = {}
@@ -142,7 +142,7 @@ def evaluate(user, conversation, questions: list[Question], *, k: int = 10, arms
         statuses: Counter = Counter()
         started = time.perf_counter()
         for question in questions:
-            result = retrieve(user, question.text, conversation=conversation, k=k, arms=arm, rerank=rerank)
+            result = retrieve(user, question.text, scope, k=k, arms=arm, rerank=rerank)
             segments = result.segments
             if rerank:
                 statuses[(result.trace["rerank"] or {}).get("status", "not used")] += 1
@@ -199,12 +199,6 @@ def rerank_server_for_evaluation(name: str = "") -> AiServer:
     return server
 
 
-def eval_conversation(document_ids: list[int], label: str, strategy: str | None = None) -> Conversation:
-    """A conversation of the evaluation user with exactly these documents attached (the search scope)."""
-    user = get_user_model().objects.get(username=eval_username(strategy))
-    conversation, _ = Conversation.objects.get_or_create(owner=user, title=f"eval {label}")
-    ConversationDocument.objects.filter(conversation=conversation).exclude(document_id__in=document_ids).delete()
-    existing = set(ConversationDocument.objects.filter(conversation=conversation).values_list("document_id", flat=True))
-    ConversationDocument.objects.bulk_create([ConversationDocument(conversation=conversation, document_id=d)
-                                              for d in document_ids if d not in existing])
-    return conversation
+def eval_scope(user, document_ids: list[int]) -> Scope:
+    """The evaluation's search scope: exactly these documents of the evaluation user."""
+    return documents_scope(user, document_ids)

@@ -6,6 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from pgvector.django import VectorField
 
+from documents.models import ChunkingStrategy
+
 BUILTIN_SERVER_NAME = "Built-in (multilingual-e5-small)"
 BUILTIN_EMBEDDING_MODEL = "multilingual-e5-small-q4"
 BUILTIN_EMBEDDING_DIM = 384
@@ -217,8 +219,7 @@ class RetrievalSettings(models.Model):
         AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     default_chat_server = models.ForeignKey(AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    chunking_strategy = models.CharField(max_length=20, default="tokens",
-                                         choices=[("tokens", "Tokens"), ("fixed", "Fixed characters"), ("late", "Late chunking")])
+    chunking_strategy = models.CharField(max_length=20, default=ChunkingStrategy.TOKENS, choices=ChunkingStrategy.choices)
     chunk_size = models.PositiveIntegerField(default=512, help_text="Tokens per chunk (tokens and late strategies)")
     chunk_overlap = models.PositiveIntegerField(default=64, help_text="Tokens shared by neighbouring chunks")
     # The fixed strategy counts characters, so it has sizes of its own: a token count (512) read as

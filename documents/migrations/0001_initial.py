@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import migrations, models
 from pgvector.django import VectorExtension
 
-from ragsite.dbcheck import check_pgvector_version
+from core.dbcheck import check_pgvector_version
 
 
 class Migration(migrations.Migration):

@@ -78,6 +78,8 @@ class AiServerError(Exception):
     """
 
     code = "ai_server_error"
+    server_text = ""  # the server's own error text, when it sent one (http.py)
+    partial_text = ""  # text a chat stream had sent before it broke (chat.py)
 
     def __init__(self, message: str, *, transient: bool, status: int | None = None,
                  timed_out: bool = False):

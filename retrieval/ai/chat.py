@@ -74,7 +74,9 @@ class ChatClient(Protocol):
                response_format: dict | None = None, max_tokens: int | None = None,
                temperature: float | None = None) -> Iterator[ChatDelta]: ...
 
-    def complete(self, messages: list[dict], **kw: Any) -> ChatResult: ...
+    def complete(self, messages: list[dict], *, tools: list | None = None,
+                 response_format: dict | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None) -> ChatResult: ...
 
 
 # ---------------------------------------------------------------- token counting

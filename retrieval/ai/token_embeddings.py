@@ -12,7 +12,7 @@ The result for each text is ``(vectors, offsets)``:
 * ``vectors`` – float32 array (t, dim), one **L2-normalised** row per
   non-special token (special tokens such as ``[CLS]``/``</s>`` are dropped:
   they have no place in the text); ``normalize=False`` keeps the raw hidden
-  states instead (what late chunking averages, see ``retrieval.late_chunking``);
+  states instead (what late chunking averages, see ``retrieval.indexing.late_chunking``);
 * ``offsets`` – ``[(start, stop), ...]``, character offsets into the text
   (Python string indices), one per row.
 

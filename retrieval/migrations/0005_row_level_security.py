@@ -8,8 +8,10 @@ from django.db import migrations
 
 READER = "ragsite_reader"
 TABLES = ["documents_document", "documents_chunk", "retrieval_chunkembedding"]
+# chat_conversationdocument was granted here too until issue #15; chat 0004 owns that now (this
+# app sits below chat and may not touch its tables), and grants it again on databases migrated before.
 SHARED = ["retrieval_knowledgeentry", "retrieval_knowledgeembedding", "retrieval_embeddingmodel",
-          "retrieval_subcategorymapping", "chat_conversationdocument"]
+          "retrieval_subcategorymapping"]
 OWNER = "NULLIF(current_setting('ragsite.user_id', true), '')::bigint"
 
 
@@ -41,7 +43,6 @@ def backwards(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("retrieval", "0004_recovery_schedule"),
-        ("chat", "0001_initial"),
     ]
 
     operations = [migrations.RunPython(forwards, backwards)]

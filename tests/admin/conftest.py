@@ -58,7 +58,7 @@ def run_queued() -> list:
 
 def indexed(owner, text: str, name: str, **kwargs):
     """A document uploaded through the real service and indexed by the real task."""
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from tests.documents.factories import upload_bytes
 
     document = upload_bytes(owner, text.encode(), name, **kwargs)

@@ -14,7 +14,7 @@ from tests.documents.factories import upload_bytes
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = "admin:documents_document_changelist"
-INDEX_TASK = "retrieval.indexing.index_document"
+INDEX_TASK = "retrieval.tasks.index_document"
 LONG_TEXT = "\n\n".join(f"# Part {n}\n\n" + " ".join(f"Sentence {n}.{i} about raspberries and canes." for i in range(60))
                         for n in range(1, 4))
 
@@ -127,7 +127,7 @@ def test_reembed_with_the_default_model(admin_client, user, fake_embedder, djang
     assert any(t.startswith("Re-embedding 1 document(s) with fake-embed-768 (768d)") for t in texts), texts
     assert "1 document(s) already use fake-embed-768 (768d)." in texts
     assert any(t.startswith("1 document(s) are not indexed") for t in texts), texts
-    assert [(t["func"], t["args"]) for t in queued_tasks()] == [("retrieval.reembed.reembed_document",
+    assert [(t["func"], t["args"]) for t in queued_tasks()] == [("retrieval.tasks.reembed_document",
                                                                  (old.pk, bigger.pk))]
     assert run_queued() == ["switched"]
     old.refresh_from_db()

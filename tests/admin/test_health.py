@@ -29,7 +29,7 @@ def test_dashboard_shows_queue_documents_vectors_indexes_errors_and_throughput(
     Document.objects.filter(pk=broken.pk).update(status="failed", index_error="The PDF is encrypted; no text.")
     OrmQ.objects.filter(pk=OrmQ.objects.get().pk).update(lock=timezone.now() - timedelta(minutes=5))
     OrmQ.objects.create(key="ragsite", payload="x", lock=timezone.now() + timedelta(minutes=30))  # taken by a worker
-    Task.objects.create(id=uuid.uuid4().hex, name="index document 99", func="retrieval.indexing.index_document",
+    Task.objects.create(id=uuid.uuid4().hex, name="index document 99", func="retrieval.tasks.index_document",
                         started=timezone.now(), stopped=timezone.now(), success=False, result="boom")
 
     response = admin_client.get(URL)

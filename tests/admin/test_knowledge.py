@@ -16,7 +16,7 @@ from tests.admin.conftest import queued_tasks, run_queued
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = "admin:retrieval_knowledgeentry_changelist"
-EMBED_TASK = "retrieval.knowledge.knowledge_entry_embed"
+EMBED_TASK = "retrieval.tasks.knowledge_entry_embed"
 
 
 def entry(question, category="fruit", subcategory="", **kwargs) -> KnowledgeEntry:

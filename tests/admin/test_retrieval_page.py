@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chat.models import Conversation, ConversationDocument
-from retrieval.knowledge import knowledge_entry_embed
+from retrieval.knowledge.services import knowledge_entry_embed
 from retrieval.models import KnowledgeEntry, SubcategoryMapping
 from tests.admin.conftest import indexed
 

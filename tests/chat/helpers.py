@@ -4,7 +4,7 @@ from __future__ import annotations
 
 def indexed(owner, text: str, name: str = "doc.txt", **kwargs):
     """A document uploaded and indexed through the real services (use with `fake_embedder`)."""
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from tests.documents.factories import upload_bytes
 
     document = upload_bytes(owner, text.encode(), name, **kwargs)
@@ -17,7 +17,7 @@ def indexed(owner, text: str, name: str = "doc.txt", **kwargs):
 def safety_manual_conversation(user, tmp_path):
     """A two-page PDF (ladders, scaffolding) in 24-token chunks, indexed and attached: (conversation, document)."""
     from chat.services import conversation_create
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from retrieval.models import RetrievalSettings
     from tests.documents.factories import upload_path
     from tests.pdfgen import text_pdf

@@ -8,12 +8,11 @@ from chat.extractive import (
     MESSAGES,
     NO_LLM_NOTE,
     NOTHING_FOUND,
-    detect_language,
     extractive_answer,
     split_sentences,
-    tokenize,
 )
 from chat.prompts import tag_segments
+from documents.language import answer_language, words
 
 
 def doc(i: int, text: str) -> dict:
@@ -180,10 +179,10 @@ def test_language_of_note():
     assert extractive_answer("Wann wurde die Brücke eröffnet?", tagged).startswith(MESSAGES["de"][0])
     assert extractive_answer("x", tagged, language_hint="cs-CZ").startswith(MESSAGES["cs"][0])
     assert extractive_answer("Когда открыли мост?", []) == MESSAGES["ru"][1]
-    assert detect_language("When was the bridge opened?") == "en"
-    assert detect_language("¿Cuándo se abrió el puente?") == "es"
-    assert detect_language("Quand le pont a-t-il été ouvert ?") == "fr"
-    assert detect_language("Kdy byl most otevřen?") == "cs"
+    assert answer_language("When was the bridge opened?") == "en"
+    assert answer_language("¿Cuándo se abrió el puente?") == "es"
+    assert answer_language("Quand le pont a-t-il été ouvert ?") == "fr"
+    assert answer_language("Kdy byl most otevřen?") == "cs"
 
 
 def test_german_answer_found_with_inflected_words():
@@ -192,8 +191,8 @@ def test_german_answer_found_with_inflected_words():
     assert answer.endswith("Die Brücke wurde im Jahr 1932 eröffnet. [S1]")
 
 
-def test_tokenize_is_unicode_aware():
-    assert tokenize("Über-Brücke, мост! 橋") == ["über", "brücke", "мост", "橋"]
+def test_words_are_unicode_aware():
+    assert words("Über-Brücke, мост! 橋") == ["über", "brücke", "мост", "橋"]
 
 
 @pytest.mark.parametrize(

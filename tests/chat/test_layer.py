@@ -6,7 +6,7 @@ import asyncio
 import pytest
 
 from chat.events import TextTracker, _merge_tokens, token_event
-from chat.layers import PostgresChannelLayer
+from core.layers import PostgresChannelLayer
 from tests.chat.helpers import run
 
 # The layer's own connections see committed rows only.

@@ -12,13 +12,14 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from chat.extractive import NO_LLM_NOTE
-from chat.layers import conninfo_for
+from core.layers import conninfo_for
 from chat.models import Message
-from chat.orchestrator import LOCK_NAMESPACE, answer_conversation, recover_interrupted_answers
+from chat.orchestrator import LOCK_NAMESPACE, answer_conversation
+from chat.tasks import recover_interrupted_answers
 from chat.prompts import PLAIN_SYSTEM_PROMPT
 from chat.services import conversation_create, message_retry, message_send
 from documents.models import Chunk, DocumentText
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import KnowledgeEntry, RetrievalSettings
 from tests.chat.helpers import indexed, safety_manual_conversation
 from tests.processes import wait_for
@@ -237,7 +238,8 @@ def test_stale_answers_are_queued_again(user, harbour, django_capture_on_commit_
     _, answer = message_send(conversation_id=conversation.pk, user=user, content="Who?", enqueue=False)
     assert recover_interrupted_answers() == 0
     Message.objects.filter(pk=answer.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
-    assert recover_interrupted_answers() == 1
+    with django_capture_on_commit_callbacks(execute=True):  # queued after the commit (core.tasks)
+        assert recover_interrupted_answers() == 1
     assert OrmQ.objects.filter(key="chat").count() == 1
 
 

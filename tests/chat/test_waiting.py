@@ -8,8 +8,8 @@ from chat.orchestrator import answer_conversation
 from chat.services import conversation_create, message_retry, message_send
 from chat.waiting import names_document
 from documents.models import Document
-from ragsite.errors import Conflict
-from retrieval.indexing import index_document
+from core.errors import Conflict
+from retrieval.tasks import index_document
 from retrieval.models import RetrievalSettings
 from tests.chat.helpers import indexed
 from tests.documents.factories import upload_bytes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from chat.answering import _client
+from chat.generation import chat_client
 from chat.apps import warm_process
-from retrieval import embedding
+from retrieval.ai import clients as embedding
 from retrieval.models import RetrievalSettings
 
 pytestmark = pytest.mark.django_db
@@ -18,12 +18,12 @@ def test_warm_process_builds_the_embedding_and_chat_clients_with_their_connectio
     rs = RetrievalSettings.objects.select_related("default_embedding_server", "default_chat_server").get()
     embedder = embedding.query_embedder_for(rs.default_embedding_server)
     assert embedder._http is not None  # built, not waiting for the first question
-    chat = _client(rs.default_chat_server)
+    chat = chat_client(rs.default_chat_server)
     assert chat._http is not None
     # one cache for both, and the warmed clients are the ones the first question gets
     assert sorted(key[1] if isinstance(key[1], str) else key[1][0] for key in embedding._clients) == ["chat", "embed"]
     assert embedding.query_embedder_for(rs.default_embedding_server) is embedder
-    assert _client(rs.default_chat_server) is chat
+    assert chat_client(rs.default_chat_server) is chat
 
 
 def test_warm_process_without_configured_servers_warms_the_built_in_embedder(db):

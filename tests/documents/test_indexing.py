@@ -11,7 +11,7 @@ from django_q.models import Schedule
 from pypdf import PdfWriter
 
 from documents.models import Chunk, Document, DocumentText
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from tests.documents.factories import upload_bytes, upload_path
 from tests.pdfgen import text_pdf
@@ -50,7 +50,7 @@ def test_pdf_pages_with_the_builtin_embedder(user, sample_data):
     assert document.pages_total == 4 and document.pages_done == 4
     assert document.embedding_model == "multilingual-e5-small-q4"
     assert document.embedding_dim == 384
-    assert document.embedding_server.kind == "builtin"
+    assert AiServer.objects.get(pk=document.embedding_server_id).kind == "builtin"
     chunks = assert_consistent(document)
     pages = {c.page_number for c in chunks}
     assert pages == {1, 2, 3, 4}
@@ -303,7 +303,7 @@ def test_transient_embedding_failure_retries_then_succeeds(user, settings, fake_
     assert document.status == "uploaded"
     assert "attempt 2 of 3" in document.index_error
     retry = Schedule.objects.get(name=f"retry indexing {document.pk} #2")
-    assert retry.func == "retrieval.indexing.index_document"
+    assert retry.func == "retrieval.tasks.index_document"
     fake_embedder.reset()
     document = index(document)  # what the scheduled retry runs
     assert document.status == "indexed"
@@ -353,7 +353,7 @@ def test_recovery_requeues_stale_processing_and_lost_waiting_documents(user, set
     from django.utils import timezone
     from django_q.models import OrmQ
 
-    from retrieval.indexing import recover_stale_documents
+    from retrieval.tasks import recover_stale_documents
 
     settings.INDEX_LEASE_SECONDS = 60
     stuck = upload_bytes(user, b"A worker died while indexing this.", "stuck.txt")

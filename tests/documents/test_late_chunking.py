@@ -10,7 +10,7 @@ from django.urls import reverse
 from django_q.models import Schedule
 
 from documents.models import Chunk, Document, DocumentText
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from retrieval.search import retrieve
 from tests.documents.factories import upload_bytes
@@ -132,7 +132,7 @@ def test_server_without_the_capability_falls_back_without_asking_for_token_vecto
 
 
 def test_other_reasons_for_falling_back():
-    from retrieval.late_chunking import late_unavailable_reason
+    from retrieval.indexing.late_chunking import late_unavailable_reason
 
     ollama = AiServer(name="GPU box", kind="ollama", capabilities={"embeddings": True, "token_embeddings": True})
     assert late_unavailable_reason(ollama) == (
@@ -218,7 +218,7 @@ def test_eval_retrieval_late_without_a_capable_server_reports_the_fallback(tmp_p
 
 
 def test_reembedding_a_late_document_late_chunks_again_or_says_it_no_longer_is(user, late_server):
-    from retrieval.reembed import reembed_document
+    from retrieval.indexing.reembed import reembed_document
 
     RetrievalSettings.objects.filter(pk=1).update(chunk_size=64, chunk_overlap=8)
     document = index(upload_bytes(user, MARKDOWN.encode(), "orchards.md"))

@@ -158,7 +158,7 @@ def test_reindex_only_from_a_finished_state(api, user, django_capture_on_commit_
 
 
 def test_asgi_edge_refuses_an_oversized_body_without_reading_it(settings):
-    from ragsite.asgi_limits import BodySizeLimitMiddleware
+    from core.asgi_limits import BodySizeLimitMiddleware
 
     settings.MAX_UPLOAD_SIZE = 1000
     called = {"app": False, "received": 0}
@@ -184,7 +184,7 @@ def test_asgi_edge_refuses_an_oversized_body_without_reading_it(settings):
 
 
 def test_asgi_edge_cuts_a_chunked_body_past_the_limit(settings):
-    from ragsite.asgi_limits import SLACK, BodySizeLimitMiddleware
+    from core.asgi_limits import SLACK, BodySizeLimitMiddleware
 
     settings.MAX_UPLOAD_SIZE = 1000
     chunks = [b"x" * 65536] * ((SLACK // 65536) + 5)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from chat.models import Message
 from chat.services import conversation_create
 from documents.models import Document
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from tests.pdfgen import text_pdf
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]

@@ -5,7 +5,7 @@ import pytest
 
 from retrieval.models import AiServer, EmbeddingModel
 from retrieval.selectors import retrieval_settings_get
-from retrieval.services import ServerConfigurationError, servers_sync_from_env, url_is_external
+from retrieval.ai.servers import ServerConfigurationError, servers_sync_from_env, url_is_external
 from retrieval.vectors import hnsw_indexes
 
 pytestmark = pytest.mark.django_db

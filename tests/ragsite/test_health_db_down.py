@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from ragsite import pg
+from core import pg
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragsite.metrics_access import MetricsAccess
+from core.metrics_access import MetricsAccess
 
 pytestmark = pytest.mark.django_db
 

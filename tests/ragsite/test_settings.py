@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsite import pg
-from ragsite.envutil import ConfigurationError, env_bool, env_int, env_list
+from core import pg
+from core.env import ConfigurationError, env_bool, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,3 +76,33 @@ def test_secret_key_is_generated_once_and_kept(tmp_path):
     assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
     assert _secret_key(tmp_path, SECRET_KEY="from-the-environment") == "from-the-environment"
     assert _secret_key(tmp_path / "other") != first
+
+
+def _manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    environ = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE"}}
+    environ["RAGSITE_DATA_DIR"] = str(data_dir)
+    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], cwd=ROOT, env=environ,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [("check",), ("--help",), ("migrate", "--help"), ()])
+def test_settings_and_check_start_no_database(tmp_path, args):
+    """Loading the settings computes where the embedded database is; only bootstrap starts it."""
+    data = tmp_path / "data"
+    run = _manage(data, *args)
+    assert run.returncode == 0, run.stdout + run.stderr
+    if args == ("check",):
+        assert "System check identified no issues" in run.stdout
+    assert not (data / "pgdata").exists(), "a database folder appeared"
+    assert pg.embedded_running(data / "pgdata") is None
+
+
+def test_bootstrap_starts_the_embedded_database_for_commands_that_need_it(tmp_path):
+    data = tmp_path / "data"
+    try:
+        run = _manage(data, "showmigrations", "chat")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "[ ] 0001_initial" in run.stdout  # it reached a database: an empty one
+        assert pg.embedded_running(data / "pgdata") is not None
+    finally:
+        pg.stop_embedded(data / "pgdata")

@@ -7,10 +7,10 @@ import pytest
 from django.db import connection
 
 from documents.models import Chunk
-from retrieval import arms
-from retrieval.arms import LexemeStats, fts_arm, fts_plans, plan_terms
+from retrieval.search import arms
+from retrieval.search.arms import LexemeStats, fts_arm, fts_plans, plan_terms
 from retrieval.models import RetrievalSettings
-from retrieval.scope import reader_transaction
+from retrieval.search.scope import reader_transaction
 from retrieval.search import retrieve
 from tests.retrieval.test_search import indexed
 
@@ -153,6 +153,7 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
     from django.test.utils import CaptureQueriesContext
 
     from chat.models import Conversation, ConversationDocument
+    from chat.selectors import conversation_scope
 
     settings.RETRIEVAL_EXACT_SCAN_MAX = -1  # force the HNSW path at this size
     mine = [indexed(user, f"Orchard note {i}: the pears ripen late in the season.", f"pears{i}.txt")
@@ -172,7 +173,7 @@ def test_hnsw_search_of_the_whole_library_filters_by_owner_alone(user, other_use
     assert "document_id = ANY" not in sql
     conversation = Conversation.objects.create(owner=user)
     ConversationDocument.objects.create(conversation=conversation, document=mine[1])
-    names, sql = vector_sql(conversation=conversation)
+    names, sql = vector_sql(scope=conversation_scope(user, conversation))
     assert names == ["pears1.txt"] and "document_id = ANY" in sql
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.ai import AiServerError
 from retrieval.ai.token_embeddings import TokenEmbeddingClient
-from retrieval.late_chunking import SpanPooler, late_chunk_vectors, plan_windows, window_spans
+from retrieval.indexing.late_chunking import SpanPooler, late_chunk_vectors, plan_windows, window_spans
 from tests.fakeai import FakeAIServer, fake_token_vectors, fake_tokenize
 
 DIM = 16
@@ -37,7 +37,7 @@ def window_texts(ai) -> list[str]:
 
 def expected_vectors(document: str, spans, windows: list[str], dim: int, *, contextual: bool,
                      normalise_tokens: bool = False, central: bool = True) -> np.ndarray:
-    """The issue's definition, computed independently of retrieval.late_chunking.
+    """The issue's definition, computed independently of retrieval.indexing.late_chunking.
 
     Every token takes its vector from the window where it is most central (ties: the later
     window); a chunk is the L2-normalised mean of the raw vectors of the tokens whose midpoint

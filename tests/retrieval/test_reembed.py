@@ -7,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from retrieval.indexing import index_document
+from retrieval.tasks import index_document
 from retrieval.models import AiServer, ChunkEmbedding, EmbeddingModel, RetrievalSettings
-from retrieval.reembed import embed_new_vectors, reembed_document, reembed_progress, switch_model
+from retrieval.indexing.reembed import embed_new_vectors, reembed_document, reembed_progress, switch_model
 from retrieval.search import retrieve
 from tests.documents.factories import upload_bytes
 

@@ -7,10 +7,10 @@ import time
 import pytest
 from django.utils import timezone
 
-from retrieval.embedding import ServerUnusable, reranker_for
-from retrieval.knowledge import knowledge_entry_embed
+from retrieval.ai.clients import ServerUnusable, reranker_for
+from retrieval.knowledge.services import knowledge_entry_embed
 from retrieval.models import AiServer, KnowledgeEntry, RetrievalSettings
-from retrieval.rerank_stage import passage_text
+from retrieval.search.rerank import passage_text
 from retrieval.search import retrieve
 from tests.retrieval.test_search import indexed
 

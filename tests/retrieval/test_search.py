@@ -8,11 +8,11 @@ from rest_framework.test import APIClient
 
 from chat.models import Conversation, ConversationDocument
 from documents.models import Chunk, Document
-from retrieval.fusion import rrf
-from retrieval.indexing import index_document
-from retrieval.knowledge import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.search.fusion import rrf
+from retrieval.tasks import index_document
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import AiServer, ChunkEmbedding, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
-from retrieval.scope import reader_transaction
+from retrieval.search.scope import reader_transaction, scope_for
 from retrieval.search import retrieve
 from retrieval.vectors import embedding_model_ensure
 from tests.documents.factories import upload_bytes
@@ -99,11 +99,11 @@ def test_conversation_attachments_limit_the_scope(user, fake_embedder):
     indexed(user, "Apples are also used for cider in Normandy.", "cider.txt")
     conversation = Conversation.objects.create(owner=user)
     ConversationDocument.objects.create(conversation=conversation, document=a)
-    result = retrieve(user, "apples", conversation=conversation)
+    result = retrieve(user, "apples", scope_for(user, conversation=conversation))
     assert {s["document_id"] for s in result.segments} == {a.pk}
     assert result.trace["scope"] == "attached"
     unattached = Conversation.objects.create(owner=user)
-    assert len({s["document_id"] for s in retrieve(user, "apples", conversation=unattached).segments}) == 2
+    assert len({s["document_id"] for s in retrieve(user, "apples", scope_for(user, conversation=unattached)).segments}) == 2
 
 
 def test_users_never_see_each_others_chunks(user, other_user, fake_embedder):
@@ -113,14 +113,14 @@ def test_users_never_see_each_others_chunks(user, other_user, fake_embedder):
     assert all(s["document_id"] != secret.pk for s in result.segments)
     conversation = Conversation.objects.create(owner=user)
     ConversationDocument.objects.create(conversation=conversation, document=secret)
-    from ragsite.errors import NotFound
+    from core.errors import NotFound
 
     with pytest.raises(NotFound):
-        retrieve(other_user, "launch code", conversation=conversation)
+        retrieve(other_user, "launch code", scope_for(other_user, conversation=conversation))
     # B's own conversation with A's document forced into it (bypassing the API) still finds nothing of A's.
     theirs = Conversation.objects.create(owner=other_user)
     ConversationDocument.objects.create(conversation=theirs, document=secret)
-    assert all(s["document_id"] != secret.pk for s in retrieve(other_user, "launch code", conversation=theirs).segments)
+    assert all(s["document_id"] != secret.pk for s in retrieve(other_user, "launch code", scope_for(other_user, conversation=theirs)).segments)
 
 
 def test_row_level_security_hides_other_users_rows_from_a_query_without_owner_filter(user, other_user, fake_embedder):
@@ -208,7 +208,7 @@ def test_document_threshold_applies_to_vector_distance(user, fake_embedder):
 def test_full_text_only_hits_get_their_exact_distance_with_or_without_a_threshold(user, fake_embedder):
     from django.test.utils import CaptureQueriesContext
 
-    from retrieval.embedding import query_embedder_for
+    from retrieval.ai.clients import query_embedder_for
 
     RetrievalSettings.objects.filter(pk=1).update(vector_top_k=1, doc_distance_threshold=1.5)
     for i, text in enumerate(["Pears ripen late in the season.", "Old pear trees still ripen fruit.",
@@ -275,7 +275,7 @@ def test_filtered_hnsw_returns_full_results(user, other_user, settings):
     def add(owner, n, name):
         document = Document.objects.create(owner=owner, title=name, original_filename=name, mime_type="text/plain",
                                            size=1, sha256=name.ljust(64, "0"), status="indexed", chunk_count=n,
-                                           embedding_server=server, embedding_model="bench-model", embedding_dim=32)
+                                           embedding_server_id=server.pk, embedding_model="bench-model", embedding_dim=32)
         chunks = Chunk.objects.bulk_create([Chunk(document=document, owner=owner, chunk_index=i, content=f"c{i}",
                                                   start_offset=0, end_offset=1) for i in range(n)])
         vectors = centers[rng.integers(0, 20, n)] + rng.normal(scale=0.3, size=(n, 32))
@@ -285,7 +285,7 @@ def test_filtered_hnsw_returns_full_results(user, other_user, settings):
 
     add(user, 4950, "a")
     b_doc = add(other_user, 50, "b")
-    from retrieval import arms
+    from retrieval.search import arms
 
     settings.RETRIEVAL_EXACT_SCAN_MAX = 0  # force the HNSW path
     query = centers[3]

@@ -11,7 +11,7 @@ from chat.models import Message, MessageStatus
 from chat.orchestrator import answer_conversation
 from chat.serializers import message_data
 from chat.services import conversation_create, message_send
-from ragsite.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from ragsite.dbcheck import UnsupportedDatabase, require_pgvector
+from core.dbcheck import UnsupportedDatabase, require_pgvector
 
 INDEXING_NICENESS = 10
 
@@ -29,7 +29,7 @@ class Command(BaseCommand):
             version = require_pgvector(connection)
         except UnsupportedDatabase as exc:
             raise CommandError(str(exc)) from exc
-        from retrieval.services import ServerConfigurationError, servers_sync_from_env
+        from retrieval.ai.servers import ServerConfigurationError, servers_sync_from_env
 
         try:
             servers_sync_from_env()

@@ -9,6 +9,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from documents.chunking import STRATEGIES
 from retrieval import evaluation
 
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--rerank", nargs="?", const="", metavar="SERVER",
                             help="Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
                                  "the AI server of this name")
-        parser.add_argument("--strategy", choices=["tokens", "fixed", "late"],
+        parser.add_argument("--strategy", choices=STRATEGIES,
                             help="Chunking strategy of the evaluation documents (default: the retrieval settings'); "
                                  "each strategy has its own evaluation user and documents")
 
@@ -60,8 +61,7 @@ class Command(BaseCommand):
         if limit:
             asked = asked[:limit]
         user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
-        conversation = evaluation.eval_conversation(ids, label, strategy)
-        results = evaluation.evaluate(user, conversation, asked, k=k,
+        results = evaluation.evaluate(user, evaluation.eval_scope(user, ids), asked, k=k,
                                       arms={name: evaluation.ARMS[name] for name in wanted}, log=log,
                                       rerank_server=rerank_server)
         results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),

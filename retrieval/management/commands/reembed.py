@@ -4,7 +4,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.models import AiServer
-from retrieval.reembed import reembed_progress, reembed_start
+from retrieval.maintenance import reembed_start
+from retrieval.indexing.reembed import reembed_progress
 
 
 class Command(BaseCommand):

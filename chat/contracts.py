@@ -1,0 +1,89 @@
+"""What chat hands to its clients: message metadata and live events (no Django, only types).
+
+The live events are produced by chat.events (and chat.orchestrator through it) and consumed by
+the WebSocket consumer (chat.consumers), the SSE view (chat.sse) and the pages' JavaScript
+(static/chat/chat.js); the README's "Live events" section describes the same shapes.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from retrieval.contracts import Segment
+
+Mode = Literal["llm", "extractive", "approved_answer", "plain", "agentic", "waiting"]
+
+
+class Source(TypedDict):
+    """A passage given to the model, by its tag (the `sources` event, `metadata.context_sources`)."""
+
+    source_id: str  # "S1", "S2", …
+    source_type: str
+    chunk_id: NotRequired[int | None]
+    qa_id: int | None
+    document_id: int | None
+    document_name: str | None
+    chunk_index: int | None
+    page_number: int | None
+    score: float | None
+    preview: str
+
+
+class LlmUsage(TypedDict):
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    estimated: NotRequired[bool]
+    requests: NotRequired[int]
+
+
+class RetrievedSegment(Segment):
+    """A retrieved segment as kept in the message, with the tag it was given (None: not given)."""
+
+    source_id: str | None
+
+
+class MessageMetadata(TypedDict, total=False):
+    """An assistant message's `metadata` once answered (a pending one keeps question_id, attempts, retries)."""
+
+    question_id: int
+    attempts: int
+    retries: int
+    category: str
+    subcategory: str
+    mode: Mode
+    answer_format: str
+    sections: list[dict[str, Any]]
+    citations: list[dict[str, Any]]
+    invalid_citations: int
+    invalid_tags: list[str]
+    streamed_text: str
+    context_sources: list[Source]
+    retrieved_segments: list[RetrievedSegment]
+    llm_usage: LlmUsage
+    retrieval: dict[str, Any] | None  # the retrieval trace
+    timings: dict[str, float]
+    agent: dict[str, Any]  # agentic mode: searches, rejected calls, rounds
+    waiting_for_documents: list[dict[str, Any]]
+    agentic_fallback: str
+
+
+class StatusEvent(TypedDict):
+    type: Literal["message.status_updated"]
+    message: dict[str, Any]  # chat.serializers.message_data
+
+
+class SourcesEvent(TypedDict):
+    type: Literal["sources"]
+    message_id: int
+    sources: list[Source]
+
+
+class TokenEvent(TypedDict):
+    type: Literal["token"]
+    message_id: int
+    delta: str
+    offset: int  # where `delta` starts in the streamed text
+
+
+LiveEvent = StatusEvent | SourcesEvent | TokenEvent

@@ -1,0 +1,415 @@
+"""The indexing task: file → text → chunks → vectors, committed as one unit.
+
+django-q2 delivers at least once, so the task takes an id, claims the row with a guarded
+update (a second delivery finds nothing to claim), does all slow work outside any
+transaction, and replaces the document's chunks and vectors in one transaction at the end.
+Until that commit the previous chunks (if any) keep answering; on failure nothing partial
+remains. A worker that dies mid-job leaves a stale heartbeat; `recover_stale_documents`
+(at worker start and every minute) queues such documents again.
+
+Chunking strategies (RetrievalSettings.chunking_strategy): `tokens` and `fixed` embed each chunk's
+own text; `late` cuts the same chunks as `tokens` and pools their vectors from the token vectors
+of the whole document (retrieval.indexing.late_chunking), or falls back to `tokens` when the server cannot,
+with the reason in Document.chunking_note.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from documents.chunking import STRATEGIES, ChunkDraft, build_layout, chunk_layout
+from documents.errors import ExtractionError
+from documents.extraction import extract
+from documents.language import detect_language, text_config_for
+from documents.models import Chunk, Document, DocumentStatus, DocumentText
+from documents.services import copy_to_temp
+from core.errors import ApplicationError
+from retrieval.ai import AiServerError
+from retrieval.ai.clients import embedder_for
+from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.models import AiServer, ChunkEmbedding
+from retrieval.selectors import default_embedding_server, retrieval_settings_get
+from retrieval.telemetry import INDEX_JOBS
+from retrieval.vectors import embedding_model_ensure
+
+logger = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL = 0.5  # seconds between progress writes
+RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
+
+
+class IndexTimeout(BaseException):
+    """Raised by the time limit's alarm. A BaseException, so no `except Exception` on the way
+    (a parser skipping one bad page, say) can swallow it."""
+
+
+class Superseded(Exception):
+    """Another run owns the document now (it was recovered, re-queued or deleted)."""
+
+
+@dataclass
+class Built:
+    text: str
+    pages: list
+    drafts: list[ChunkDraft]
+    vectors: np.ndarray
+    pages_total: int | None
+    empty_pages: list[int]
+    warnings: list[str]
+    language: str
+    server: AiServer
+    model_name: str
+    dim: int
+    strategy: str
+    note: str = ""  # why the strategy asked for was not used (late chunking fell back)
+    timings: dict = field(default_factory=dict)
+    ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
+
+
+Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
+
+
+def index_document(document_id: int, strategy: str | None = None, *, reschedule: Reschedule) -> str:
+    """Index one document. Safe to run twice; returns what happened, for the task log.
+
+    `strategy` overrides the settings' chunking strategy (the evaluation compares strategies).
+    `reschedule` queues the task again after a temporary failure: the task
+    (retrieval.tasks.index_document) passes itself, so this module never names a task.
+    """
+    outcome = _index_document(document_id, strategy, reschedule)
+    INDEX_JOBS.labels(status=outcome.split(":")[0]).inc()
+    return outcome
+
+
+def _index_document(document_id: int, strategy: str | None, reschedule: Reschedule) -> str:
+    document = _claim(document_id)
+    if document is None:
+        return "skipped: not waiting to be indexed"
+    attempt = document.index_attempts
+    started = time.monotonic()
+    try:
+        with _time_limit(settings.INDEX_TIME_LIMIT):
+            built = _build(document, strategy)
+        _commit(document, attempt, built)
+    except Superseded:
+        return "skipped: superseded"
+    except ExtractionError as exc:
+        _fail(document, attempt, exc.message, code=exc.code)
+        return f"failed: {exc.code}"
+    except IndexTimeout:
+        limit = settings.INDEX_TIME_LIMIT
+        limit_text = f"{limit:g} seconds" if limit < 120 else f"{limit / 60:g} minutes"
+        _fail(document, attempt, f"Indexing took longer than the limit of {limit_text} and was stopped. "
+                                 "The file may be malformed or unusually complex.", code="timeout")
+        return "failed: timeout"
+    except AiServerError as exc:
+        if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
+            _retry_later(document, attempt, exc, strategy, reschedule)
+            return "retrying: embedding server unavailable"
+        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code)
+        return f"failed: {exc.code}"
+    except ApplicationError as exc:
+        _fail(document, attempt, exc.message, code=exc.code)
+        return f"failed: {exc.code}"
+    except Exception as exc:  # the worker must go on with the next job
+        logger.exception("indexing crashed", extra={"document_id": document_id})
+        _fail(document, attempt, f"Unexpected error while indexing ({exc.__class__.__name__}); "
+                                 "the details are in the server log.", code="internal")
+        return "failed: internal"
+    logger.info("document indexed", extra={"document_id": document_id, "chunks": len(built.drafts),
+                                            "seconds": round(time.monotonic() - started, 3), **built.timings})
+    return f"indexed: {len(built.drafts)} chunks"
+
+
+# --- claiming and progress -------------------------------------------------------------
+
+
+def _claim(document_id: int) -> Document | None:
+    """Move uploaded/reindexing → processing; None when another delivery got there first."""
+    now = timezone.now()
+    claimed = Document.objects.filter(
+        pk=document_id, status__in=[DocumentStatus.UPLOADED, DocumentStatus.REINDEXING]
+    ).update(status=DocumentStatus.PROCESSING, heartbeat_at=now, index_attempts=F("index_attempts") + 1,
+             pages_done=0, chunks_total=0, chunks_embedded=0, index_error="", updated_at=now, progress_note="")
+    if not claimed:
+        return None
+    return Document.objects.get(pk=document_id)
+
+
+class _Progress:
+    """Writes progress to the document row at most every PROGRESS_INTERVAL seconds (and renews the lease).
+
+    Also the cooperative half of the time limit: every page and every embedding batch passes
+    here, so the job stops even when the alarm's exception was swallowed (an exception raised
+    inside a finaliser or a library's blanket handler is lost).
+    """
+
+    def __init__(self, document: Document, attempt: int, deadline: float | None = None):
+        self.document = document
+        self.attempt = attempt
+        self.deadline = deadline
+        self.last = 0.0
+
+    def __call__(self, force: bool = False, **fields) -> None:
+        now = time.monotonic()
+        if self.deadline is not None and now > self.deadline:
+            raise IndexTimeout()
+        if not force and now - self.last < PROGRESS_INTERVAL:
+            return
+        self.last = now
+        updated = Document.objects.filter(
+            pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
+        ).update(heartbeat_at=timezone.now(), **fields)
+        if not updated:
+            raise Superseded()
+
+
+# --- the slow part: no transaction open -------------------------------------------------
+
+
+def _build(document: Document, strategy: str | None = None) -> Built:
+    rs = retrieval_settings_get()
+    # (Re-)indexing always uses the current default; search follows each document's pinned model.
+    server = default_embedding_server(rs)
+    if server is None:
+        raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
+    limit = settings.INDEX_TIME_LIMIT
+    progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
+    timings: dict = {}
+    t0 = time.monotonic()
+    path = copy_to_temp(document)
+    try:
+        def on_pages(done: int, total: int) -> None:
+            progress(pages_done=done, pages_total=total)
+
+        extraction = extract(path, document.mime_type, on_progress=on_pages, language=document.language,
+                             on_status=lambda note: progress(progress_note=note[:200]))
+        if extraction.pages_total is not None:
+            progress(force=True, pages_total=extraction.pages_total)
+        layout = build_layout(extraction.blocks())
+    finally:
+        path.unlink(missing_ok=True)
+    timings["extract_s"] = round(time.monotonic() - t0, 3)
+    progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
+
+    t0 = time.monotonic()
+    strategy = strategy or rs.chunking_strategy
+    if strategy not in STRATEGIES:
+        raise ApplicationError(f"Unknown chunking strategy '{strategy}'; use {', '.join(STRATEGIES)}.",
+                               code="unknown_strategy")
+    note = late_unavailable_reason(server) if strategy == "late" else None
+    if note:
+        strategy = "tokens"
+    size, overlap = chunk_sizes(rs, strategy)
+    # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
+    drafts = list(chunk_layout(layout, strategy="fixed" if strategy == "fixed" else "tokens", size=size,
+                               overlap=overlap, encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document))
+    timings["chunk_s"] = round(time.monotonic() - t0, 3)
+    language = document.language or detect_language(layout.text)
+    progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
+
+    t0 = time.monotonic()
+    client = embedder_for(server, batch_size=rs.embed_batch_size)
+    if strategy == "late" and drafts:
+        vectors, facts = late_chunk_embed(server, client, layout.text, drafts,
+                                          progress=lambda done: progress(chunks_embedded=done))
+        progress(force=True, chunks_embedded=len(drafts))
+        timings.update(facts)
+    else:
+        vectors = _embed_drafts(client, drafts, rs.embed_batch_size, progress)
+    timings["embed_s"] = round(time.monotonic() - t0, 3)
+    return Built(
+        text=layout.text, pages=[list(p) for p in layout.pages], drafts=drafts, vectors=vectors,
+        pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
+        warnings=list(extraction.warnings), language=language, server=server,
+        model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
+        strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
+    )
+
+
+def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
+    """The (size, overlap) a strategy chunks with: characters for `fixed`, tokens otherwise."""
+    if strategy == "fixed":
+        return rs.fixed_chunk_size, rs.fixed_chunk_overlap
+    return rs.chunk_size, rs.chunk_overlap
+
+
+def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress) -> np.ndarray:
+    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies)."""
+    batch = max(1, batch_size)
+    parts = []
+    for start in range(0, len(drafts), batch):
+        texts = [d.embed_text for d in drafts[start:start + batch]]
+        parts.append(np.asarray(client.embed_passages(texts), dtype=np.float32))
+        progress(force=start + batch >= len(drafts), chunks_embedded=min(start + batch, len(drafts)))
+    return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Raise IndexTimeout in this thread after `seconds` (SIGALRM; only in a main thread)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum, frame):
+        raise IndexTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- the commit: one transaction ----------------------------------------------------------
+
+
+def _commit(document: Document, attempt: int, built: Built) -> None:
+    t0 = time.monotonic()
+    model = embedding_model_ensure(name=built.model_name, dim=built.dim)
+    config = text_config_for(built.language)
+    owner_id = document.owner_id
+    with transaction.atomic():
+        locked = Document.objects.select_for_update().filter(pk=document.pk).first()
+        if locked is None or locked.status != DocumentStatus.PROCESSING or locked.index_attempts != attempt:
+            raise Superseded()
+        with connection.cursor() as cursor:
+            # Vectors go with their chunks (ON DELETE CASCADE in the database).
+            cursor.execute("DELETE FROM documents_chunk WHERE document_id = %s", [document.pk])
+        DocumentText.objects.update_or_create(document=locked, defaults={"text": built.text, "pages": built.pages})
+        chunks = Chunk.objects.bulk_create(
+            [
+                Chunk(document=locked, owner_id=owner_id, chunk_index=d.index, content=d.content,
+                      start_offset=d.start, end_offset=d.end, page_number=d.page_number,
+                      heading_path=list(d.heading_path), token_count=d.token_count,
+                      metadata={**d.metadata, "context": _context_prefix(d)} if _context_prefix(d) else d.metadata,
+                      text_config=config)
+                for d in built.drafts
+            ],
+            batch_size=1000,
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE documents_chunk SET search_vector = "
+                "to_tsvector(text_config::regconfig, coalesce(metadata->>'context', '') || ' ' || content) "
+                "WHERE document_id = %s",
+                [document.pk],
+            )
+        ChunkEmbedding.objects.bulk_create(
+            [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id, embedding=v)
+             for c, v in zip(chunks, built.vectors)],
+            batch_size=1000,
+        )
+        warnings = list(built.warnings)
+        Document.objects.filter(pk=document.pk).update(
+            status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
+            embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
+            chunking_strategy=built.strategy, chunking_note=built.note, pages_total=built.pages_total,
+            pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
+            empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
+            language=built.language, text_config=config, updated_at=timezone.now(),
+            ocr=built.ocr, progress_note="",
+        )
+    built.timings["commit_s"] = round(time.monotonic() - t0, 3)
+
+
+def _context_prefix(draft: ChunkDraft) -> str:
+    """The heading path / table header that embed_text adds in front of the content."""
+    if draft.embed_text.endswith(draft.content) and len(draft.embed_text) > len(draft.content):
+        return draft.embed_text[: len(draft.embed_text) - len(draft.content)].strip()
+    return ""
+
+
+# --- failure and recovery --------------------------------------------------------------------
+
+
+def _reset_connection_if_broken() -> None:
+    """After an interrupted job (time limit, lost server) the connection may be unusable."""
+    if not connection.in_atomic_block and connection.connection is not None and not connection.is_usable():
+        connection.close()
+
+
+def _owned(document: Document, attempt: int):
+    return Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING, index_attempts=attempt)
+
+
+def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
+    _reset_connection_if_broken()
+    if document.chunk_count:
+        message = f"{message} The previous version stays searchable."
+    updated = _owned(document, attempt).update(
+        status=DocumentStatus.FAILED, index_error=message, heartbeat_at=None, updated_at=timezone.now(),
+        progress_note="",
+    )
+    if updated:
+        logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})
+
+
+def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None,
+                 reschedule: Reschedule) -> None:
+    _reset_connection_if_broken()
+    delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)]
+    waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
+    with transaction.atomic():
+        updated = _owned(document, attempt).update(
+            status=waiting, heartbeat_at=None, updated_at=timezone.now(),
+            index_error=f"Temporary problem, retrying in {delay} s (attempt {attempt + 1} of "
+                        f"{settings.INDEX_MAX_ATTEMPTS}): {exc}",
+        )
+        if updated:  # the schedule row commits with the status, or neither does
+            reschedule(document.pk, strategy, next_run=timezone.now() + timedelta(seconds=delay),
+                       name=f"retry indexing {document.pk} #{attempt + 1}")
+    logger.warning("indexing will retry", extra={"document_id": document.pk, "attempt": attempt, "delay_s": delay,
+                                                 "reason": str(exc)})
+
+
+def recover_stale_documents(*, enqueue: Callable[[int], None]) -> int:
+    """Queue again documents whose worker died mid-job (stale heartbeat); fail them after too many tries.
+
+    `enqueue(document_id)` queues the indexing after the commit (retrieval.tasks.enqueue_indexing).
+    """
+    cutoff = timezone.now() - timedelta(seconds=settings.INDEX_LEASE_SECONDS)
+    stale = Document.objects.filter(status=DocumentStatus.PROCESSING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True)
+    )
+    recovered = 0
+    for document in stale:
+        base = Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING,
+                                       index_attempts=document.index_attempts)
+        if document.index_attempts >= settings.INDEX_MAX_ATTEMPTS:
+            base.update(status=DocumentStatus.FAILED, heartbeat_at=None, updated_at=timezone.now(),
+                        index_error=f"Indexing was interrupted {document.index_attempts} times (the worker stopped "
+                                    "while processing this file); giving up.")
+            continue
+        waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
+        with transaction.atomic():
+            if base.update(status=waiting, heartbeat_at=None, updated_at=timezone.now()):
+                enqueue(document.pk)  # sent when this transaction commits
+                recovered += 1
+    # Waiting documents whose task was lost (the queue write failed after the upload committed,
+    # or the queue was purged): queue them again, at most once per lease period each. A
+    # duplicate task is harmless — the claim lets only one of them work.
+    waiting = Document.objects.filter(status__in=[DocumentStatus.UPLOADED, DocumentStatus.REINDEXING],
+                                      updated_at__lt=cutoff)
+    for pk in waiting.values_list("pk", flat=True)[:1000]:
+        if Document.objects.filter(pk=pk, updated_at__lt=cutoff).update(updated_at=timezone.now()):
+            enqueue(pk)
+            recovered += 1
+    if recovered:
+        logger.warning("recovered interrupted indexing jobs", extra={"count": recovered})
+    return recovered

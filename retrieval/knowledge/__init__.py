@@ -1,0 +1,1 @@
+"""Approved Q&A pairs: approving, retiring and embedding them (the admin imports them from files)."""

@@ -1,0 +1,353 @@
+"""retrieve(): the one retrieval function behind the chat, the API, the admin test page and the evaluation.
+
+Approved Q&A pairs first (tier 1), then documents of the subcategory (tier 2), then of its
+general subcategory (tier 3, only when tier 2 found nothing) — each within the conversation's
+scope given. Documents are found by hybrid search: HNSW cosine per embedding model and full text
+per language, fused by weighted reciprocal rank. Thresholds apply to the vector arm's cosine
+distance, never to fused scores. When a rerank server is chosen, a document tier's best fused
+candidates are then reordered by it (retrieval/rerank_stage.py, which documents the fields).
+
+Segments come ordered by tier, then in each tier's own order: Q&A by distance, documents by
+the reranker when it answered, else by fused score. `score` is always the fused score (Q&A:
+1 - cosine distance), never the reranker's (`rerank_score`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import connection
+
+from documents.language import detect_question_language, text_config_for
+from retrieval.contracts import Segment
+from retrieval.search import arms as search_arms
+from retrieval.ai.clients import query_embedder_for
+from retrieval.search.fusion import rrf
+from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
+from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
+from retrieval.search.scope import ALL as ALL_DOCUMENTS
+from retrieval.search.scope import ModelGroup, Scope, model_groups, reader_transaction
+from retrieval.selectors import default_embedding_server, retrieval_settings_get
+from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
+
+ALL_ARMS = ("vector", "fts")
+EXCERPT_CHARS = 2000
+
+
+@dataclass
+class RetrievalResult:
+    segments: list[Segment]
+    trace: dict = field(default_factory=dict)
+
+
+class _QueryVectors:
+    """Embeds the query once per embedding model, timing it."""
+
+    def __init__(self, query: str, trace: dict):
+        self.query = query
+        self.trace = trace
+        self.cache: dict[tuple, np.ndarray] = {}
+
+    def for_server(self, server: AiServer) -> np.ndarray:
+        key = (server.pk,)
+        if key not in self.cache:
+            started = time.perf_counter()
+            client = query_embedder_for(server)
+            self.cache[key] = np.asarray(client.embed_queries([self.query])[0], dtype=np.float32)
+            elapsed = time.perf_counter() - started
+            EMBED_LATENCY.observe(elapsed)
+            timings = self.trace["timings_ms"]
+            timings["query_embedding"] = round(timings.get("query_embedding", 0) + elapsed * 1000, 2)
+        return self.cache[key]
+
+
+def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
+             subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
+             rerank: AiServer | bool = True) -> RetrievalResult:
+    """Ordered segments for `query` within `scope` (default: all the user's documents), with a trace.
+
+    The scope comes from `documents_scope(user, ids)` or, for a conversation, from the chat
+    (`chat.selectors.conversation_scope`); `scope_for(user, conversation=id)` reaches the latter.
+
+    `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
+    AiServer reranks with that server (the evaluation compares arms this way).
+    """
+    started = time.perf_counter()
+    rs = retrieval_settings_get()
+    k = int(k or rs.final_top_n)
+    category, subcategory = (category or "").strip(), (subcategory or "").strip()
+    scope = scope or ALL_DOCUMENTS
+    trace: dict = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
+                   "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
+                   "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],
+                   "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {}}
+    trace["rerank"] = None  # set by the rerank stage when it runs
+    reranking = reranking_plan(rs, rerank)
+    vectors = _QueryVectors(query, trace)
+    segments: list[Segment] = []
+    if category or subcategory:
+        qa = _qa_tier(query, category, subcategory, rs, vectors, trace)
+        docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, category=category,
+                              subcategory=subcategory, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                              rerank=reranking)
+        if not docs and subcategory:
+            general = SubcategoryMapping.objects.filter(subcategory=subcategory).values_list(
+                "general_subcategory", flat=True).first()
+            if general:
+                trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold; "
+                                          f"tried the general subcategory '{general}'")
+                docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=3, category=category,
+                                      subcategory=general, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                                      rerank=reranking)
+            else:
+                trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold and no "
+                                          "general subcategory is mapped")
+        segments = qa + docs
+    else:
+        segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k, rerank=reranking)
+    segments.sort(key=lambda s: s["tier"])  # stable: each tier keeps its own order (fused, or the reranker's)
+    segments = segments[:k]
+    trace["answered_by_tier"] = segments[0]["tier"] if segments else None
+    total = time.perf_counter() - started
+    trace["timings_ms"]["total"] = round(total * 1000, 2)
+    _record(user, scope, segments, trace, k, total)
+    return RetrievalResult(segments, trace)
+
+
+# --- tier 1: approved Q&A pairs --------------------------------------------------------------
+
+
+def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) -> list[dict]:
+    server = default_embedding_server(rs)
+    tier = {"tier": 1, "kind": "qa", "category": category, "subcategory": subcategory, "kept": 0}
+    trace["tiers"].append(tier)
+    if server is None or not server.embedding_model:
+        trace["fallbacks"].append("no embedding server for approved Q&A pairs")
+        return []
+    model = EmbeddingModel.objects.filter(name=server.embedding_model, dim=server.embedding_dim).first()
+    if model is None:
+        return []
+    live = KnowledgeEntry.objects.live().filter(category=category)
+    rows = []
+    q = search_arms.vector_literal(vectors.for_server(server))
+    started = time.perf_counter()  # after the query embedding, which has its own timing
+    for label, entries in ((f"{category} / {subcategory}", live.filter(subcategory=subcategory)) if subcategory else (None, None),
+                           (category, live)):
+        if entries is None:
+            continue
+        ids = list(entries.values_list("id", flat=True))
+        rows = []
+        if ids:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT entry_id, embedding <=> %s::vector AS distance FROM retrieval_knowledgeembedding "
+                    f"WHERE model_id = {int(model.pk)} AND entry_id = ANY(%s) ORDER BY distance, entry_id LIMIT %s",
+                    [q, ids, rs.qa_limit],
+                )
+                rows = cursor.fetchall()
+            if len(rows) < len(ids):
+                tier["without_vectors"] = len(ids) - len(rows)
+        tier["searched"] = label
+        if rows:
+            break
+        if label != category:
+            trace["fallbacks"].append(f"no approved Q&A pairs of '{label}'; tried the category alone")
+    trace["timings_ms"]["qa"] = round((time.perf_counter() - started) * 1000, 2)
+    tier["candidates"] = len(rows)
+    kept = [(entry_id, d) for entry_id, d in rows if d < rs.qa_distance_threshold]
+    tier["kept"] = len(kept)
+    if rows and not kept:
+        trace["fallbacks"].append(f"approved Q&A pairs found, none within the distance threshold "
+                                  f"{rs.qa_distance_threshold} (closest {rows[0][1]:.3f})")
+    entries = KnowledgeEntry.objects.in_bulk([e for e, _ in kept])
+    return [_qa_segment(entries[entry_id], distance) for entry_id, distance in kept if entry_id in entries]
+
+
+def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
+    return {
+        "source_type": "qa", "qa_id": entry.pk, "chunk_id": None, "document_id": None,
+        "document_name": "Approved answer", "chunk_index": None, "page_number": None, "heading_path": [],
+        "start_offset": None, "end_offset": None, "question": entry.question, "answer": entry.answer,
+        "excerpt": f"Q: {entry.question}\nA: {entry.answer}", "score": round(1.0 - distance, 6),
+        "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,
+        "fused_rank": None, "rerank_rank": None, "rerank_score": None,  # Q&A pairs are neither fused nor reranked
+    }
+
+
+# --- tiers 2 and 3: documents by hybrid search --------------------------------------------------
+
+
+def _servers_for(groups: list[ModelGroup], trace) -> list[tuple[ModelGroup, AiServer]]:
+    """Each model group with a server that can embed the query for it; say which cannot."""
+    found = []
+    for group in groups:
+        server = AiServer.objects.filter(pk=group.server_id, is_active=True).first() if group.server_id else None
+        if server is None or server.embedding_model != group.model_name or server.embedding_dim != group.dim:
+            server = next((s for s in AiServer.objects.filter(is_active=True)
+                           if s.embedding_model == group.model_name and s.embedding_dim == group.dim), None)
+        if server is None or group.model_id is None:
+            trace["fallbacks"].append(
+                f"{group.documents} documents use the embedding model '{group.model_name}', which no "
+                "active server provides; they were searched by full text only")
+            continue
+        found.append((group, server))
+    return found
+
+
+def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace, arms, *, tier: int,
+                   category: str = "", subcategory: str = "", threshold: float | None = None,
+                   limit: int, rerank: Reranking | None = None) -> list[dict]:
+    info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
+    trace["tiers"].append(info)
+    # Every document of the user: when they are all pinned to one model, no document filter is needed
+    # (see vector_arm), so no ids either.
+    whole_library = scope.attached_ids is None and not (category or subcategory)
+    with reader_transaction(user):
+        groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory,
+                                                  with_ids=not whole_library)
+        if whole_library and len(groups) > 1:  # several models: each one's search needs its documents
+            groups, configs, documents = model_groups(user, scope)
+    info["candidate_documents"] = documents
+    info["candidate_chunks"] = sum(g.chunks for g in groups)
+    if not groups:
+        return []
+    searchable = _servers_for(groups, trace) if "vector" in arms else []
+    # pgvector text of each model's query vector, formatted once for every statement that needs it
+    query_vectors = {group.model_id: search_arms.vector_literal(vectors.for_server(server))
+                     for group, server in searchable}
+    stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
+    started = time.perf_counter()
+    lists: dict[str, list[int]] = {}
+    distances: dict[int, float] = {}
+    method = {}
+    with reader_transaction(user):
+        for group, _server in searchable:
+            t0 = time.perf_counter()
+            hits, how = search_arms.vector_arm(
+                model_id=group.model_id, dim=group.dim, query_vector=query_vectors[group.model_id],
+                owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k,
+                all_of_owner=whole_library and len(groups) == 1)
+            name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
+            lists[name] = [chunk_id for chunk_id, _ in hits]
+            distances.update(dict(hits))
+            method[name] = how
+            trace["timings_ms"][f"vector_arm_t{tier}"] = round(
+                trace["timings_ms"].get(f"vector_arm_t{tier}", 0) + (time.perf_counter() - t0) * 1000, 2)
+        if "fts" in arms:
+            t0 = time.perf_counter()
+            doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
+            plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
+                                          budget=rs.fts_match_budget)
+            fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
+                                           ranking=rs.fts_ranking)
+            lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
+            info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
+            trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
+        t0 = time.perf_counter()
+        weights = {name: (rs.fts_weight if name == "fts" else rs.vector_weight) for name in lists}
+        fused = rrf(lists, k=rs.rrf_k, weights=weights)
+        # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
+        # only the passages returned need theirs: with one model the passage query computes them.
+        distance_with = None
+        if threshold is None and len(searchable) == 1:
+            group = searchable[0][0]
+            distance_with = (group.model_id, query_vectors[group.model_id])
+        else:
+            missing = [f.key for f in fused if f.key not in distances]
+            for group, _server in searchable:
+                distances.update(search_arms.distances_for(model_id=group.model_id, dim=group.dim,
+                                                           query_vector=query_vectors[group.model_id],
+                                                           chunk_ids=missing))
+        trace["timings_ms"][f"fusion_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
+        info.update(vector_hits={n: len(v) for n, v in lists.items() if n != "fts"}, fts_hits=len(lists.get("fts", [])),
+                    vector_method=method, fused=len(fused))
+        if threshold is not None and searchable:
+            before = len(fused)
+            fused = [f for f in fused if distances.get(f.key, 2.0) < threshold]
+            if before and not fused:
+                trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
+                                          f"threshold {threshold}")
+        fused = fused[:pool_size(rerank, limit)]
+        rows = _chunk_rows([f.key for f in fused], distance_with=distance_with)
+        for key, row in rows.items():
+            distance = row.pop("distance")
+            if distance is not None:
+                distances.setdefault(key, distance)
+    SEARCH_LATENCY.observe(time.perf_counter() - started)
+    segments = []
+    for f in fused:
+        row = rows.get(f.key)
+        if row is None:
+            continue
+        vector_rank = next((r for n, r in f.ranks.items() if n.startswith("vector")), None)
+        segments.append({
+            "source_type": "document", "qa_id": None, "chunk_id": f.key, **row,
+            "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
+            "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
+        })
+    segments = rerank_segments(query, segments, rerank, trace, tier=tier, limit=limit)
+    info["kept"] = len(segments)
+    return segments
+
+
+def _fts_configs(configs: list[str], trace: dict, info: dict) -> list[str]:
+    """The text-search configurations whose documents the full-text arm searches.
+
+    Words match only within a language: a German question's words against English passages
+    match names and noise, and fused in they made German-to-English retrieval worse than the
+    vector arm alone (XQuAD hit@1 0.64 against 0.76). So when the question's language is clear,
+    documents of other known languages are left to the vector arm; `simple` (language unknown)
+    documents are always searched.
+    """
+    language = trace.get("question_language")
+    if not language:
+        return configs
+    own = text_config_for(language)
+    kept = [c for c in configs if c in (own, "simple")]
+    if len(kept) < len(configs):
+        info["fts_skipped_configs"] = [c for c in configs if c not in kept]
+    return kept
+
+
+def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
+    """The passages' fields, by chunk id; with `distance_with` (model id, query vector literal) also each
+    one's cosine distance under that model ("distance", None without a vector of it)."""
+    if not chunk_ids:
+        return {}
+    distance, params = "NULL::float8", []
+    if distance_with is not None:
+        distance = ("(SELECT e.embedding <=> %s::vector FROM retrieval_chunkembedding e "
+                    "WHERE e.chunk_id = c.id AND e.model_id = %s)")
+        params = [distance_with[1], int(distance_with[0])]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
+                   c.start_offset, c.end_offset, left(c.content, %s), {distance}
+            FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
+            WHERE c.id = ANY(%s)
+            """,
+            [EXCERPT_CHARS, *params, chunk_ids],
+        )
+        return {
+            r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
+                   "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
+                   "excerpt": r[9], "distance": None if r[10] is None else float(r[10])}
+            for r in cursor.fetchall()
+        }
+
+
+def _record(user, scope: Scope, segments, trace, k, total) -> None:
+    RETRIEVE_TOTAL.labels(scope=scope.kind).inc()
+    CHUNKS_RETRIEVED.observe(len(segments))
+    scores = [s["score"] for s in segments]
+    timings = trace["timings_ms"]
+    log_retrieval(
+        user_id=user.pk, conversation_id=scope.conversation_id, scope=scope.kind,
+        candidate_docs=sum(t.get("candidate_documents", 0) for t in trace["tiers"]),
+        candidate_chunks=sum(t.get("candidate_chunks", 0) for t in trace["tiers"]),
+        top_k=k, max_score=max(scores) if scores else None, min_score=min(scores) if scores else None,
+        tier=trace["answered_by_tier"], embed_latency_ms=timings.get("query_embedding", 0.0),
+        search_latency_ms=round(total * 1000 - timings.get("query_embedding", 0.0), 2),
+    )

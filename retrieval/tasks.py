@@ -1,0 +1,79 @@
+"""retrieval's background tasks: what the django-q2 workers run, and the one place they are queued.
+
+Each task takes ids, is safe to run twice, and calls one function of its module. The modules
+doing the work never import this one (the import contract forbids the cycle): when indexing
+must queue again (a retry, a recovered document) the task hands it the way to do so.
+Queued through core.tasks, by function, after the commit.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from core.tasks import queue, queue_at
+from retrieval.indexing import pipeline as indexing
+from retrieval.indexing import reembed
+from retrieval.knowledge import services as knowledge
+
+
+def index_document(document_id: int, strategy: str | None = None) -> str:
+    """Index one document (uploaded, re-index asked for, recovered or retried)."""
+    return indexing.index_document(document_id, strategy, reschedule=_reschedule_indexing)
+
+
+def recover_stale_documents() -> int:
+    """Scheduled every minute (migration retrieval 0004/0011) and at worker start."""
+    return indexing.recover_stale_documents(enqueue=enqueue_indexing)
+
+
+def reembed_document(document_id: int, server_id: int) -> str:
+    """Re-embed one document with the server's model; its old vectors answer until the switch."""
+    return reembed.reembed_document(document_id, server_id)
+
+
+def knowledge_entry_embed(entry_id: int) -> str:
+    """Embed an approved Q&A pair's question with the default embedding model."""
+    return knowledge.knowledge_entry_embed(entry_id)
+
+
+# --- queueing ----------------------------------------------------------------------------------
+
+
+def enqueue_indexing(document_id: int) -> None:
+    """Queue the indexing of a document once the current transaction commits."""
+    queue(index_document, document_id, task_name=f"index document {document_id}", group="indexing")
+
+
+def queue_index_wanted(sender, *, document_id: int, **kwargs) -> None:
+    """Receiver of documents.signals.index_wanted (connected in RetrievalConfig.ready)."""
+    enqueue_indexing(document_id)
+
+
+def _reschedule_indexing(document_id: int, strategy: str | None, *, name: str, next_run: datetime) -> None:
+    args = (document_id, strategy) if strategy else (document_id,)
+    queue_at(index_document, *args, name=name, next_run=next_run)
+
+
+def enqueue_reembedding(document_ids: list[int], server_id: int) -> None:
+    """Queue the re-embedding of each document once the current transaction commits."""
+    for document_id in document_ids:
+        queue(reembed_document, document_id, server_id, task_name=f"re-embed document {document_id}",
+              group="reembed")
+
+
+def enqueue_knowledge_embedding(entry_id: int) -> None:
+    """Mark the Q&A pair's vectors stale now and compute them in the background after the commit."""
+    knowledge.knowledge_entry_mark_pending(entry_id=entry_id)
+    queue(knowledge_entry_embed, entry_id, task_name=f"embed Q&A {entry_id}", group="knowledge")
+
+
+def recover_at_worker_start(**kwargs) -> None:
+    """django-q2 post_spawn handler: a restarted worker picks up what a dead one left."""
+    from django.db import connection
+    import logging
+
+    try:
+        recover_stale_documents()
+    except Exception:  # never keep a worker from starting
+        logging.getLogger(__name__).exception("stale document recovery failed")
+    finally:
+        connection.close()
