@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("documents", "0005_search_vector_in_row"),
+        ("documents", "0007_chunking_strategy_labels"),
     ]
 
     operations = [
