@@ -136,7 +136,7 @@ def test_low_confidence_pages_are_listed_in_the_warnings(tmp_path):
 @pytest.mark.django_db
 def test_the_indexing_worker_ocrs_a_scan_in_the_uploaded_language(user, fake_embedder, tmp_path):
     from documents.models import Chunk
-    from retrieval.indexing import index_document
+    from retrieval.tasks import index_document
     from tests.documents.factories import upload_path
 
     _code, paragraphs = SAMPLES["rus"]
