@@ -25,6 +25,11 @@ chunks, which ``bench-small`` owns (whole documents). Scopes measured:
 * ``conversation_1pct`` — bench-big searches a conversation's attached documents (1 % of the
   rows, selected by ``document_id = ANY(...)`` among bench-big's rows).
 
+* ``collections_N`` (with ``--collections C``) — bench-big's documents are spread over C collections
+  (it reads them all as a superuser, so ``unfiltered`` becomes "all C collections"); bench-small
+  reads ``--readable-collections N`` of them through a group: its own documents plus those N
+  (about N/C of the rows), with the product's own-or-collection condition and no document ids.
+
 The filtered scopes run twice: through the exact scan and through the HNSW iterative scan
 (``settings.RETRIEVAL_EXACT_SCAN_MAX`` overridden), to show which is faster at that size.
 
@@ -158,6 +163,8 @@ class Scope:
     fts_document_ids: list[int] | None  # None: the whole of the user's documents (no document filter)
     rows: np.ndarray  # 0-based row numbers (chunk id - 1) in scope
     conversation_id: int | None = None
+    collection_ids: list[int] = field(default_factory=list)  # collections searched besides own documents
+    include_own: bool = True
     queries: list = field(default_factory=list)  # [(vector, text, cluster)]
     truth: list = field(default_factory=list)  # exact top-RECALL_K chunk ids per query
     fts_hits: list = field(default_factory=list)  # the product's full-text hits per query (default path)
@@ -346,25 +353,46 @@ def raw_connection():
 
 
 def _binary_copy_vectors(conn, corpus: Corpus, rows: np.ndarray, model_id: int, doc_ids: np.ndarray,
-                         owner_ids: np.ndarray) -> None:
-    """COPY (FORMAT BINARY) rows' vectors into retrieval_chunkembedding, built with numpy."""
+                         owner_ids: np.ndarray, doc_collections: np.ndarray | None = None) -> None:
+    """COPY (FORMAT BINARY) rows' vectors into retrieval_chunkembedding, built with numpy.
+
+    With `doc_collections` (collection id per document, 0 for private ones) the rows of shared
+    documents carry their collection id (two COPYs: binary records have a fixed layout here)."""
+    if doc_collections is not None:
+        shared = doc_collections[corpus.row_doc[rows]] > 0
+        if shared.any():
+            _binary_copy_vectors_part(conn, corpus, rows[shared], model_id, doc_ids, owner_ids, doc_collections)
+        if (~shared).any():
+            _binary_copy_vectors_part(conn, corpus, rows[~shared], model_id, doc_ids, owner_ids, None)
+        return
+    _binary_copy_vectors_part(conn, corpus, rows, model_id, doc_ids, owner_ids, None)
+
+
+def _binary_copy_vectors_part(conn, corpus: Corpus, rows: np.ndarray, model_id: int, doc_ids: np.ndarray,
+                              owner_ids: np.ndarray, doc_collections: np.ndarray | None) -> None:
     d = corpus.dim
-    dtype = np.dtype([("n", ">i2"), ("l1", ">i4"), ("chunk", ">i8"), ("l2", ">i4"), ("model", ">i8"),
-                      ("l3", ">i4"), ("doc", ">i8"), ("l4", ">i4"), ("owner", ">i4"), ("l5", ">i4"),
-                      ("vdim", ">i2"), ("vunused", ">i2"), ("v", ">f4", (d,))])
-    rec = np.empty(len(rows), dtype=dtype)
-    rec["n"] = 5
+    fields = [("n", ">i2"), ("l1", ">i4"), ("chunk", ">i8"), ("l2", ">i4"), ("model", ">i8"),
+              ("l3", ">i4"), ("doc", ">i8"), ("l4", ">i4"), ("owner", ">i4")]
+    if doc_collections is not None:
+        fields += [("lc", ">i4"), ("collection", ">i8")]
+    fields += [("l5", ">i4"), ("vdim", ">i2"), ("vunused", ">i2"), ("v", ">f4", (d,))]
+    rec = np.empty(len(rows), dtype=np.dtype(fields))
+    rec["n"] = 5 if doc_collections is None else 6
     rec["l1"], rec["l2"], rec["l3"], rec["l4"] = 8, 8, 8, 4
     rec["chunk"] = rows + 1
     rec["model"] = model_id
     rec["doc"] = doc_ids[corpus.row_doc[rows]]
     rec["owner"] = owner_ids[corpus.row_doc[rows]]
+    columns = "chunk_id, model_id, document_id, owner_id, embedding"
+    if doc_collections is not None:
+        rec["lc"] = 8
+        rec["collection"] = doc_collections[corpus.row_doc[rows]]
+        columns = "chunk_id, model_id, document_id, owner_id, collection_id, embedding"
     rec["l5"] = 4 + 4 * d
     rec["vdim"], rec["vunused"] = d, 0
     rec["v"] = corpus.vectors[rows]
     header = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4, "big")
-    with conn.cursor() as cur, cur.copy("COPY retrieval_chunkembedding (chunk_id, model_id, document_id, owner_id, "
-                                        "embedding) FROM STDIN (FORMAT BINARY)") as copy:
+    with conn.cursor() as cur, cur.copy(f"COPY retrieval_chunkembedding ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(header)
         copy.write(rec.tobytes())
         copy.write((-1).to_bytes(2, "big", signed=True))
@@ -390,13 +418,13 @@ def _copy_chunks(conn, corpus: Corpus, rows: np.ndarray, doc_ids: np.ndarray, ow
             copy.write("".join(lines))
         cur.execute(
             f"""
-            INSERT INTO documents_chunk (id, document_id, owner_id, chunk_index, content, start_offset, end_offset,
-                                         page_number, heading_path, token_count, metadata, text_config,
+            INSERT INTO documents_chunk (id, document_id, owner_id, collection_id, chunk_index, content, start_offset,
+                                         end_offset, page_number, heading_path, token_count, metadata, text_config,
                                          search_vector, created_at)
-            SELECT id, document_id, owner_id, chunk_index, content, start_offset, end_offset, NULL, '{{}}',
-                   token_count, '{{}}'::jsonb, '{TEXT_CONFIG}',
-                   to_tsvector('{TEXT_CONFIG}'::regconfig, coalesce(NULL::text, '') || ' ' || content), now()
-            FROM bench_chunk_stage
+            SELECT s.id, s.document_id, s.owner_id, d.collection_id, s.chunk_index, s.content, s.start_offset,
+                   s.end_offset, NULL, '{{}}', s.token_count, '{{}}'::jsonb, '{TEXT_CONFIG}',
+                   to_tsvector('{TEXT_CONFIG}'::regconfig, coalesce(NULL::text, '') || ' ' || s.content), now()
+            FROM bench_chunk_stage s JOIN documents_document d ON d.id = s.document_id
             """
         )
 
@@ -411,9 +439,12 @@ class Loaded:
     owner_ids: np.ndarray
     conversation_id: int
     ingest: dict
+    doc_collections: np.ndarray | None = None  # collection id per document (0: private), --collections
+    collection_ids: list[int] = field(default_factory=list)
+    readable_ids: list[int] = field(default_factory=list)  # what bench-small reads through its group
 
 
-def load(corpus: Corpus, holdout_docs: int) -> Loaded:
+def load(corpus: Corpus, holdout_docs: int, collections: int = 0, readable: int = 0) -> Loaded:
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.utils import timezone
@@ -434,9 +465,31 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
     now = timezone.now()
     n_docs = len(corpus.doc_sizes)
     owners = np.where(corpus.doc_small, small.pk, big.pk)
+    doc_collections, collection_ids, readable_ids = None, [], []
+    if collections:
+        # bench-big's documents spread evenly over the collections (it uploaded them; as a superuser it
+        # reads them all); bench-small keeps its private documents and reads `readable` collections
+        # through a group, as PostgreSQL's ragsite_readable_collections decides.
+        from django.contrib.auth.models import Group
+
+        from documents.models import Collection
+
+        made = Collection.objects.bulk_create([Collection(name=f"Bench collection {i}", slug=f"bench-{i}",
+                                                          visibility="groups") for i in range(collections)])
+        collection_ids = [c.pk for c in made]
+        group = Group.objects.create(name="bench-readers")
+        for c in made[:readable]:
+            c.groups.add(group)
+        small.groups.add(group)
+        readable_ids = collection_ids[:readable]
+        User.objects.filter(pk=big.pk).update(is_superuser=True, is_staff=True)
+        big.refresh_from_db()
+        spread = np.random.default_rng(corpus.n + collections).integers(0, collections, n_docs)
+        doc_collections = np.where(corpus.doc_small, 0, np.array(collection_ids, dtype=np.int64)[spread])
     t0 = time.monotonic()
     docs = Document.objects.bulk_create([
-        Document(owner_id=int(owners[i]), title=f"Bench document {i}", original_filename=f"bench-{i}.txt",
+        Document(owner_id=int(owners[i]), title=f"Bench document {i}",
+                 collection_id=int(doc_collections[i]) if doc_collections is not None and doc_collections[i] else None, original_filename=f"bench-{i}.txt",
                  file=f"documents/bench/{i}.txt", mime_type="text/plain", size=int(corpus.doc_sizes[i]) * 800,
                  sha256=f"{i:064x}", status="indexed", embedding_server_id=server.pk, embedding_model=model_name,
                  embedding_dim=corpus.dim, chunking_strategy="tokens", chunk_count=int(corpus.doc_sizes[i]),
@@ -470,7 +523,7 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
             t0 = time.monotonic()
             _copy_chunks(conn, corpus, rows, doc_ids, owners)
             t1 = time.monotonic()
-            _binary_copy_vectors(conn, corpus, rows, model.pk, doc_ids, owners)
+            _binary_copy_vectors(conn, corpus, rows, model.pk, doc_ids, owners, doc_collections)
             t2 = time.monotonic()
             t_chunks += t1 - t0
             t_vectors += t2 - t1
@@ -514,7 +567,7 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
                 t0 = time.monotonic()
                 _copy_chunks(conn, corpus, rows, doc_ids, owners)
                 t1 = time.monotonic()
-                _binary_copy_vectors(conn, corpus, rows, model.pk, doc_ids, owners)
+                _binary_copy_vectors(conn, corpus, rows, model.pk, doc_ids, owners, doc_collections)
                 t_chunks += t1 - t0
                 t_vectors += time.monotonic() - t1
             ingest["with_hnsw_chunks_rows_per_s"] = round(len(held_rows) / t_chunks)
@@ -536,7 +589,8 @@ def load(corpus: Corpus, holdout_docs: int) -> Loaded:
         ingest["relation_mb"] = sizes
     finally:
         conn.close()
-    return Loaded(big, small, model.pk, server.pk, doc_ids, owners, conversation.pk, ingest)
+    return Loaded(big, small, model.pk, server.pk, doc_ids, owners, conversation.pk, ingest, doc_collections,
+                  collection_ids, readable_ids)
 
 
 def prewarm(model_id: int, dim: int) -> dict:
@@ -576,12 +630,21 @@ def make_scopes(corpus: Corpus, loaded: Loaded, queries: int) -> list[Scope]:
         return np.sort(np.concatenate([np.arange(corpus.doc_start[d], corpus.doc_start[d] + corpus.doc_sizes[d])
                                        for d in docs]))
 
+    # With collections, bench-big's documents are all shared: its whole library is the 50 collections.
+    everything = list(loaded.collection_ids)
     scopes = [
-        Scope("unfiltered", "big", sorted(int(x) for x in loaded.doc_ids[big_docs]), None, rows_of(big_docs)),
+        Scope("unfiltered", "big", sorted(int(x) for x in loaded.doc_ids[big_docs]), None, rows_of(big_docs),
+              collection_ids=everything, include_own=not everything),
         Scope("owner_1pct", "small", sorted(int(x) for x in loaded.doc_ids[small_docs]), None, rows_of(small_docs)),
         Scope("conversation_1pct", "big", sorted(int(x) for x in loaded.doc_ids[conv_docs]),
-              sorted(int(x) for x in loaded.doc_ids[conv_docs]), rows_of(conv_docs), loaded.conversation_id),
+              sorted(int(x) for x in loaded.doc_ids[conv_docs]), rows_of(conv_docs), loaded.conversation_id,
+              collection_ids=everything),
     ]
+    if loaded.readable_ids:
+        readable = set(loaded.readable_ids)
+        docs = np.flatnonzero(corpus.doc_small | np.isin(loaded.doc_collections, list(readable)))
+        scopes.append(Scope(f"collections_{len(readable)}", "small", sorted(int(x) for x in loaded.doc_ids[docs]),
+                            None, rows_of(docs), collection_ids=list(loaded.readable_ids)))
     for scope in scopes:
         add_queries(corpus, scope, queries)
     return scopes
@@ -676,7 +739,15 @@ class Searcher:
         return arms.vector_arm(model_id=self.loaded.model_id, dim=self.corpus.dim, query_vector=qv,
                                owner_id=self.users[scope.user_key].pk, document_ids=scope.document_ids,
                                scope_vectors=len(scope.rows), top_k=self.rs.vector_top_k,
-                               all_of_owner=scope.fts_document_ids is None)  # as retrieve(): the whole library
+                               whole_scope=scope.fts_document_ids is None,  # as retrieve(): the whole library
+                               scope=self.product_scope(scope))
+
+    @staticmethod
+    def product_scope(scope: Scope):
+        """The retrieval.scope.Scope retrieve() would build for this bench scope."""
+        from retrieval.search.scope import Scope as ProductScope
+
+        return ProductScope("all", None, None, include_own=scope.include_own, collection_ids=list(scope.collection_ids))
 
     def fts(self, scope: Scope, text: str):
         """arms.fts_plans + arms.fts_arm as retrieve() calls them (statistics loaded outside the transaction)."""
@@ -686,7 +757,7 @@ class Searcher:
         self.last_plans = plans
         return arms.fts_arm(plans=plans, owner_id=self.users[scope.user_key].pk,
                             document_ids=scope.fts_document_ids, top_k=self.rs.fts_top_k,
-                            ranking=self.rs.fts_ranking)
+                            ranking=self.rs.fts_ranking, scope=self.product_scope(scope))
 
     def hybrid(self, scope: Scope, qv, text: str, fts=None, vector=None):
         """What retrieval.search._document_tier does inside its search transaction (no category)."""
@@ -1119,6 +1190,16 @@ def goals(result: dict) -> dict:
     out["filtered_recall_at_10"]["value_if_hnsw_path"] = filtered_recall_hnsw
     out["filtered_recall_at_10"]["default_path"] = sorted({m for s in ("owner_1pct", "conversation_1pct")
                                                            for m in result["scopes"][s]["default"]["vector_method"]})
+    shared = [name for name in result["scopes"] if name.startswith("collections_")]
+    if shared:
+        c, owner = result["scopes"][shared[0]]["default"], result["scopes"]["owner_1pct"]["default"]
+        ratio = round(c["hybrid"]["p95_ms"] / owner["hybrid"]["p95_ms"], 2)
+        out["collections_hybrid_over_owner_p95"] = {
+            "max": 1.5, "value": ratio, "met": ratio <= 1.5, "at_goal_size": at_goal_size,
+            "what": "hybrid p95 of own documents + readable collections (~10% of rows) / owner-only scope's",
+            "note": f"{shared[0]} against owner_1pct, product defaults"}
+        out["collections_recall_at_10"] = {"min": 0.95, "value": c["recall_at_10"], "met": c["recall_at_10"] >= 0.95,
+                                           "at_goal_size": at_goal_size, "vector_method": c["vector_method"]}
     return out
 
 
@@ -1147,6 +1228,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="full-text match budgets to compare (comma-separated; 0 = every word)")
     p.add_argument("--legacy-queries", type=int, default=20,
                    help="queries per scope for the previous release's (slow) full-text SQL")
+    p.add_argument("--collections", type=int, default=0,
+                   help="spread bench-big's documents over this many collections (bench-big becomes a superuser "
+                        "reading them all) and measure the scope collections_N: bench-small's own documents plus "
+                        "--readable-collections of them, through a group")
+    p.add_argument("--readable-collections", type=int, default=5)
     p.add_argument("--json-out")
     p.add_argument("--keep", action="store_true", help="keep the temporary database and folder")
     return p.parse_args(argv)
@@ -1179,7 +1265,7 @@ def main(argv=None) -> int:
         if args.maintenance_work_mem:
             vector_sql.MAINTENANCE_WORK_MEM = args.maintenance_work_mem
         result["postgres"]["hnsw_build_maintenance_work_mem"] = vector_sql.MAINTENANCE_WORK_MEM
-        loaded = load(corpus, holdout_docs)
+        loaded = load(corpus, holdout_docs, args.collections, min(args.readable_collections, args.collections))
         result["ingest"] = loaded.ingest
         result["data"] = {"documents": len(corpus.doc_sizes), "generate_s": round(gen_s, 1), "stats": corpus.stats()}
         log("computing exact neighbours for the queries")
@@ -1215,6 +1301,11 @@ def main(argv=None) -> int:
                 m = entry[label]
                 log(f"  vector p95 {m['vector']['p95_ms']} ms ({','.join(m['vector_method'])}, recall@10 "
                     f"{m['recall_at_10']}), fts p95 {m['fts']['p95_ms']} ms, hybrid p95 {m['hybrid']['p95_ms']} ms")
+            if scope.name == "owner_1pct" and loaded.readable_ids:
+                # retrieve() for bench-small searches its collections too: that is the collections scope.
+                entry["retrieve"] = {"note": "measured as the collections scope's retrieve()"}
+                result["scopes"][scope.name] = entry
+                continue
             log(f"measuring {scope.name}: retrieve()")
             entry["retrieve"] = measure_retrieve(searcher, scope)
             log(f"  retrieve() p95 {entry['retrieve']['p95_ms']} ms")
@@ -1222,7 +1313,7 @@ def main(argv=None) -> int:
 
         log("EXPLAIN (ANALYZE, BUFFERS) of one query of each kind")
         plans = {}
-        for scope in scopes:
+        for scope in scopes[:3]:
             for label, method in [("default", None)] + ([("hnsw", "hnsw")] if scope.name != "unfiltered" else []):
                 for kind in ("vector", "fts") if label == "default" else ("vector",):
                     plans[f"{scope.name}/{label}/{kind}"] = explain(searcher, scope, method, kind)
@@ -1235,7 +1326,7 @@ def main(argv=None) -> int:
             result["exact_vs_hnsw_sweep"] = sweep(corpus, loaded, searcher, sizes, min(args.queries, 50))
         if not args.no_variants:
             log("measuring SQL variants")
-            result["variants"] = variants(corpus, searcher, scopes, min(args.queries, args.variant_queries),
+            result["variants"] = variants(corpus, searcher, scopes[:3], min(args.queries, args.variant_queries),
                                           min(args.queries, args.legacy_queries),
                                           tuple(int(b) for b in args.fts_budgets.split(",") if b.strip()))
         result["goals"] = goals(result)

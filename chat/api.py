@@ -8,7 +8,6 @@ from rest_framework.views import APIView
 
 from chat import selectors, services
 from chat.serializers import (
-    AttachedDocumentSerializer,
     AttachSerializer,
     ConversationCreateSerializer,
     ConversationSerializer,
@@ -18,6 +17,8 @@ from chat.serializers import (
     MessageRetrievalSerializer,
     MessageSerializer,
 )
+from documents.serializers import DocumentSerializer
+from core.throttles import QuestionThrottle
 
 
 class ConversationListView(generics.ListAPIView):
@@ -44,9 +45,10 @@ class ConversationDetailView(APIView):
 
     @extend_schema(request=ConversationUpdateSerializer, responses=ConversationSerializer)
     def patch(self, request, conversation_id):
-        form = ConversationUpdateSerializer(data=request.data)
+        form = ConversationUpdateSerializer(data=request.data, partial=True)
         form.is_valid(raise_exception=True)
-        services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
+        if form.validated_data:  # PATCH: what is not sent (title, collection) stays as it is
+            services.conversation_update(conversation_id=conversation_id, user=request.user, **form.validated_data)
         conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
         return Response(ConversationSerializer(conversation).data)
 
@@ -57,21 +59,21 @@ class ConversationDetailView(APIView):
 
 
 class ConversationDocumentsView(APIView):
-    @extend_schema(responses=AttachedDocumentSerializer(many=True))
+    @extend_schema(responses=DocumentSerializer(many=True))
     def get(self, request, conversation_id):
-        """The attached documents with their indexing status."""
+        """The attached documents: full document rows (as GET /api/documents/{id}/), in the order attached."""
         conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
         documents = selectors.conversation_documents(conversation=conversation)
-        return Response(AttachedDocumentSerializer(documents, many=True).data)
+        return Response(DocumentSerializer(documents, many=True).data)
 
-    @extend_schema(request=AttachSerializer, responses={201: AttachedDocumentSerializer, 200: AttachedDocumentSerializer})
+    @extend_schema(request=AttachSerializer, responses={201: DocumentSerializer, 200: DocumentSerializer})
     def post(self, request, conversation_id):
         """Attach one of your documents (201; 200 when it already was)."""
         form = AttachSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         document, created = services.conversation_document_attach(
             conversation_id=conversation_id, document_id=form.validated_data["document_id"], user=request.user)
-        return Response(AttachedDocumentSerializer(document).data,
+        return Response(DocumentSerializer(document).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
@@ -85,6 +87,10 @@ class ConversationDocumentDetailView(APIView):
 
 class MessageListView(generics.ListAPIView):
     serializer_class = MessageSerializer
+
+    def get_throttles(self):
+        # Asking is limited per user (THROTTLE_QUESTIONS); reading the messages is not.
+        return [QuestionThrottle()] if self.request.method == "POST" else []
 
     def get_queryset(self):
         conversation = selectors.conversation_get(conversation_id=self.kwargs["conversation_id"], user=self.request.user)

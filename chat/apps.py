@@ -58,7 +58,7 @@ def warm_process() -> None:
         getattr(client, "http", None)  # HTTP clients are built on first use: build them now
     arms.lexeme_stats()
     with connection.cursor() as cursor:  # compiles the plpgsql function in this session (no user: no rows)
-        cursor.execute("SELECT count(*) FROM ragsite_fts_search('simple', 'warm', 'warm', NULL, 1, 'ts_rank')")
+        cursor.execute("SELECT count(*) FROM ragsite_fts_search('simple', 'warm', 'warm', NULL, 1, 'ts_rank', '{}', true)")
 
 
 def warm_up_chat_worker(**kwargs) -> None:

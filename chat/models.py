@@ -19,6 +19,10 @@ class Conversation(models.Model):
     documents = models.ManyToManyField(
         "documents.Document", through="ConversationDocument", related_name="conversations", blank=True
     )
+    # Narrows the conversation's questions to one collection (when nothing is attached); a collection
+    # the user no longer reads is refused at question time, never searched.
+    collection = models.ForeignKey("documents.Collection", on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

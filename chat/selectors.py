@@ -7,7 +7,7 @@ from django.db.models.functions import Coalesce
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from documents.models import Document
 from core.errors import NotFound
-from retrieval.search.scope import Scope, scope_of_rows
+from retrieval.search.scope import Scope, collection_scope, scope_of_rows
 
 IN_FLIGHT = (MessageStatus.PENDING, MessageStatus.STREAMING)
 
@@ -18,7 +18,7 @@ def _count(model) -> Coalesce:
 
 
 def conversation_list(*, user) -> QuerySet[Conversation]:
-    return Conversation.objects.visible_to(user).annotate(
+    return Conversation.objects.visible_to(user).select_related("collection").annotate(
         document_count=_count(ConversationDocument), message_count=_count(Message))
 
 
@@ -30,20 +30,24 @@ def conversation_get(*, conversation_id, user) -> Conversation:
 
 
 def conversation_documents(*, conversation: Conversation) -> QuerySet[Document]:
-    """The documents attached to a conversation (only the owner's, whatever was stored)."""
-    return Document.objects.filter(owner_id=conversation.owner_id, attachments__conversation=conversation).order_by(
+    """The documents attached to a conversation that its owner may read now (whatever was stored)."""
+    return Document.objects.visible_to(conversation.owner).filter(attachments__conversation=conversation).order_by(
         "attachments__attached_at", "id")
 
 
 def conversation_scope(user, conversation) -> Scope:
-    """What a question in the conversation searches: its attached documents (the user's own), else
-    all of the user's documents. `conversation` is an id or the object; someone else's is NotFound."""
+    """What a question in the conversation searches: its attached documents (those the user still
+    reads, active), else its collection (which the user must still read: NotFound otherwise), else
+    everything the user reads. `conversation` is an id or the object; someone else's is NotFound."""
     conversation_id = conversation if isinstance(conversation, int) else conversation.pk
-    if not Conversation.objects.visible_to(user).filter(pk=conversation_id).exists():
+    found = Conversation.objects.visible_to(user).filter(pk=conversation_id).values("collection_id").first()
+    if found is None:
         raise NotFound("No such conversation.")
-    rows = ConversationDocument.objects.filter(conversation_id=conversation_id, document__owner_id=user.pk
-                                               ).values_list("document_id", "document__chunk_count")
-    return scope_of_rows(list(rows), conversation_id=conversation_id)
+    rows = list(Document.objects.visible_to(user).filter(attachments__conversation_id=conversation_id, is_active=True)
+                .order_by("id").values_list("id", "chunk_count"))
+    if not rows and found["collection_id"] is not None:
+        return collection_scope(user, found["collection_id"], conversation_id=conversation_id)
+    return scope_of_rows(rows, conversation_id=conversation_id)
 
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:

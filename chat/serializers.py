@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from rest_framework import serializers
+
+from core.pagination import StrictCharField
 
 from chat.models import Conversation, Message
 
 _datetime = serializers.DateTimeField()
+CLIENT_METADATA_MAX_BYTES = 4096
 
 
 def message_data(message: Message, *, segments: bool = False) -> dict:
@@ -26,6 +32,37 @@ def message_data(message: Message, *, segments: bool = False) -> dict:
     }
 
 
+def client_metadata_problem(value) -> str | None:
+    """Why a client's metadata object cannot be kept (None when it can): an object, at most
+    CLIENT_METADATA_MAX_BYTES as JSON, and text PostgreSQL's jsonb can hold (no NUL, no lone surrogate)."""
+    if not isinstance(value, dict):
+        return "metadata must be a JSON object."
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return "metadata holds text that is not valid Unicode (a lone surrogate)."
+    except (TypeError, ValueError):
+        return "metadata must be plain JSON."
+    if any("\x00" in text for text in _texts(value)):
+        return "metadata may not contain NUL characters."
+    if len(encoded) > CLIENT_METADATA_MAX_BYTES:
+        return f"metadata is {len(encoded)} bytes as JSON; at most {CLIENT_METADATA_MAX_BYTES} are kept."
+    return None
+
+
+def _texts(value):
+    """Every key and string inside a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
 class MessageSerializer(serializers.ModelSerializer):
     """`metadata` holds sections, citations, llm_usage, retrieval and timings (segments: see /retrieval/)."""
 
@@ -42,9 +79,18 @@ class MessageSerializer(serializers.ModelSerializer):
 
 
 class MessageCreateSerializer(serializers.Serializer):
-    content = serializers.CharField(max_length=20000, trim_whitespace=True)
-    category = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
-    subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100, default="")
+    content = StrictCharField(max_length=settings.CHAT_MAX_QUESTION_CHARS, trim_whitespace=True)
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
+    metadata = serializers.DictField(
+        required=False, help_text=f"Your own JSON object (at most {CLIENT_METADATA_MAX_BYTES} bytes as JSON), "
+        "kept with the question as metadata.client")
+
+    def validate_metadata(self, value: dict) -> dict:
+        problem = client_metadata_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class MessagePairSerializer(serializers.Serializer):
@@ -57,21 +103,29 @@ class MessagePairSerializer(serializers.Serializer):
 class ConversationSerializer(serializers.ModelSerializer):
     document_count = serializers.IntegerField(read_only=True, default=0)
     message_count = serializers.IntegerField(read_only=True, default=0)
+    collection = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True,
+                                              help_text="Questions search only this collection (unless documents are attached)")
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "document_count", "message_count", "created_at", "updated_at"]
-        read_only_fields = ["id", "document_count", "message_count", "created_at", "updated_at"]
+        fields = ["id", "title", "document_count", "message_count", "collection", "created_at", "updated_at"]
+        read_only_fields = ["id", "document_count", "message_count", "collection", "created_at", "updated_at"]
+
+
+_collection_ref = dict(required=False, allow_null=True, allow_blank=True, max_length=100,
+                       help_text="Id or slug of a collection you read, to search only it; null or '' for everything")
 
 
 class ConversationCreateSerializer(serializers.Serializer):
-    title = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    title = StrictCharField(required=False, allow_blank=True, max_length=200, default="")
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
                                          max_length=500)
+    collection = serializers.CharField(**_collection_ref)
 
 
 class ConversationUpdateSerializer(serializers.Serializer):
-    title = serializers.CharField(allow_blank=True, max_length=200)
+    title = StrictCharField(required=False, allow_blank=True, max_length=200)
+    collection = serializers.CharField(**_collection_ref)
 
 
 class AttachSerializer(serializers.Serializer):

@@ -34,18 +34,39 @@ def _enqueue_with(conversation_id: int) -> None:
         Conf.BROKER_CLASS or Conf.REDIS or Conf.DJANGO_REDIS))
 
 
-def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None) -> Conversation:
+def _readable_collection(user, ref):
+    """The collection `ref` (id or slug) names if the user reads it; None for an empty ref; else 404."""
+    if ref is None or str(ref).strip() == "":
+        return None
+    from documents.collections import collection_readable  # noqa: PLC0415
+
+    return collection_readable(user=user, ref=ref)
+
+
+def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None,
+                        collection=None) -> Conversation:
     with transaction.atomic():
-        conversation = Conversation.objects.create(owner=user, title=title.strip()[:200])
+        conversation = Conversation.objects.create(owner=user, title=title.strip()[:200],
+                                                   collection=_readable_collection(user, collection))
         for document_id in document_ids or []:
             conversation_document_attach(conversation_id=conversation.pk, document_id=document_id, user=user)
     return conversation
 
 
-def conversation_update(*, conversation_id, user, title: str) -> Conversation:
+_UNCHANGED = object()
+
+
+def conversation_update(*, conversation_id, user, title: str | None = None, collection=_UNCHANGED) -> Conversation:
+    """Rename the conversation and/or narrow its questions to one readable collection (None: everything)."""
     conversation = conversation_get(conversation_id=conversation_id, user=user)
-    conversation.title = title.strip()[:200]
-    conversation.save(update_fields=["title", "updated_at"])
+    fields = ["updated_at"]
+    if title is not None:
+        conversation.title = title.strip()[:200]
+        fields.append("title")
+    if collection is not _UNCHANGED:
+        conversation.collection = _readable_collection(user, collection)
+        fields.append("collection")
+    conversation.save(update_fields=fields)
     return conversation
 
 
@@ -74,8 +95,12 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
 
 
 def message_send(*, conversation_id, user, content: str, category: str = "", subcategory: str = "",
-                 enqueue: bool = True) -> tuple[Message, Message]:
-    """Save the question and a pending answer; the chat worker answers it (in order) after commit."""
+                 metadata: dict | None = None, origin: str = "", enqueue: bool = True) -> tuple[Message, Message]:
+    """Save the question and a pending answer; the chat worker answers it (in order) after commit.
+
+    `metadata`: the client's own object, kept with the question as `metadata.client` (validated
+    and size-limited by the caller's serializer); `origin`: which interface asked (`openai`, `mcp`).
+    """
     content = (content or "").strip()
     if not content:
         raise ApplicationError("The question is empty.", code="invalid")
@@ -88,7 +113,8 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
             raise NotFound("No such conversation.")
         question = Message.objects.create(
             conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
-            metadata={"category": category.strip(), "subcategory": subcategory.strip()},
+            metadata={"category": category.strip(), "subcategory": subcategory.strip(),
+                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {})},
         )
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})

@@ -9,6 +9,8 @@ from django.contrib import admin, messages
 from django.template.defaultfilters import filesizeformat
 from django.utils.html import format_html
 
+from documents.admin_collections import CollectionAdmin  # noqa: F401 - registers the collection admin
+from documents.collections import document_set_active
 from documents.models import Chunk, Document, DocumentStatus
 from documents.services import document_reindex
 from core.errors import ApplicationError
@@ -71,15 +73,15 @@ class FirstChunksInline(admin.TabularInline):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ("id", "title", "owner", "status_column", "progress", "chunk_count", "embedding_model",
-                    "category", "subcategory", "created_at")
+    list_display = ("id", "title", "owner", "collection", "is_active", "status_column", "progress", "chunk_count",
+                    "embedding_model", "category", "subcategory", "created_at")
     list_display_links = ("id", "title")
-    list_filter = ("status", ("owner", admin.RelatedOnlyFieldListFilter), "embedding_model", "category",
-                   "subcategory", "mime_type")
+    list_filter = ("status", "is_active", "collection", ("owner", admin.RelatedOnlyFieldListFilter), "embedding_model",
+                   "category", "subcategory", "mime_type")
     search_fields = ("title", "original_filename", "sha256", "owner__username")
-    list_select_related = ("owner",)
+    list_select_related = ("owner", "collection")
     fieldsets = (
-        (None, {"fields": ("title", "owner", "original_filename", "file_size", "mime_type", "sha256",
+        (None, {"fields": ("title", "owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256",
                            "category", "subcategory")}),
         ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
@@ -88,12 +90,12 @@ class DocumentAdmin(admin.ModelAdmin):
         ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
-    readonly_fields = ("owner", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
+    readonly_fields = ("owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
                        "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
                        "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at")
     inlines = [FirstChunksInline]
-    actions = ["reindex"]
+    actions = ["reindex", "activate", "deactivate"]
 
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
@@ -118,8 +120,8 @@ class DocumentAdmin(admin.ModelAdmin):
         queued, refused = [], []
         for document in queryset.select_related("owner"):
             try:
-                # The owner's own re-index: the same service and state checks as the API.
-                document_reindex(document_id=document.pk, user=document.owner)
+                # The owner's own re-index (a collection's: the curator's), with the API's state checks.
+                document_reindex(document_id=document.pk, user=_acting_user(request, document))
                 queued.append(document)
             except ApplicationError as exc:
                 refused.append(f"{document}: {exc.message}")
@@ -127,6 +129,35 @@ class DocumentAdmin(admin.ModelAdmin):
             self.message_user(request, f"Re-indexing queued for {len(queued)} document(s).", messages.SUCCESS)
         for reason in refused:
             self.message_user(request, reason, messages.WARNING)
+
+
+    def _set_active(self, request, queryset, active: bool) -> None:
+        done, refused = 0, []
+        for document in queryset.select_related("owner"):
+            try:
+                document_set_active(document_id=document.pk, user=_acting_user(request, document), active=active)
+                done += 1
+            except ApplicationError as exc:
+                refused.append(f"{document}: {exc.message}")
+        if done:
+            self.message_user(request, f"{'Activated' if active else 'Deactivated'} {done} document(s).", messages.SUCCESS)
+        for reason in refused:
+            self.message_user(request, reason, messages.WARNING)
+
+    @admin.action(description="Activate the selected documents (retrieval uses them again)", permissions=["change"])
+    def activate(self, request, queryset):
+        self._set_active(request, queryset, True)
+
+    @admin.action(description="Deactivate the selected documents (kept and indexed, but never searched)",
+                  permissions=["change"])
+    def deactivate(self, request, queryset):
+        self._set_active(request, queryset, False)
+
+
+def _acting_user(request, document: Document):
+    """Who a staff action on a document acts as: the owner for a private document, the staff member
+    (who must curate the collection) for a shared one."""
+    return document.owner if document.collection_id is None else request.user
 
 
 @admin.register(Chunk)

@@ -2,17 +2,40 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
+from documents.collections import collection_curated, collection_get, document_set_active
 from documents.models import Document, DocumentStatus
-from documents.serializers import DocumentSerializer, DocumentUploadSerializer
+from documents.selectors import document_chunks, document_get, document_text
+from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
 from documents.services import document_delete, document_reindex, document_upload
 from documents.uploads import SizeLimitUploadHandler
-from core.errors import ApplicationError
+from core.errors import ApplicationError, NotFound
+
+
+UPLOAD_TYPES = ("application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                "text/plain", "text/markdown")
+
+
+class FileRenderer(BaseRenderer):
+    """Lets a client that asks for the file's own type (`Accept: application/pdf`) past content
+    negotiation; the file itself is a FileResponse, errors are still JSON."""
+
+    media_type = "*/*"
+    format = "file"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        response = (renderer_context or {}).get("response")
+        if response is not None:  # an error: JSON, whatever type the client asked the file in
+            response["Content-Type"] = "application/json"
+        return JSONRenderer().render(data, "application/json", renderer_context)
 
 
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -20,7 +43,14 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     parser_classes = [MultiPartParser, FormParser]
 
     def get_queryset(self):
-        qs = Document.objects.visible_to(self.request.user)
+        user = self.request.user
+        # What the user reads, plus what they curate (a curator also sees deactivated documents).
+        qs = Document.objects.visible_to(user) | Document.objects.manageable_by(user)
+        collection = self.request.query_params.get("collection")
+        if collection == "own":
+            qs = qs.filter(collection__isnull=True)
+        elif collection:
+            qs = qs.filter(collection=collection_get(user=user, ref=collection))
         wanted = self.request.query_params.get("status")
         if wanted:
             statuses = [s for s in wanted.split(",") if s]
@@ -36,11 +66,14 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         request.upload_handlers.insert(0, SizeLimitUploadHandler(request))
         return super().initialize_request(request, *args, **kwargs)
 
-    @extend_schema(parameters=[OpenApiParameter("status", str, description="uploaded, processing, indexed, failed, reindexing (comma-separated)")])
+    @extend_schema(parameters=[
+        OpenApiParameter("status", str, description="uploaded, processing, indexed, failed, reindexing (comma-separated)"),
+        OpenApiParameter("collection", str, description="'own' for private documents, or a collection's id or slug")])
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request={"multipart/form-data": DocumentUploadSerializer}, responses={201: DocumentSerializer, 200: DocumentSerializer})
+    @extend_schema(request={"multipart/form-data": OpenApiRequest(DocumentUploadSerializer, encoding={"file": {
+        "contentType": ", ".join(UPLOAD_TYPES)}})}, responses={201: DocumentSerializer, 200: DocumentSerializer})
     def create(self, request):
         """Upload a PDF, DOCX, TXT or Markdown file; it is indexed in the background."""
         data = request.data  # parses the body through the size-limit handler
@@ -51,8 +84,10 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         form = DocumentUploadSerializer(data=data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
+        ref = form.validated_data.get("collection")
+        collection = collection_curated(user=request.user, ref=ref) if ref else None
         result = document_upload(
-            owner=request.user, source=upload, filename=upload.name,
+            owner=request.user, source=upload, filename=upload.name, collection=collection,
             title=form.validated_data.get("title", ""), category=form.validated_data.get("category", ""),
             subcategory=form.validated_data.get("subcategory", ""), language=form.validated_data.get("language", ""),
         )
@@ -70,6 +105,48 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """Index the document again; its current chunks keep answering until the new ones are ready."""
         document = document_reindex(document_id=_pk(pk), user=request.user)
         return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={200: DocumentTextSerializer})
+    @action(detail=True, methods=["get"])
+    def text(self, request, pk=None):
+        """The extracted text with its pages and segments (chunk index, offsets, page, heading path): what a
+        document viewer needs. 409 while the text is not extracted yet."""
+        return Response(document_text(document=document_get(document_id=pk, user=request.user)))
+
+    @extend_schema(responses={200: ChunkSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def chunks(self, request, pk=None):
+        """The document's chunks (passages) in order, paginated."""
+        document = document_get(document_id=pk, user=request.user)
+        page = self.paginate_queryset(document_chunks(document=document))
+        return self.get_paginated_response(ChunkSerializer(page, many=True).data)
+
+    @extend_schema(responses={(200, "*/*"): OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, FileRenderer])
+    def file(self, request, pk=None):
+        """The original file as uploaded (404 when it is no longer stored)."""
+        document = document_get(document_id=pk, user=request.user)
+        try:
+            handle = document.file.open("rb")
+        except (FileNotFoundError, ValueError):
+            raise NotFound("The original file is no longer stored.") from None
+        response = FileResponse(handle, as_attachment=True, filename=document.original_filename,
+                                content_type=document.mime_type or "application/octet-stream")
+        response["Cache-Control"] = "private, no-store"
+        return response
+    @extend_schema(request=None, responses={200: DocumentSerializer})
+    @action(detail=True, methods=["post"])
+    def activate(self, request, pk=None):
+        """Let retrieval use the document again (owner, or a curator of its collection)."""
+        document = document_set_active(document_id=_pk(pk), user=request.user, active=True)
+        return Response(DocumentSerializer(document).data)
+
+    @extend_schema(request=None, responses={200: DocumentSerializer})
+    @action(detail=True, methods=["post"])
+    def deactivate(self, request, pk=None):
+        """Keep the document stored and indexed, but out of every search (and out of readers' sight)."""
+        document = document_set_active(document_id=_pk(pk), user=request.user, active=False)
+        return Response(DocumentSerializer(document).data)
 
 
 def _pk(value) -> int:

@@ -1,15 +1,21 @@
 """Which language a text is in, and the PostgreSQL text-search configuration that matches it.
 
 The one place ragsite tells languages: documents (indexing), questions (the full-text arm) and
-the language of an answer without a model (chat.extractive).
+the language of an answer without a model (chat.extractive, at the bottom).
 
-A stop-word vote: cheap, deterministic, and good enough to pick a stemmer for the full-text
-arm. Languages PostgreSQL has no stemmer for (Czech, Vietnamese, ...) and unclear texts get the
-`simple` configuration, which only lower-cases.
+Identification is py3langid's (documents/language_id.py; 140 languages, model in the wheel):
+documents are told from a sample of their text, each chunk on its own when it clearly differs
+from its document (a mixed document), and questions on their own. Languages PostgreSQL has no
+stemmer for (Czech, Vietnamese, Chinese, ...) and unclear texts get the `simple` configuration,
+which only lower-cases; documents/search_text.py adds segmentation and stop words for them.
 """
 from __future__ import annotations
 
 import re
+
+from documents.language_id import identify
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 # ISO 639-1 code -> PostgreSQL text search configuration (all built into PostgreSQL 18).
 TEXT_CONFIGS = {
@@ -18,84 +24,66 @@ TEXT_CONFIGS = {
     "no": "norwegian", "fi": "finnish", "tr": "turkish", "hu": "hungarian", "ro": "romanian",
     "ca": "catalan", "id": "indonesian", "el": "greek", "ar": "arabic",
 }
-
-_STOPWORDS = {
-    "en": "the of and to in is that for it was on with as are by this be from at or which an not have has",
-    "de": "der die und das ist nicht ein eine zu den von mit sich des auf für im dem sie es auch wird",
-    "es": "el la de que y en los las del se por un una para con no es al lo como más su",
-    "fr": "le la les de des et est une un du que qui dans pour pas sur au il elle avec ce sont",
-    "it": "il di che la e per un una non sono del della con gli le è da si nel anche",
-    "pt": "o os de que e do da em um uma para com não uma dos das se por mais ao é",
-    "nl": "de het een en van is dat in op te zijn met voor niet aan er ook als bij",
-    "ru": "и в не на что с по как это к из но он она они был была для от же то",
-    "sv": "och att det som en på är av för med till den har de inte om ett var jag",
-    "da": "og at det som en på er af for med til den har de ikke om et var jeg",
-    "no": "og at det som en på er av for med til den har de ikke om et var jeg",
-    "fi": "ja on ei se että oli hän mutta kun niin kuin myös ovat tai joka",
-    "tr": "ve bir bu da de için ile ne çok olarak daha gibi ama en olan",
-    "hu": "a az és hogy nem egy is van meg csak de mint már volt ez",
-    "ro": "și de la în cu un o nu care pe din este mai că sau pentru",
-    "ca": "el la els les de i que en un una per amb no del es com al",
-    "id": "dan yang di ini itu dengan untuk dari dalam tidak akan pada juga ke",
-    "el": "και το η της του να σε με που είναι για τα τον την από",
-    "ar": "في من على إلى أن عن هذا التي الذي مع هو كان هذه ما",
-    "cs": "a se na je že v to s z do jsou jako by pro ale o",
-}
-_WORDS = {lang: set(words.split()) for lang, words in _STOPWORDS.items()}
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 SAMPLE_CHARS = 50_000
+# Probability below which a text's language is "not told". Measured on XQuAD's questions
+# (bench/language_id.py): wrong answers cluster below it, right ones rarely fall there.
+DOCUMENT_MIN_PROBABILITY = 0.5
+QUESTION_MIN_PROBABILITY = 0.3
+# A chunk takes a language other than its document's only when it is this sure and long enough.
+CHUNK_MIN_PROBABILITY = 0.95
+CHUNK_MIN_CHARS = 200
+
+
+BLOCK_CHARS = 1_000
 
 
 def detect_language(text: str) -> str:
-    """ISO 639-1 code of the text's language, or "" when it cannot be told."""
-    words = [w.lower() for w in _WORD_RE.findall(text[:SAMPLE_CHARS])]
-    if len(words) < 5:
-        return ""
-    scores = {lang: sum(1 for w in words if w in stop) for lang, stop in _WORDS.items()}
-    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
-    (best, top), (_, second) = ranked[0], ranked[1]
-    # Enough stop words to be prose, and a clear winner (Danish and Norwegian share most).
-    if top < max(3, len(words) * 0.05) or top < second * 1.15:
-        if best in {"da", "no"} and top >= max(3, len(words) * 0.05):
-            return best
-        return ""
-    return best
+    """ISO 639-1 code of the language most of the text is in, or "" when it cannot be told.
+
+    The sample is identified in blocks of about a thousand characters, each voting with its
+    length: identified as one piece, a mostly English text with a few Chinese paragraphs came out
+    Chinese (three bytes a character, and many more distinct n-grams than repeated English).
+    """
+    votes: dict[str, int] = {}
+    for block in _blocks(text[:SAMPLE_CHARS]):
+        language, probability = identify(block)
+        if language and probability >= DOCUMENT_MIN_PROBABILITY:
+            votes[language] = votes.get(language, 0) + len(block)
+    return max(votes, key=votes.__getitem__) if votes else ""
 
 
-# Words that open or carry questions, which a short question has more of than stop words. They count
-# twice; a few letters decide between languages that share words ("was" is English and German).
-_QUESTION_WORDS = {
-    "en": "what who whom whose when where which why how much many did does do were",
-    "de": "was wer wen wem wessen wann wo woher wohin warum wieso weshalb wie welche welcher welches welchen "
-          "welchem viele viel vielen wieviel worauf woran wofür worüber womit wozu wodurch wurde wurden hat haben war waren sind "
-          "kann können als",
-    "es": "qué quién quiénes cuándo dónde cuál cuáles cómo cuánto cuántos cuánta cuántas fue fueron son hay",
-    "fr": "quoi qui quand où pourquoi comment combien quel quelle quels quelles lequel laquelle",
-    "it": "cosa chi quando dove perché come quanto quanti quanta quante quale quali",
-    "pt": "quem quando onde porquê como quanto quantos quanta quantas qual quais",
-    "nl": "wat wie wanneer waar waarom hoe hoeveel welke welk",
-    "ru": "что кто когда где почему как сколько какой какая какое какие чей",
-}
-_QUESTION_SETS = {lang: set(words.split()) for lang, words in _QUESTION_WORDS.items()}
-_LETTERS = {"de": "äöüß", "es": "ñ¿¡", "pt": "ãõ", "fr": "èêœ"}
+def _blocks(text: str) -> list[str]:
+    """Paragraphs joined up to about BLOCK_CHARS each (a longer paragraph is cut)."""
+    blocks, current = [], ""
+    for paragraph in text.split("\n"):
+        paragraph = paragraph.strip()
+        while len(paragraph) > BLOCK_CHARS:
+            blocks.append(paragraph[:BLOCK_CHARS])
+            paragraph = paragraph[BLOCK_CHARS:]
+        if current and len(current) + len(paragraph) > BLOCK_CHARS:
+            blocks.append(current)
+            current = ""
+        current = f"{current} {paragraph}".strip()
+    if current:
+        blocks.append(current)
+    return blocks
 
 
 def detect_question_language(text: str) -> str:
     """ISO 639-1 code of a short question's language, or "" when it cannot be told.
 
-    Measured on XQuAD's 1,190 questions per language: English 99.8 % right, German 99.1 %,
-    Spanish 99.6 %, the rest undecided, none wrong (tests/documents/test_language.py).
+    Accuracy and cost on XQuAD's questions: bench/language_id.py (README, Evaluation).
     """
-    lowered = text.lower()
-    # Each word once, and no single letters ("o", "a", "s" of "O'Brien's" are stop words somewhere).
-    words = {w for w in _WORD_RE.findall(lowered) if len(w) > 1}
-    scores = {lang: sum(1 for w in words if w in stop) + 2 * sum(1 for w in words if w in _QUESTION_SETS.get(lang, ()))
-              for lang, stop in _WORDS.items()}
-    for lang, letters in _LETTERS.items():
-        if any(c in lowered for c in letters):
-            scores[lang] += 1
-    (best, top), (_, second) = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:2]
-    return best if top >= 1 and top > second else ""
+    language, probability = identify(text.strip())
+    return language if probability >= QUESTION_MIN_PROBABILITY else ""
+
+
+def detect_chunk_language(text: str, *, document_language: str) -> str:
+    """A chunk's language: its own when it is clearly another than its document's, else the document's."""
+    if len(text) < CHUNK_MIN_CHARS:
+        return document_language
+    language, probability = identify(text[:SAMPLE_CHARS])
+    return language if language and probability >= CHUNK_MIN_PROBABILITY else document_language
 
 
 def text_config_for(language: str) -> str:
@@ -105,9 +93,9 @@ def text_config_for(language: str) -> str:
 
 # --- the answer's language and the words a question matcher skips (chat.extractive) ------------
 # A wider list than the stop words above: it adds pronouns, modal verbs and question words, which
-# weigh little when a sentence is matched to a question. It is kept apart from the lists above on
-# purpose: those are tuned for telling a document's language (measured on XQuAD); this one picks
-# the language of a short note and weighs words, and merging them would change both.
+# weigh little when a sentence is matched to a question. Telling a document's or question's
+# language is py3langid's (above); this short list picks the language of the extractive answer's
+# note among the few it is written in, and weighs words when a sentence is matched to a question.
 COMMON_WORDS: dict[str, frozenset[str]] = {
     "en": frozenset(
         "a an the is are was were be been being am of in on at to for from by with and or but not no "

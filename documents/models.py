@@ -1,4 +1,4 @@
-"""Documents a user uploaded, their extracted text and their chunks."""
+"""Documents (a user's own, or shared in a collection), their extracted text and their chunks."""
 from __future__ import annotations
 
 import uuid
@@ -8,7 +8,9 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
+from django.contrib.auth.models import Group
 from django.db import models
+from django.db.models.expressions import RawSQL
 
 from core.ownership import OwnedQuerySet
 from documents import chunking
@@ -30,8 +32,88 @@ class ChunkingStrategy(models.TextChoices):
     LATE = chunking.LATE, "Late chunking"
 
 
+class CollectionVisibility(models.TextChoices):
+    EVERYONE = "everyone", "Everyone signed in"
+    GROUPS = "groups", "Members of the listed groups"
+
+
+def readable_collections_sql(user) -> RawSQL:
+    """The ids of the collections `user` may read, computed by PostgreSQL from group membership.
+
+    The rule lives once, in the SQL function `ragsite_readable_collections` (documents migration
+    0008_collections): row-level security, the full-text function and these querysets all call it.
+    """
+    return RawSQL("SELECT unnest(ragsite_readable_collections(%s))", [int(user.pk)])
+
+
+class CollectionQuerySet(models.QuerySet):
+    def readable_by(self, user) -> "CollectionQuerySet":
+        """Active collections the user may read (everyone, their groups, curators, superusers)."""
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(pk__in=readable_collections_sql(user))
+
+    def curated_by(self, user) -> "CollectionQuerySet":
+        """Collections the user may curate: all for superusers, else staff in the collection's curator group."""
+        if not user or not user.is_authenticated or not user.is_active:
+            return self.none()
+        if user.is_superuser:
+            return self.all()
+        if not user.is_staff:
+            return self.none()
+        return self.filter(curator_group__user=user)
+
+
+class Collection(models.Model):
+    """Shared documents that curators maintain and groups of users (or everyone) read."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True, db_default=True,
+                                    help_text="An inactive collection stays stored but nobody reads or searches it.")
+    visibility = models.CharField(max_length=20, choices=CollectionVisibility.choices,
+                                  default=CollectionVisibility.GROUPS)
+    groups = models.ManyToManyField(Group, blank=True, related_name="readable_collections",
+                                    help_text="Who reads it when the visibility is 'groups'.")
+    # The curator rule: superusers, and staff members of this group (README, "Knowledge base").
+    curator_group = models.ForeignKey(Group, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="curated_collections",
+                                      help_text="Staff members of this group upload, re-index, deactivate and delete "
+                                                "its documents.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = CollectionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(visibility__in=CollectionVisibility.values),
+                                   name="collection_visibility_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class DocumentQuerySet(OwnedQuerySet):
-    """Every read goes through visible_to (core.ownership): a user sees only their own."""
+    # Documents widen core.ownership's rule (own rows) with the collections the user reads.
+    def visible_to(self, user) -> "DocumentQuerySet":
+        """Every read of documents goes through here: the user's own private documents, and the
+        active documents of the active collections they may read (the same rule as row-level security)."""
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(models.Q(collection__isnull=True, owner_id=user.pk)
+                           | models.Q(is_active=True, collection_id__in=readable_collections_sql(user)))
+
+    def manageable_by(self, user) -> "DocumentQuerySet":
+        """Documents the user may change (delete, re-index, deactivate): their own private ones and
+        every document of the collections they curate."""
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(models.Q(collection__isnull=True, owner_id=user.pk)
+                           | models.Q(collection__in=Collection.objects.curated_by(user)))
 
 
 def document_upload_path(instance: "Document", filename: str) -> str:
@@ -41,10 +123,17 @@ def document_upload_path(instance: "Document", filename: str) -> str:
 
 
 class Document(models.Model):
-    # Lookups by owner use the (owner, created_at) and (owner, sha256) indexes.
+    # Lookups by owner use the (owner, created_at) and (owner, sha256) indexes. For a document of a
+    # collection the owner is who uploaded it: who reads it comes from the collection alone.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="documents", db_index=False
     )
+    # NULL: private to its owner. Deleting a collection goes through collection_delete, which removes
+    # its documents first (PROTECT keeps anything else from leaving them half-deleted).
+    collection = models.ForeignKey(Collection, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="documents")
+    # Inactive: stored and indexed, but retrieval skips it (and only its owner / curators see it).
+    is_active = models.BooleanField(default=True, db_default=True)
     title = models.CharField(max_length=255)
     original_filename = models.CharField(max_length=255)
     file = models.FileField(upload_to=document_upload_path, max_length=255)
@@ -92,7 +181,10 @@ class Document(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "sha256"], name="document_sha256_unique_per_owner"),
+            models.UniqueConstraint(fields=["owner", "sha256"], condition=models.Q(collection__isnull=True),
+                                    name="document_sha256_unique_per_owner"),
+            models.UniqueConstraint(fields=["collection", "sha256"], condition=models.Q(collection__isnull=False),
+                                    name="document_sha256_unique_per_collection"),
             models.CheckConstraint(
                 condition=models.Q(status__in=DocumentStatus.values), name="document_status_valid"
             ),
@@ -101,6 +193,8 @@ class Document(models.Model):
             models.Index(fields=["owner", "-created_at"], name="document_owner_created"),
             models.Index(fields=["status"], name="document_status"),
             models.Index(fields=["category", "subcategory"], name="document_category"),
+            models.Index(fields=["collection", "-created_at"], name="document_collection_created",
+                         condition=models.Q(collection__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -123,7 +217,11 @@ class DocumentText(models.Model):
 
 
 class ChunkQuerySet(OwnedQuerySet):
-    """Every read goes through visible_to (core.ownership): a user sees only their own."""
+    def visible_to(self, user) -> "ChunkQuerySet":
+        """Chunks of the documents `Document.objects.visible_to(user)` returns."""
+        if not user or not user.is_authenticated:
+            return self.none()
+        return self.filter(document__in=Document.objects.visible_to(user))
 
 
 class Chunk(models.Model):
@@ -132,6 +230,9 @@ class Chunk(models.Model):
     document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, related_name="chunks", db_index=False)
     # Denormalised from the document: filters and row-level security need no join.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
+    collection = models.ForeignKey(Collection, on_delete=models.DO_NOTHING, null=True, blank=True,
+                                   related_name="+", db_index=False)
+    is_active = models.BooleanField(default=True, db_default=True)
     chunk_index = models.PositiveIntegerField()
     content = models.TextField()
     start_offset = models.PositiveIntegerField()

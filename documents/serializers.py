@@ -1,20 +1,28 @@
 from rest_framework import serializers
 
-from documents.models import Document
+from core.pagination import StrictCharField
+
+from documents.models import Collection, CollectionVisibility, Document
 
 
 class DocumentSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="original_filename", read_only=True)
     status_display = serializers.CharField(source="get_status_display", read_only=True)
+    # Empty until the document is indexed (not one of the choices, so not their enum in the schema).
+    chunking_strategy = serializers.CharField(read_only=True, help_text="tokens, fixed or late; empty until indexed")
+    embedding_server_id = serializers.IntegerField(read_only=True, allow_null=True,
+                                                   help_text="The AI server whose model embedded this document")
+    collection = serializers.IntegerField(source="collection_id", read_only=True, allow_null=True,
+                                          help_text="The collection it is shared in; null for a private document")
 
     class Meta:
         model = Document
         fields = [
-            "id", "title", "name", "mime_type", "size", "sha256", "status", "status_display",
+            "id", "title", "name", "collection", "is_active", "mime_type", "size", "sha256", "status", "status_display",
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
-            "chunks_total", "chunks_embedded", "embedding_model", "embedding_dim", "chunking_strategy",
-            "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages", "progress_note", "ocr",
-            "created_at", "updated_at",
+            "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim",
+            "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages",
+            "progress_note", "ocr", "created_at", "updated_at",
         ]
         read_only_fields = fields
 
@@ -26,3 +34,71 @@ class DocumentUploadSerializer(serializers.Serializer):
     subcategory = serializers.CharField(required=False, allow_blank=True, max_length=100)
     language = serializers.CharField(required=False, allow_blank=True, max_length=20,
                                      help_text="ISO 639-1 code; detected from the text when empty")
+    collection = serializers.CharField(required=False, allow_blank=True, max_length=100,
+                                       help_text="Id or slug of a collection you curate: share the document there")
+
+
+class SegmentSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    chunk_index = serializers.IntegerField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+    page_number = serializers.IntegerField(allow_null=True)
+    heading_path = serializers.ListField(child=serializers.CharField())
+
+
+class PageSerializer(serializers.Serializer):
+    page_number = serializers.IntegerField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+
+
+class DocumentTextSerializer(serializers.Serializer):
+    """The extracted text; every segment satisfies text[start_offset:end_offset] == its chunk's content."""
+
+    document_id = serializers.IntegerField()
+    text = serializers.CharField()
+    pages = PageSerializer(many=True, help_text="Paged formats (PDF): where each page's text lies")
+    segments = SegmentSerializer(many=True)
+
+
+class ChunkSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField(source="id")
+    chunk_index = serializers.IntegerField()
+    content = serializers.CharField()
+    start_offset = serializers.IntegerField()
+    end_offset = serializers.IntegerField()
+    page_number = serializers.IntegerField(allow_null=True)
+    heading_path = serializers.ListField(child=serializers.CharField())
+    token_count = serializers.IntegerField()
+
+
+class CollectionSerializer(serializers.ModelSerializer):
+    groups = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True,
+                                          help_text="Reader groups (when visibility is 'groups')")
+    curators = serializers.CharField(source="curator_group.name", read_only=True, allow_null=True, default=None,
+                                     help_text="The curator group: its staff members curate the collection")
+    document_count = serializers.IntegerField(read_only=True, default=0, help_text="Active documents")
+    can_curate = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Collection
+        fields = ["id", "name", "slug", "description", "is_active", "visibility", "groups", "curators",
+                  "document_count", "can_curate", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_can_curate(self, obj) -> bool:
+        return obj.pk in self.context.get("curated_ids", ())
+
+
+class CollectionWriteSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=200)
+    slug = serializers.SlugField(max_length=100)
+    description = StrictCharField(required=False, allow_blank=True, default="")
+    is_active = serializers.BooleanField(required=False, default=True)
+    visibility = serializers.ChoiceField(choices=CollectionVisibility.choices, required=False,
+                                         default=CollectionVisibility.GROUPS)
+    groups = serializers.ListField(child=StrictCharField(max_length=150), required=False, default=list,
+                                   help_text="Names of the Django groups that read it")
+    curators = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=150, default=None,
+                                     help_text="Name of the group whose staff members curate it")

@@ -17,7 +17,7 @@ from rest_framework import status
 
 from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
-from documents.models import Document, DocumentStatus
+from documents.models import Collection, Document, DocumentStatus
 from documents.signals import index_wanted
 from core.errors import ApplicationError, NotFound
 
@@ -74,16 +74,21 @@ def document_upload(
     category: str = "",
     subcategory: str = "",
     language: str = "",
+    collection: Collection | None = None,
 ) -> UploadResult:
     """Store an uploaded file as a new document and queue its indexing.
 
     The type is detected from the content. The same bytes uploaded again by the same owner
-    return the existing document (`duplicate=True`); another owner gets their own copy.
+    return the existing document (`duplicate=True`); another owner gets their own copy. With a
+    `collection` the document is shared there (the caller checked that `owner` curates it) and
+    duplicates are looked for within the collection.
     """
     filename = PurePath(filename or "upload").name[:255] or "upload"
     path, sha256, size = _spool(source)
+    same = (Document.objects.filter(collection=collection, sha256=sha256) if collection is not None
+            else Document.objects.filter(owner=owner, collection__isnull=True, sha256=sha256))
     try:
-        existing = Document.objects.filter(owner=owner, sha256=sha256).first()
+        existing = same.first()
         if existing:
             return UploadResult(existing, True)
         try:
@@ -96,6 +101,7 @@ def document_upload(
             raise UploadRejected(exc.message, code=code, status_code=http) from exc
         document = Document(
             owner=owner,
+            collection=collection,
             title=(title or PurePath(filename).stem or filename)[:255],
             original_filename=filename,
             mime_type=mime_type,
@@ -114,7 +120,7 @@ def document_upload(
         except IntegrityError:
             # The same file uploaded twice at the same moment: the other request won.
             document.file.delete(save=False)
-            return UploadResult(Document.objects.get(owner=owner, sha256=sha256), True)
+            return UploadResult(same.get(), True)
         logger.info("document uploaded", extra={"document_id": document.pk, "owner_id": owner.pk,
                                                 "mime_type": mime_type, "size": size})
         return UploadResult(document, False)
@@ -138,15 +144,29 @@ def document_get(*, document_id: int, user) -> Document:
     return document
 
 
+def document_locked_for_change(*, document_id: int, user) -> Document:
+    """The document, locked, if the user may change it (call inside `transaction.atomic`).
+
+    Someone who can read it but not change it (a reader of its collection) gets 403; anyone else 404.
+    """
+    document = Document.objects.manageable_by(user).select_for_update().filter(pk=document_id).first()
+    if document is not None:
+        return document
+    if Document.objects.visible_to(user).filter(pk=document_id).exists():
+        raise ApplicationError("Only the collection's curators can change its documents.", code="not_curator",
+                               status_code=status.HTTP_403_FORBIDDEN)
+    raise NotFound("No such document.")
+
+
 REINDEXABLE = {DocumentStatus.INDEXED, DocumentStatus.FAILED}
 
 
 def document_reindex(*, document_id: int, user) -> Document:
-    """Queue a fresh indexing of the document; its current chunks answer until the new ones commit."""
+    """Queue a fresh indexing of the document; its current chunks answer until the new ones commit.
+
+    Only its owner (private documents) or a curator of its collection may."""
     with transaction.atomic():
-        document = Document.objects.visible_to(user).select_for_update().filter(pk=document_id).first()
-        if document is None:
-            raise NotFound("No such document.")
+        document = document_locked_for_change(document_id=document_id, user=user)
         if document.status not in REINDEXABLE:
             raise ApplicationError(
                 f"This document is {document.get_status_display().lower()} already; wait until it finishes.",
@@ -161,11 +181,9 @@ def document_reindex(*, document_id: int, user) -> Document:
 
 
 def document_delete(*, document_id: int, user) -> None:
-    """Delete the document with its chunks, vectors and stored file."""
+    """Delete the document with its chunks, vectors and stored file (owner or curator only)."""
     with transaction.atomic():
-        document = Document.objects.visible_to(user).select_for_update().filter(pk=document_id).first()
-        if document is None:
-            raise NotFound("No such document.")
+        document = document_locked_for_change(document_id=document_id, user=user)
         file_name = document.file.name
         storage = document.file.storage
         document.delete()

@@ -1,7 +1,9 @@
 from rest_framework.routers import SimpleRouter
 
 from documents.api import DocumentViewSet
+from documents.collections_api import CollectionViewSet
 
 router = SimpleRouter()
 router.register("documents", DocumentViewSet, basename="document")
+router.register("collections", CollectionViewSet, basename="collection")
 urlpatterns = router.urls

@@ -13,6 +13,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from documents.collections import library_collections
 from documents.models import Chunk, Document, DocumentText
 from documents.serializers import DocumentSerializer
 
@@ -25,8 +26,9 @@ MAX_HEADING_CHARS = 200
 @login_required
 @require_GET
 def library(request):
-    """The signed-in user's documents, newest first; the page keeps itself up to date."""
-    documents = Document.objects.visible_to(request.user).order_by("-created_at", "-id")
+    """The signed-in user's documents, newest first (the page keeps itself up to date), then a section
+    per collection they read: read-only, except that curators upload there."""
+    documents = Document.objects.visible_to(request.user).filter(collection__isnull=True).order_by("-created_at", "-id")
     total = documents.count()
     first = DocumentSerializer(documents[:LIBRARY_FIRST_PAGE], many=True).data
     return render(request, "documents/library.html", {
@@ -34,6 +36,7 @@ def library(request):
         "library": {"documents": first, "total": total, "page_size": LIBRARY_FIRST_PAGE,
                     "max_upload_size": settings.MAX_UPLOAD_SIZE,
                     "max_upload_label": f"{settings.MAX_UPLOAD_SIZE / (1024 * 1024):g} MB"},
+        "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
     })
 
 

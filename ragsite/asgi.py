@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, WebSocket through Channels (served by daphne)."""
+"""ASGI entry point: HTTP through Django (and /mcp through the MCP SDK), WebSocket through Channels (served by daphne)."""
 import os
 
 from django.core.asgi import get_asgi_application
@@ -14,11 +14,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from core.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from integrations.mcp_asgi import McpMount  # noqa: E402
 from ragsite.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BodySizeLimitMiddleware(django_asgi_app),
+        "http": BodySizeLimitMiddleware(McpMount(django_asgi_app)),  # /mcp: the MCP server
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

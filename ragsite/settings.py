@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "documents",
     "retrieval",
     "chat",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -155,6 +156,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "PAGE_SIZE": 20,
+    # Throttles count per REMOTE_ADDR (daphne sets it from the proxy's header when started with
+    # --proxy-headers), never per a client's own X-Forwarded-For, which anyone can vary.
+    "NUM_PROXIES": 0,
+}
+# Rate limits (ragsite/throttles.py), read at every check: "N/second|minute|hour|day"; "off" = none.
+# Sign-in counts per client address (token and login page together), questions per user (chat
+# API, /v1/chat/completions, the MCP ask tool).
+THROTTLE_RATES = {
+    "signin": env_str("THROTTLE_SIGNIN", "10/minute"),
+    "questions": env_str("THROTTLE_QUESTIONS", "30/minute"),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ragsite API",
@@ -164,6 +175,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Request bodies get their own components, so required text fields say minLength 1.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Request bodies are documented as JSON (uploads say multipart themselves); form posts still work.
+    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "core.openapi.add_error_responses"],
 }
 
 # --- Background work (django-q2, ORM broker on the same PostgreSQL) ---

@@ -1,12 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import ObtainAuthToken
 
 from ragsite import views
+from core.throttles import ThrottledLoginView, ThrottledObtainAuthToken
 
 api_patterns = [
-    path("auth/token/", ObtainAuthToken.as_view(), name="api-token"),
+    path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
     path("me/", views.MeView.as_view(), name="api-me"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -20,9 +20,13 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
+    path("", include("integrations.urls")),  # /v1/: the OpenAI-compatible API
     # End-user pages (templates/): the library and document viewer, conversations and chat.
     path("", include("documents.page_urls")),
     path("", include("chat.page_urls")),
 ]
+
+handler404 = "ragsite.views.not_found"

@@ -53,3 +53,12 @@ class MeView(APIView):
     def get(self, request):
         user = request.user
         return Response({"id": user.pk, "username": user.get_username(), "is_staff": user.is_staff})
+
+
+def not_found(request, exception=None):
+    """404 for a URL no route matches: the API's JSON error shape under /api/, the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"code": "not_found", "message": "Not found.", "extra": {}}, status=404)
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)

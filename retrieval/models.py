@@ -110,6 +110,11 @@ class ChunkEmbedding(models.Model):
     model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+", db_index=False)
     document = models.ForeignKey("documents.Document", on_delete=models.DO_NOTHING, related_name="+", db_index=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
+    # Copies of the document's collection and active flag (documents.services keeps them equal), so
+    # the HNSW search and row-level security filter each visited vector without a join.
+    collection = models.ForeignKey("documents.Collection", on_delete=models.DO_NOTHING, null=True, blank=True,
+                                   related_name="+", db_index=False)
+    is_active = models.BooleanField(default=True, db_default=True)
     embedding = VectorField()
 
     class Meta:
@@ -118,6 +123,8 @@ class ChunkEmbedding(models.Model):
         ]
         indexes = [
             models.Index(fields=["document", "model"], name="chunkembedding_doc_model"),
+            models.Index(fields=["collection", "model"], name="chunkembedding_coll_model",
+                         condition=models.Q(collection__isnull=False)),
         ]
 
     def __str__(self) -> str:

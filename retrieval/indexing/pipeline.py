@@ -34,6 +34,7 @@ from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
+from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.services import copy_to_temp
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
@@ -169,9 +170,10 @@ class _Progress:
         if not force and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
-        updated = Document.objects.filter(
-            pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
-        ).update(heartbeat_at=timezone.now(), **fields)
+        with _shield.hold():
+            updated = Document.objects.filter(
+                pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
+            ).update(heartbeat_at=timezone.now(), **fields)
         if not updated:
             raise Superseded()
 
@@ -180,9 +182,10 @@ class _Progress:
 
 
 def _build(document: Document, strategy: str | None = None) -> Built:
-    rs = retrieval_settings_get()
-    # (Re-)indexing always uses the current default; search follows each document's pinned model.
-    server = default_embedding_server(rs)
+    with _shield.hold():
+        rs = retrieval_settings_get()
+        # (Re-)indexing always uses the current default; search follows each document's pinned model.
+        server = default_embedding_server(rs)
     if server is None:
         raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
     limit = settings.INDEX_TIME_LIMIT
@@ -257,6 +260,34 @@ def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _
     return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
 
 
+class _AlarmShield:
+    """Holds the alarm's exception back while a database statement is on the wire.
+
+    An exception raised by the SIGALRM handler in the middle of psycopg sending a query leaves
+    the connection half-way through the protocol ("another command is already in progress"), so
+    the failure could not even be recorded (seen under load). Inside `hold()` the handler only
+    notes that time is up; the exception is raised as soon as the statement is done.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.expired = False
+
+    @contextmanager
+    def hold(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if self.depth == 0 and self.expired:
+            self.expired = False
+            raise IndexTimeout()
+
+
+_shield = _AlarmShield()
+
+
 @contextmanager
 def _time_limit(seconds: float):
     """Raise IndexTimeout in this thread after `seconds` (SIGALRM; only in a main thread)."""
@@ -265,6 +296,9 @@ def _time_limit(seconds: float):
         return
 
     def expired(signum, frame):
+        if _shield.depth:
+            _shield.expired = True  # raised when the statement in flight is done (_AlarmShield.hold)
+            return
         raise IndexTimeout()
 
     previous = signal.signal(signal.SIGALRM, expired)
@@ -274,6 +308,7 @@ def _time_limit(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _shield.expired = False
 
 
 # --- the commit: one transaction ----------------------------------------------------------
@@ -284,6 +319,10 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
     model = embedding_model_ensure(name=built.model_name, dim=built.dim)
     config = text_config_for(built.language)
     owner_id = document.owner_id
+    # Each chunk's language (a mixed document's chunks may differ), segmentation and stop words,
+    # computed before the transaction: Thai or Japanese segmentation takes a moment.
+    analyses = [chunk_analysis(content=d.content, context=_context_prefix(d), document_language=built.language)
+                for d in built.drafts]
     with transaction.atomic():
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None or locked.status != DocumentStatus.PROCESSING or locked.index_attempts != attempt:
@@ -294,24 +333,20 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         DocumentText.objects.update_or_create(document=locked, defaults={"text": built.text, "pages": built.pages})
         chunks = Chunk.objects.bulk_create(
             [
-                Chunk(document=locked, owner_id=owner_id, chunk_index=d.index, content=d.content,
+                Chunk(document=locked, owner_id=owner_id, collection_id=locked.collection_id,
+                      is_active=locked.is_active, chunk_index=d.index, content=d.content,
                       start_offset=d.start, end_offset=d.end, page_number=d.page_number,
                       heading_path=list(d.heading_path), token_count=d.token_count,
                       metadata={**d.metadata, "context": _context_prefix(d)} if _context_prefix(d) else d.metadata,
-                      text_config=config)
-                for d in built.drafts
+                      text_config=analysis.config)
+                for d, analysis in zip(built.drafts, analyses)
             ],
             batch_size=1000,
         )
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE documents_chunk SET search_vector = "
-                "to_tsvector(text_config::regconfig, coalesce(metadata->>'context', '') || ' ' || content) "
-                "WHERE document_id = %s",
-                [document.pk],
-            )
+        search_vectors_write(chunk_ids=[c.pk for c in chunks], analyses=analyses)
         ChunkEmbedding.objects.bulk_create(
-            [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id, embedding=v)
+            [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id,
+                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v)
              for c, v in zip(chunks, built.vectors)],
             batch_size=1000,
         )

@@ -75,11 +75,19 @@ def embed_new_vectors(document: Document, server: AiServer) -> bool:
 
 
 def _store(document: Document, model, chunk_ids: list[int], vectors) -> None:
-    ChunkEmbedding.objects.bulk_create(
-        [ChunkEmbedding(chunk_id=chunk_id, model=model, document_id=document.pk, owner_id=document.owner_id,
-                        embedding=vector) for chunk_id, vector in zip(chunk_ids, vectors)],
-        update_conflicts=True, unique_fields=["chunk", "model"], update_fields=["embedding"],
-    )
+    # The document's row is locked while its copies are written: a deactivation waits, then its
+    # trigger updates these rows too (retrieval migration 0012).
+    with transaction.atomic():
+        current = Document.objects.select_for_update(no_key=True).filter(pk=document.pk).values(
+            "collection_id", "is_active").first()
+        if current is None:
+            return
+        ChunkEmbedding.objects.bulk_create(
+            [ChunkEmbedding(chunk_id=chunk_id, model=model, document_id=document.pk, owner_id=document.owner_id,
+                            collection_id=current["collection_id"], is_active=current["is_active"],
+                            embedding=vector) for chunk_id, vector in zip(chunk_ids, vectors)],
+            update_conflicts=True, unique_fields=["chunk", "model"], update_fields=["embedding"],
+        )
 
 
 def switch_model(document: Document, server: AiServer, *, late: bool = False) -> bool:

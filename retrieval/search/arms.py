@@ -1,10 +1,9 @@
 """The two search arms, as SQL: HNSW cosine search per embedding model, and full text per language.
 
-Both run inside `scope.reader_transaction`, always with the owner filter in the WHERE clause.
+Both run inside `scope.reader_transaction`, always with the owner / collection filter in the WHERE clause.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
@@ -12,14 +11,13 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from documents.language import _WORDS as STOPWORDS_BY_LANGUAGE
+from documents.search_text import WORD_RE, search_input
+from retrieval.search.scope import Scope, scope_condition
 
 # Below this many vectors in scope an exact scan is both fast and exact; above it the HNSW
 # index with pgvector 0.8's iterative scan keeps filtered searches from coming back short.
 HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN_TUPLES = 40_000
-_ALL_STOPWORDS = set().union(*STOPWORDS_BY_LANGUAGE.values())
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
 def vector_literal(vector) -> str:
@@ -30,49 +28,53 @@ def vector_literal(vector) -> str:
 
 
 def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document_ids: list[int],
-               scope_vectors: int, top_k: int, all_of_owner: bool = False) -> tuple[list[tuple[int, float]], str]:
+               scope_vectors: int, top_k: int, whole_scope: bool = False,
+               scope: Scope | None = None) -> tuple[list[tuple[int, float]], str]:
     """(chunk_id, cosine distance) best first, and the method used ("exact" or "hnsw").
 
-    `all_of_owner`: the scope is every document of the owner pinned to this model, so both paths
-    filter by owner alone (`document_ids` may then be empty) — testing each visited vector against
-    the array of all the owner's document ids made the HNSW search 5x slower at a million chunks
-    (bench/search.py: p95 25 vs 5 ms). The only rows that adds are vectors of this model of a
-    document still pinned to another one (being re-embedded): the same chunks, already in scope.
+    `scope` says whose rows: the owner's private ones and/or the scope's collections (None: the
+    owner's private ones, as before collections). `whole_scope`: every document of the scope pinned
+    to this model is searched, so both paths filter by owner and collection alone (`document_ids`
+    may then be empty) — testing each visited vector against the array of all the owner's document
+    ids made the HNSW search 5x slower at a million chunks (bench/search.py: p95 25 vs 5 ms). The
+    only rows that adds are vectors of this model of a document still pinned to another one (being
+    re-embedded): the same chunks, already in scope.
     """
     model_id, dim = int(model_id), int(dim)
     q = vector_literal(query_vector)
+    rows, rows_params = scope_condition("e", owner_id=owner_id, scope=scope or Scope("all", None, None))
+    document_filter = "" if whole_scope else "AND e.document_id = ANY(%s)"
+    filter_params = rows_params + ([] if whole_scope else [document_ids])
     with connection.cursor() as cursor:
         if scope_vectors <= settings.RETRIEVAL_EXACT_SCAN_MAX:
             # The expression differs from the index's, so PostgreSQL reads the scope's rows through
-            # the (document_id, model_id) or the owner index and sorts: exact, never short.
-            document_filter = "" if all_of_owner else "AND e.document_id = ANY(%s)"
+            # the (document_id, model_id), owner or (collection_id, model_id) index and sorts: exact, never short.
             cursor.execute(
                 f"""
                 SELECT e.chunk_id, (e.embedding <=> %s::vector) AS distance
                 FROM retrieval_chunkembedding e
-                WHERE e.model_id = {model_id} AND e.owner_id = %s {document_filter}
+                WHERE e.model_id = {model_id} AND {rows} {document_filter}
                 ORDER BY distance, e.chunk_id LIMIT %s
                 """,
-                [q, owner_id] + ([] if all_of_owner else [document_ids]) + [top_k],
+                [q, *filter_params, top_k],
             )
             return [(r[0], float(r[1])) for r in cursor.fetchall()], "exact"
         # SET LOCAL, in one round trip
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
                        [str(max(HNSW_EF_SEARCH, int(top_k))), str(HNSW_MAX_SCAN_TUPLES)])
-        document_filter = "" if all_of_owner else "AND e.document_id = ANY(%s)"
         cursor.execute(
             f"""
             WITH candidates AS MATERIALIZED (
                 SELECT e.chunk_id, e.embedding::vector({dim}) <=> %s::vector({dim}) AS distance
                 FROM retrieval_chunkembedding e
-                WHERE e.model_id = {model_id} AND e.owner_id = %s {document_filter}
+                WHERE e.model_id = {model_id} AND {rows} {document_filter}
                 ORDER BY e.embedding::vector({dim}) <=> %s::vector({dim})
                 LIMIT %s
             )
             SELECT chunk_id, distance FROM candidates ORDER BY distance, chunk_id
             """,
-            [q, owner_id] + ([] if all_of_owner else [document_ids]) + [q, top_k],
+            [q, *filter_params, q, top_k],
         )
         return [(r[0], float(r[1])) for r in cursor.fetchall()], "hnsw"
 
@@ -90,14 +92,11 @@ def distances_for(*, model_id: int, dim: int, query_vector, chunk_ids: list[int]
         return {r[0]: float(r[1]) for r in cursor.fetchall()}
 
 
-def fts_query_text(query: str, config: str) -> str:
-    """The question's words, for `to_tsvector(config, ...)`. Language configurations drop their own
-    stop words; for `simple` we drop common words of the languages we know, or every passage
-    would match "the"."""
-    words = _WORD_RE.findall(query)
-    if config == "simple":
-        words = [w for w in words if w.lower() not in _ALL_STOPWORDS]
-    return " ".join(words)
+def fts_query_text(query: str, config: str, language: str = "") -> str:
+    """The question's words, for `to_tsvector(config, ...)`, analysed exactly like a chunk of
+    `language` under `config` (documents/search_text.py: segmentation, and for `simple` the
+    language's stop words, or every passage would match "the")."""
+    return " ".join(WORD_RE.findall(search_input(query, language=language, config=config)))
 
 
 # --- how often each word occurs: PostgreSQL's own statistics --------------------------------------
@@ -200,9 +199,10 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
 
 
-def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budget: int) -> list[FtsPlan]:
+def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budget: int,
+              language: str = "") -> list[FtsPlan]:
     """The query's lexemes under each configuration, and which of them are matched on."""
-    texts = [(config, fts_query_text(query, config)) for config in configs]
+    texts = [(config, fts_query_text(query, config, language)) for config in configs]
     texts = [(config, text) for config, text in texts if text]
     if not texts:
         return []
@@ -218,25 +218,49 @@ def fts_plans(*, query: str, configs: list[str], stats: LexemeStats | None, budg
 
 
 def fts_arm(*, plans: list[FtsPlan], owner_id: int, document_ids: list[int] | None,
-            top_k: int, ranking: str = "ts_rank") -> list[tuple[int, float]]:
+            top_k: int, ranking: str = "ts_rank", scope: Scope | None = None) -> list[tuple[int, float]]:
     """(chunk_id, rank) best first, each language's chunks matched with its own configuration.
 
     `ranking`: "ts_rank" (normalisation 1) or "ts_rank_cd" (normalisation 32); see migration
     retrieval 0008 for why ts_rank is the default. Runs through `ragsite_fts_search`, which
-    applies the owner condition from the transaction's user itself and can use the GIN index
-    (migration retrieval 0007); `owner_id` is checked against that user here as well, so a caller
-    cannot ask for someone else's passages.
+    applies the read rule for the transaction's user itself (own documents, readable collections;
+    migration retrieval 0012) and can use the GIN index (migration retrieval 0007); `owner_id` is
+    checked against that user here as well, so a caller cannot ask for someone else's passages.
+    `scope` narrows: without it, the owner's private documents only; the function intersects its
+    collections with those the user reads.
     """
     if not plans:
         return []
+    include_own = True if scope is None else scope.include_own
+    collection_ids = [] if scope is None else list(scope.collection_ids)
     parts, params = [], []
     for plan in plans:
         parts.append("(SELECT id, rank FROM ragsite_fts_search(%s::regconfig, %s::tsquery, %s::tsquery, "
-                     "%s::bigint[], %s, %s) WHERE %s::bigint = NULLIF(current_setting('ragsite.user_id', true), '')::bigint)")
-        params += [plan.config, _tsquery(plan.matched), _tsquery(plan.lexemes), document_ids, top_k, ranking, owner_id]
+                     "%s::bigint[], %s, %s, %s::bigint[], %s) "
+                     "WHERE %s::bigint = NULLIF(current_setting('ragsite.user_id', true), '')::bigint)")
+        params += [plan.config, _tsquery(plan.matched), _tsquery(plan.lexemes), document_ids, top_k, ranking,
+                   collection_ids, include_own, owner_id]
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id, rank FROM ({' UNION ALL '.join(parts)}) hits ORDER BY rank DESC, id LIMIT %s",
             params + [top_k],
         )
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
+
+
+def fts_best_coverage(*, plans: list[FtsPlan], hits: list[tuple[int, float]]) -> float | None:
+    """Share of the question's lexemes (under the best hit's configuration) that the best full-text
+    hit holds; None without hits. The fusion rule's measure of a weak match (retrieval/search/fusion_rule.py)."""
+    if not hits or not plans:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text_config, tsvector_to_array(search_vector) FROM documents_chunk WHERE id = %s",
+                       [hits[0][0]])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    plan = next((p for p in plans if p.config == row[0]), None)
+    if plan is None or not plan.lexemes:
+        return None
+    held = set(row[1] or ())
+    return sum(1 for lex in set(plan.lexemes) if lex in held) / len(set(plan.lexemes))

@@ -20,14 +20,17 @@ import numpy as np
 from django.db import connection
 
 from documents.language import detect_question_language, text_config_for
+from documents.search_text import analysis_of
 from retrieval.contracts import Segment
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
+from retrieval.search.fusion_rule import FtsEvidence, skip_fts
+from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
 from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
 from retrieval.search.scope import ALL as ALL_DOCUMENTS
-from retrieval.search.scope import ModelGroup, Scope, model_groups, reader_transaction
+from retrieval.search.scope import ModelGroup, Scope, model_groups, reader_transaction, with_collections
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
 
@@ -65,10 +68,12 @@ class _QueryVectors:
 def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
              subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
              rerank: AiServer | bool = True) -> RetrievalResult:
-    """Ordered segments for `query` within `scope` (default: all the user's documents), with a trace.
+    """Ordered segments for `query` within `scope` (default: everything the user reads: their own
+    documents and the collections open to them), with a trace.
 
-    The scope comes from `documents_scope(user, ids)` or, for a conversation, from the chat
-    (`chat.selectors.conversation_scope`); `scope_for(user, conversation=id)` reaches the latter.
+    The scope comes from `documents_scope(user, ids)`, `collection_scope(user, slug)` or, for a
+    conversation, from the chat (`chat.selectors.conversation_scope`); `scope_for(user,
+    conversation=id, collection=slug)` reaches them all.
 
     `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
     AiServer reranks with that server (the evaluation compares arms this way).
@@ -77,9 +82,12 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     rs = retrieval_settings_get()
     k = int(k or rs.final_top_n)
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
-    scope = scope or ALL_DOCUMENTS
+    # The collections are read now, from the user's groups (and again by row-level security).
+    scope = with_collections(user, scope or ALL_DOCUMENTS)
     trace: dict = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
+                   "own_documents": scope.include_own and scope.kind != "attached",
+                   "collections": [] if scope.kind == "attached" else scope.collections,
                    "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],
                    "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {}}
     trace["rerank"] = None  # set by the rerank stage when it runs
@@ -200,8 +208,8 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
                    limit: int, rerank: Reranking | None = None) -> list[dict]:
     info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(info)
-    # Every document of the user: when they are all pinned to one model, no document filter is needed
-    # (see vector_arm), so no ids either.
+    # Every document of the scope (own + collections): when they are all pinned to one model, no
+    # document filter is needed (see vector_arm), so no ids either.
     whole_library = scope.attached_ids is None and not (category or subcategory)
     with reader_transaction(user):
         groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory,
@@ -227,25 +235,47 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             hits, how = search_arms.vector_arm(
                 model_id=group.model_id, dim=group.dim, query_vector=query_vectors[group.model_id],
                 owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k,
-                all_of_owner=whole_library and len(groups) == 1)
+                whole_scope=whole_library and len(groups) == 1, scope=scope)
             name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
             lists[name] = [chunk_id for chunk_id, _ in hits]
             distances.update(dict(hits))
             method[name] = how
             trace["timings_ms"][f"vector_arm_t{tier}"] = round(
                 trace["timings_ms"].get(f"vector_arm_t{tier}", 0) + (time.perf_counter() - t0) * 1000, 2)
-        if "fts" in arms:
+        fts_weight = rs.fts_weight
+        language = trace.get("question_language", "")
+        skipped = skip_fts(language=language, analysis=analysis_of(language, text_config_for(language))) \
+            if "fts" in arms and searchable else ""
+        if skipped:
+            info["fts_skipped"] = skipped
+            trace["fallbacks"].append(f"tier {tier}: {skipped}")
+        elif "fts" in arms:
             t0 = time.perf_counter()
             doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
-            plans = search_arms.fts_plans(query=query, configs=_fts_configs(configs, trace, info), stats=stats,
-                                          budget=rs.fts_match_budget)
+            # The question's own configuration too: a mixed document's chunks in that language carry it
+            # while their document names another (documents/language.py, detect_chunk_language).
+            own = [text_config_for(language)] if language else []
+            plans = search_arms.fts_plans(query=query, configs=_fts_configs(sorted(set(configs) | set(own)), trace, info),
+                                          stats=stats,
+                                          budget=rs.fts_match_budget, language=language)
             fts_hits = search_arms.fts_arm(plans=plans, owner_id=user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
-                                           ranking=rs.fts_ranking)
+                                           ranking=rs.fts_ranking, scope=scope)
             lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
             info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
+            coverage = search_arms.fts_best_coverage(plans=plans, hits=fts_hits)
+            info["fts_coverage"] = None if coverage is None else round(coverage, 4)
+            info["fts_best_rank"] = round(fts_hits[0][1], 6) if fts_hits else None
+            if searchable:  # with the vector arm to fall back on, a weak full-text match loses its weight
+                fts_weight, why = fusion_fts_weight(
+                    weight=rs.fts_weight, evidence=FtsEvidence(language, analysis_of(language, text_config_for(language)),
+                                                               coverage))
+                if why:
+                    info["fts_weight_lowered"] = why
+                    trace["fallbacks"].append(f"tier {tier}: {why}")
+            info["fts_weight"] = fts_weight
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
         t0 = time.perf_counter()
-        weights = {name: (rs.fts_weight if name == "fts" else rs.vector_weight) for name in lists}
+        weights = {name: (fts_weight if name == "fts" else rs.vector_weight) for name in lists}
         fused = rrf(lists, k=rs.rrf_k, weights=weights)
         # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
         # only the passages returned need theirs: with one model the passage query computes them.

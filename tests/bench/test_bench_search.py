@@ -64,3 +64,27 @@ def test_search_bench_small(tmp_path):
     assert set(result["goals"]) == {"hybrid_p95_ms", "filtered_recall_at_10", "hybrid_over_vector_p95"}
     for goal in result["goals"].values():
         assert isinstance(goal["met"], bool) and goal["at_goal_size"] is False
+
+
+@pytest.mark.slow
+def test_search_bench_with_collections(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME"}}
+    proc = subprocess.run(
+        [sys.executable, "bench/search.py", "--chunks", "3000", "--queries", "20", "--warmup", "3", "--no-sweep",
+         "--no-variants", "--collections", "10", "--readable-collections", "2"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    scope = result["scopes"]["collections_2"]
+    # bench-small's own rows (1%) plus two of ten collections holding the other 99%: about a fifth.
+    assert 0.1 < scope["vectors"] / 3000 < 0.35
+    for label in ("default", "exact", "hnsw"):
+        assert scope[label]["hybrid"]["n"] == 20 and scope[label]["fts_hits_mean"] > 0
+    # Recall is against the exact top 10 of the scope's own rows: nothing outside the scope comes back.
+    assert scope["exact"]["recall_at_10"] == 1.0
+    assert scope["retrieve"]["p95_ms"] > 0
+    goal = result["goals"]["collections_hybrid_over_owner_p95"]
+    assert goal["value"] > 0 and isinstance(goal["met"], bool)
+    assert result["goals"]["collections_recall_at_10"]["value"] >= 0.9

@@ -153,3 +153,24 @@ def test_unauthenticated_requests_are_refused(client, user):
     conversation = Conversation.objects.create(owner=user)
     assert client.get("/api/conversations/").status_code == 401
     assert client.get(f"/api/conversations/{conversation.pk}/messages/1/stream/").status_code == 401
+
+
+def test_attached_documents_are_full_document_rows(api, user):
+    mine = upload_bytes(user, b"Notes about the harbour.", "harbour.txt")
+    conversation = _conversation(api, document_ids=[mine.pk])
+    [attached] = api.get(f"/api/conversations/{conversation['id']}/documents/").json()
+    assert attached == api.get(f"/api/documents/{mine.pk}/").json()
+
+
+def test_a_clients_metadata_is_kept_with_the_question(api, user):
+    conversation = _conversation(api)
+    url = f"/api/conversations/{conversation['id']}/messages/"
+    posted = api.post(url, {"content": "Hello?", "metadata": {"client": "cli", "trace": [1, 2]}}, format="json")
+    assert posted.status_code == 201
+    assert posted.json()["user_message"]["metadata"]["client"] == {"client": "cli", "trace": [1, 2]}
+    assert Message.objects.get(pk=posted.json()["user_message"]["id"]).metadata["client"]["trace"] == [1, 2]
+    for bad in ([1, 2], "text", {"big": "x" * 5000}, {"nul": "a\u0000b"}, {"a\u0000": 1}):
+        refused = api.post(url, {"content": "Hello?", "metadata": bad}, format="json")
+        assert refused.status_code == 400 and refused.json()["code"] == "invalid"
+        assert "metadata" in refused.json()["extra"]["fields"]
+    assert Message.objects.filter(conversation_id=conversation["id"]).count() == 2  # nothing partial

@@ -374,3 +374,27 @@ def test_recovery_requeues_stale_processing_and_lost_waiting_documents(user, set
     recover_stale_documents()
     fresh.refresh_from_db()
     assert fresh.status == "failed" and "interrupted 3 times" in fresh.index_error
+
+
+def test_the_time_limit_never_interrupts_a_statement_on_the_wire(user):
+    """The alarm's exception waits for the statement in flight (under load it once landed inside
+    psycopg's send and left the connection unusable, so the failure could not be recorded)."""
+    import os
+    import signal
+
+    from retrieval.indexing.pipeline import IndexTimeout, _shield, _time_limit
+
+    with pytest.raises(IndexTimeout), _time_limit(60):
+        with _shield.hold():
+            os.kill(os.getpid(), signal.SIGALRM)  # time is up while a statement runs
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_sleep(0.05), 1")
+                assert cursor.fetchone()[1] == 1  # the statement finished undisturbed
+        pytest.fail("the timeout must be raised as soon as the statement is done")
+    with connection.cursor() as cursor:  # and the connection is fine afterwards
+        cursor.execute("SELECT 2")
+        assert cursor.fetchone() == (2,)
+    with pytest.raises(IndexTimeout), _time_limit(60):
+        os.kill(os.getpid(), signal.SIGALRM)  # outside a statement it stops at once
+        for _ in range(1000):
+            pass

@@ -98,14 +98,14 @@ def test_gateway_returns_only_the_transaction_users_passages(user, other_user, f
         assert fts_arm(plans=plans, owner_id=other_user.pk, document_ids=None, top_k=10) == []
     with connection.cursor() as cursor:
         # Without the per-transaction user the function returns nothing, even to the tables' owner.
-        cursor.execute("SELECT count(*) FROM ragsite_fts_search('english', 'lighthous', 'lighthous', NULL, 10, 'ts_rank')")
+        cursor.execute("SELECT count(*) FROM ragsite_fts_search('english', 'lighthous', 'lighthous', NULL, 10, 'ts_rank', NULL, true)")
         assert cursor.fetchone()[0] == 0
 
 
 @pytest.mark.django_db
 def test_only_the_reader_role_may_call_the_gateway():
     with connection.cursor() as cursor:
-        signature = "ragsite_fts_search(regconfig, tsquery, tsquery, bigint[], integer, text)"
+        signature = "ragsite_fts_search(regconfig, tsquery, tsquery, bigint[], integer, text, bigint[], boolean)"
         cursor.execute("SELECT has_function_privilege('public', %s, 'EXECUTE'), "
                        "has_function_privilege('ragsite_reader', %s, 'EXECUTE')", [signature, signature])
         assert cursor.fetchone() == (False, True)

@@ -171,7 +171,7 @@
   async function poll() {
     const waiting = new Set([...docs.values()].filter((d) => !isFinal(d)).map((d) => d.id));
     try {
-      const page = await api("GET", "/api/documents/?status=uploaded,processing,reindexing&page_size=200");
+      const page = await api("GET", "/api/documents/?collection=own&status=uploaded,processing,reindexing&page_size=200");
       for (const doc of page.results) {
         if (!docs.has(doc.id)) total++;
         setDoc(doc);
@@ -238,7 +238,7 @@
     const button = event.currentTarget;
     button.disabled = true;
     try {
-      const page = await api("GET", `/api/documents/?page=${nextPage}&page_size=${initial.page_size}`);
+      const page = await api("GET", `/api/documents/?collection=own&page=${nextPage}&page_size=${initial.page_size}`);
       for (const doc of page.results) if (!docs.has(doc.id)) docs.set(doc.id, doc);
       nextPage = page.next ? nextPage + 1 : null;
       total = page.count;
@@ -289,7 +289,7 @@
     };
   }
 
-  function addFiles(files) {
+  function addFiles(files, collection) {
     for (const file of files) {
       const row = uploadRow(file);
       if (file.size > initial.max_upload_size) {
@@ -297,7 +297,7 @@
           `This file is ${formatBytes(file.size)}; the largest file ragsite accepts is ${formatBytes(initial.max_upload_size)}.`));
         continue;
       }
-      queue.push({ file, row });
+      queue.push({ file, row, collection });
     }
     pump();
   }
@@ -310,11 +310,22 @@
     }
   }
 
-  function upload({ file, row }) {
+  // A curator's upload into a collection: the same request with `collection`; the row goes to its section.
+  function addShared(slug, doc) {
+    const section = document.querySelector(`[data-collection-list="${slug}"]`);
+    if (!section || section.querySelector(`[data-doc-id="${doc.id}"]`)) return;
+    const li = el("li", { class: "doc-row", "data-doc-id": String(doc.id) },
+      el("a", { href: `/documents/${doc.id}/` }, doc.title), " ", badge(doc, { short: true }));
+    section.prepend(li);
+    section.hidden = false;
+  }
+
+  function upload({ file, row, collection }) {
     return new Promise((resolve) => {
       const xhr = new XMLHttpRequest();
       const form = new FormData();
       form.append("file", file, file.name);
+      if (collection) form.append("collection", collection);
       xhr.open("POST", "/api/documents/");
       xhr.setRequestHeader("X-CSRFToken", rag.csrfToken());
       xhr.setRequestHeader("Accept", "application/json");
@@ -322,7 +333,10 @@
       xhr.addEventListener("load", () => {
         let body = null;
         try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
-        if ((xhr.status === 200 || xhr.status === 201) && body && body.id) {
+        if ((xhr.status === 200 || xhr.status === 201) && body && body.id && collection) {
+          addShared(collection, body);
+          row.finish(body.duplicate ? "dup" : "done", body.duplicate ? "Already in the collection" : "Uploaded ✓");
+        } else if ((xhr.status === 200 || xhr.status === 201) && body && body.id) {
           const known = docs.has(body.id);
           setDoc(body);
           if (!known) total++;
@@ -352,6 +366,10 @@
       xhr.send(form);
       row.progress(0);
     });
+  }
+
+  for (const input of document.querySelectorAll("input[data-collection-upload]")) {
+    input.addEventListener("change", () => { addFiles([...input.files], input.dataset.collectionUpload); input.value = ""; });
   }
 
   document.getElementById("choose-files").addEventListener("click", () => fileInput.click());

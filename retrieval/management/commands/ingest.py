@@ -8,19 +8,21 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from documents.models import Document, DocumentStatus
+from documents.models import Collection, Document, DocumentStatus
 from documents.services import UploadRejected, document_upload
 
 WAITING = {DocumentStatus.UPLOADED, DocumentStatus.PROCESSING, DocumentStatus.REINDEXING}
 
 
 class Command(BaseCommand):
-    help = ("Upload files (folders are walked) as documents of --user. With --wait, index them and print "
-            "one JSON line per document.")
+    help = ("Upload files (folders are walked) as documents of --user, or into the collection --collection. "
+            "With --wait, index them and print one JSON line per document.")
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)
-        parser.add_argument("--user", required=True)
+        parser.add_argument("--user", help="Owner of private documents; with --collection, the uploader recorded "
+                                           "(default: the first superuser)")
+        parser.add_argument("--collection", help="Slug (or id) of the collection the documents are shared in")
         parser.add_argument("--category", default="")
         parser.add_argument("--subcategory", default="")
         parser.add_argument("--language", default="", help="ISO 639-1 code; detected when empty")
@@ -28,10 +30,25 @@ class Command(BaseCommand):
                             help="Index now in this process (or wait for the worker that took the job).")
         parser.add_argument("--timeout", type=float, default=3600, help="Seconds to wait for each document.")
 
-    def handle(self, *args, paths, user, category, subcategory, language, wait, timeout, **options):
-        owner = get_user_model().objects.filter(username=user).first()
-        if owner is None:
-            raise CommandError(f"No user named {user!r}; create it first (python manage.py createsuperuser).")
+    def handle(self, *args, paths, user, collection, category, subcategory, language, wait, timeout, **options):
+        users = get_user_model().objects
+        if user:
+            owner = users.filter(username=user).first()
+            if owner is None:
+                raise CommandError(f"No user named {user!r}; create it first (python manage.py createsuperuser).")
+        elif collection:
+            owner = users.filter(is_superuser=True, is_active=True).order_by("id").first()
+            if owner is None:
+                raise CommandError("No superuser to record as the uploader; create one or pass --user.")
+        else:
+            raise CommandError("Pass --user (private documents) or --collection (shared documents).")
+        self.collection = None
+        if collection:
+            # The command runs with the database's own rights: any collection, whoever --user is.
+            self.collection = Collection.objects.filter(slug=collection).first() or (
+                Collection.objects.filter(pk=int(collection)).first() if collection.isdigit() else None)
+            if self.collection is None:
+                raise CommandError(f"No collection {collection!r}; create it in the admin or POST /api/collections/.")
         files = []
         for path in paths:
             if not path.exists():
@@ -45,7 +62,7 @@ class Command(BaseCommand):
         try:
             with open(path, "rb") as handle:
                 result = document_upload(owner=owner, source=handle, filename=path.name, category=category,
-                                         subcategory=subcategory, language=language)
+                                         subcategory=subcategory, language=language, collection=self.collection)
         except UploadRejected as exc:
             self._line({"id": None, "name": path.name, "status": "rejected", "chunk_count": 0, "pages_total": None,
                         "index_error": exc.message, "error": exc.message, "duplicate": False})

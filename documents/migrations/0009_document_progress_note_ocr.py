@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("documents", "0007_chunking_strategy_labels"),
+        ("documents", "0008_collections"),
     ]
 
     operations = [

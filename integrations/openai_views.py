@@ -1,0 +1,164 @@
+"""`POST /v1/chat/completions` and `GET /v1/models`: ragsite for clients that speak OpenAI's API.
+
+Authenticated by the user's API token as the Bearer key. Every request asks through the chat's own
+path (integrations.answers), so it is answered by the same orchestrator as the chat page and saved
+as a conversation of the user; `X-Ragsite-Conversation: <id>` (or `"user": "conversation:<id>"`)
+continues one of theirs. Errors are OpenAI's error object with its status codes.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from asgiref.sync import sync_to_async
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from integrations import openai_format as fmt
+from integrations.answers import AnswerTimeout, ask_start, follow_answer
+from integrations.auth import auser_for_key, token_key
+from integrations.scopes import UnknownScope, available_models, resolve_model
+from core.errors import ApplicationError
+from core.throttles import QuestionThrottle, retry_after
+
+logger = logging.getLogger(__name__)
+
+CONVERSATION_HEADER = "X-Ragsite-Conversation"
+CONVERSATION_USER_PREFIX = "conversation:"
+
+
+def _error(status: int, message: str, *, type: str = "invalid_request_error", code: str | None = None,
+           param: str | None = None, headers: dict | None = None) -> JsonResponse:
+    response = JsonResponse(fmt.error_body(message, type=type, code=code, param=param), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _unauthorized() -> JsonResponse:
+    return _error(401, "Incorrect API key provided. Use your ragsite API token (POST /api/auth/token/) as the "
+                  "Bearer key.", code="invalid_api_key", headers={"WWW-Authenticate": 'Bearer realm="ragsite"'})
+
+
+async def _authenticate(request):
+    user = await auser_for_key(token_key(request.headers.get("Authorization")))
+    if user is not None:
+        request.user = user  # the throttles key on it
+    return user
+
+
+def _conversation_id(request, body_user: str) -> int | None:
+    raw = request.headers.get(CONVERSATION_HEADER, "").strip()
+    if not raw and body_user.startswith(CONVERSATION_USER_PREFIX):
+        raw = body_user[len(CONVERSATION_USER_PREFIX):].strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise fmt.RequestError(f"'{raw}' is not a conversation id.", param="user") from None
+
+
+@csrf_exempt
+@require_GET
+async def models(request, model: str | None = None):
+    """The models this key can use: `ragsite` (and one per readable collection once they exist)."""
+    user = await _authenticate(request)
+    if user is None:
+        return _unauthorized()
+    names = await sync_to_async(available_models)(user=user)
+    rows = [{"id": name, "object": "model", "created": 0, "owned_by": "ragsite"} for name in names]
+    if model is None:
+        return JsonResponse({"object": "list", "data": rows})
+    for row in rows:
+        if row["id"] == model:
+            return JsonResponse(row)
+    return _error(404, f"The model '{model}' does not exist.", code="model_not_found", param="model")
+
+
+@csrf_exempt
+@require_POST
+async def chat_completions(request):
+    user = await _authenticate(request)
+    if user is None:
+        return _unauthorized()
+    try:
+        req = fmt.parse_request(request.body)
+        conversation_id = _conversation_id(request, req.user)
+        await sync_to_async(resolve_model)(user=user, model=req.model)
+    except fmt.RequestError as exc:
+        return _error(400, exc.message, param=exc.param)
+    except UnknownScope as exc:
+        return _error(404, exc.message, code="model_not_found", param="model")
+    throttle = QuestionThrottle()
+    if not await sync_to_async(throttle.allow_request)(request, None):
+        seconds = retry_after(throttle)
+        return _error(429, f"Too many questions; try again in {seconds} seconds.", type="rate_limit_exceeded",
+                      code="rate_limit_exceeded", headers={"Retry-After": str(seconds)})
+    try:
+        answer = await sync_to_async(ask_start)(user=user, question=req.question, history=req.history,
+                                                conversation_id=conversation_id, metadata=req.metadata,
+                                                origin="openai")
+    except ApplicationError as exc:
+        status = 404 if exc.status_code == 404 else 400
+        return _error(status, exc.message, code=exc.code, param="user" if status == 404 else "messages")
+    completion_id = f"chatcmpl-{answer.pk}"
+    created = int(time.time())
+    headers = {CONVERSATION_HEADER: str(answer.conversation_id)}
+    if req.stream:
+        response = StreamingHttpResponse(_stream(user, answer, completion_id, created, req.model),
+                                         content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+    else:
+        response = await _complete(user, answer, completion_id, created, req.model)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+async def _complete(user, answer, completion_id: str, created: int, model: str) -> JsonResponse:
+    final = None
+    try:
+        async for kind, value in follow_answer(user=user, answer=answer):
+            if kind == "final":
+                final = value
+    except AnswerTimeout as exc:
+        return _error(504, exc.message, type="server_error", code=exc.code)
+    failure = _failure(final)
+    if failure:
+        return _error(502, failure, type="server_error", code="answer_failed")
+    return JsonResponse(fmt.completion(completion_id=completion_id, created=created, model=model, message=final,
+                                       conversation_id=answer.conversation_id))
+
+
+async def _stream(user, answer, completion_id: str, created: int, model: str):
+    def chunk(**kwargs) -> bytes:
+        return fmt.sse(fmt.chunk(completion_id=completion_id, created=created, model=model,
+                                 conversation_id=answer.conversation_id, **kwargs))
+
+    yield chunk(delta={"role": "assistant", "content": ""})
+    try:
+        async for kind, value in follow_answer(user=user, answer=answer):
+            if kind == "delta":
+                yield chunk(delta={"content": value})
+                continue
+            failure = _failure(value)
+            if failure:
+                # Headers are gone: the error travels as an event (the OpenAI SDK raises it).
+                yield fmt.sse(fmt.error_body(failure, type="server_error", code="answer_failed"))
+            else:
+                yield chunk(delta={"citations": fmt.citations_of(value)}, finish_reason="stop")
+                yield chunk(usage=fmt.usage_of(value))
+    except AnswerTimeout as exc:
+        yield fmt.sse(fmt.error_body(exc.message, type="server_error", code=exc.code))
+    yield fmt.sse("[DONE]")
+
+
+def _failure(message: dict | None) -> str | None:
+    if message is None:
+        return "The answer was deleted before it was finished."
+    if message.get("status") == "failed":
+        return message.get("error") or "The answer failed."
+    return None

@@ -1,0 +1,198 @@
+"""/v1/chat/completions and /v1/models through the official `openai` SDK against a live daphne,
+with the real chat worker answering through the fake AI server."""
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+QUESTION = "How often is the scaffold inspected?"
+
+
+def client(stack, token: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.daphne.url}/v1", api_key=token, max_retries=0, timeout=30)
+
+
+def prompts_sent(stack) -> list[str]:
+    return [json.dumps(r["json"]["messages"]) for r in stack.requests_to("/v1/chat/completions")]
+
+
+def test_plain_completion_is_a_saved_conversation_with_citations(stack, user):
+    from chat.models import Conversation
+
+    stack.script_chat("The scaffold is inspected every seven days [S1].")
+    ai = client(stack, stack.tokens[0])
+    completion = ai.chat.completions.create(model="ragsite", messages=[
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": QUESTION}])
+
+    assert completion.object == "chat.completion"
+    message = completion.choices[0].message
+    assert message.role == "assistant" and completion.choices[0].finish_reason == "stop"
+    assert message.content == "The scaffold is inspected every seven days [S1]."
+    [citation] = message.citations  # the extension field, kept by the SDK
+    assert citation["source_id"] == "S1" and citation["document_id"] == stack.alice_doc.pk
+    assert citation["document_name"] == "safety.txt"
+    assert citation["start_offset"] == 0 and citation["end_offset"] > citation["start_offset"]
+    assert "seven days" in citation["snippet"]
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
+    assert "seven days" in prompts_sent(stack)[-1]  # the orchestrator's prompt carried the passage
+
+    conversation = Conversation.objects.get(owner=user)
+    assert completion.conversation_id == conversation.pk
+    question, answer = conversation.messages.order_by("id")
+    assert (question.role, question.content, question.metadata["origin"]) == ("user", QUESTION, "openai")
+    assert answer.status == "done" and answer.content == message.content
+    assert answer.metadata["citations"][0]["document_id"] == stack.alice_doc.pk
+
+
+def test_streamed_completion_sends_chunks_then_usage_then_done(stack):
+    answer = "Every seven days [S1], by a competent person."
+    stack.script_chat({"content": answer, "piece_delay": 0.02})
+    ai = client(stack, stack.tokens[0])
+    chunks = list(ai.chat.completions.create(model="ragsite", stream=True,
+                                             messages=[{"role": "user", "content": QUESTION}]))
+
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert len({c.id for c in chunks}) == 1
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == answer
+    content_chunks = [c for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(content_chunks) > 1  # streamed, not sent in one piece
+    final, usage = chunks[-2], chunks[-1]
+    assert final.choices[0].finish_reason == "stop"
+    assert final.choices[0].delta.citations[0]["document_id"] == stack.alice_doc.pk
+    assert usage.choices == [] and usage.usage.total_tokens > 0
+
+    # On the wire: SSE data lines, ending with [DONE].
+    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+                      headers={"Authorization": f"Bearer {stack.tokens[0]}"},
+                      json={"model": "ragsite", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in r.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]" and all(line.startswith("data: ") for line in lines)
+
+
+def test_continue_a_conversation_and_bring_earlier_turns(stack, user):
+    from chat.models import Conversation
+
+    ai = client(stack, stack.tokens[0])
+    stack.script_chat("Seven days [S1].", "Ladders are checked before each use [S1].")
+    first = ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    second = ai.chat.completions.create(
+        model="ragsite", messages=[{"role": "user", "content": "And the ladders?"}],
+        extra_headers={"X-Ragsite-Conversation": str(first.conversation_id)})
+    assert second.conversation_id == first.conversation_id
+    assert Conversation.objects.get(pk=first.conversation_id).messages.count() == 4
+    assert QUESTION in prompts_sent(stack)[-1]  # the stored turn is the history of the next question
+
+    # A client sending the whole chat (no conversation named) starts a conversation with those turns.
+    stack.script_chat("Seven days [S1].")
+    third = ai.chat.completions.create(model="ragsite", user="someone", messages=[
+        {"role": "user", "content": "Who inspects the scaffold?"},
+        {"role": "assistant", "content": "A competent person."},
+        {"role": "user", "content": "How often?"}])
+    assert third.conversation_id != first.conversation_id
+    turns = list(Conversation.objects.get(pk=third.conversation_id).messages.order_by("id")
+                 .values_list("role", "content"))
+    assert turns[:3] == [("user", "Who inspects the scaffold?"), ("assistant", "A competent person."),
+                         ("user", "How often?")]
+    assert "A competent person." in prompts_sent(stack)[-1]
+
+
+def test_errors_in_openai_shape(stack):
+    ai = client(stack, stack.tokens[0])
+    assert [m.id for m in ai.models.list()] == ["ragsite"]
+    assert ai.models.retrieve("ragsite").owned_by == "ragsite"
+
+    for model in ("gpt-4o", "ragsite/handbook"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            ai.chat.completions.create(model=model, messages=[{"role": "user", "content": QUESTION}])
+        assert caught.value.status_code == 404 and caught.value.code == "model_not_found"
+        assert model in caught.value.message
+
+    with pytest.raises(openai.BadRequestError) as caught:
+        ai.chat.completions.create(model="ragsite", messages=[])
+    assert caught.value.body["param"] == "messages" and caught.value.body["type"] == "invalid_request_error"
+    with pytest.raises(openai.BadRequestError):
+        ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": "Hi"},
+                                                             {"role": "assistant", "content": "Hello"}])
+
+    with pytest.raises(openai.AuthenticationError) as caught:
+        client(stack, "not-a-key").chat.completions.create(model="ragsite", messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 401 and caught.value.code == "invalid_api_key"
+    with pytest.raises(openai.AuthenticationError):
+        client(stack, "not-a-key").models.list()
+    raw = httpx.post(f"{stack.daphne.url}/v1/chat/completions", json={"model": "ragsite"}, timeout=10)
+    assert raw.status_code == 401 and set(raw.json()["error"]) == {"message", "type", "param", "code"}
+    assert not stack.requests_to("/v1/chat/completions")  # nothing above reached the chat server
+
+
+def test_a_second_users_key_never_reaches_the_first_users_documents(stack, user, other_user):
+    from chat.models import Conversation
+
+    alice, bob = client(stack, stack.tokens[0]), client(stack, stack.tokens[1])
+    stack.script_chat("Seven days [S1].")
+    alices = alice.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+
+    stack.reset()
+    stack.script_chat("I could not find that [S1].")
+    bobs = bob.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    prompt = prompts_sent(stack)[-1]
+    assert "seven days" not in prompt and "competent person" not in prompt
+    assert all(c["document_id"] != stack.alice_doc.pk for c in bobs.choices[0].message.citations)
+    bob_answer = Conversation.objects.get(owner=other_user).messages.get(role="assistant")
+    assert all(s["document_id"] == stack.bob_doc.pk for s in bob_answer.metadata["retrieved_segments"])
+
+    # Naming Alice's conversation with Bob's key is a 404, and nothing is added to it.
+    with pytest.raises(openai.NotFoundError):
+        bob.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}],
+                                    extra_headers={"X-Ragsite-Conversation": str(alices.conversation_id)})
+    with pytest.raises(openai.NotFoundError):
+        bob.chat.completions.create(model="ragsite", user=f"conversation:{alices.conversation_id}",
+                                    messages=[{"role": "user", "content": QUESTION}])
+    assert Conversation.objects.get(pk=alices.conversation_id).messages.count() == 2
+
+
+def test_questions_over_the_rate_get_429_in_openai_shape(stack, daphne_with):
+    from tests.integrations.test_mcp_server import mcp_calls
+
+    limited = daphne_with({"THROTTLE_QUESTIONS": "2/minute"})
+    ai = openai.OpenAI(base_url=f"{limited.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=30)
+    stack.script_chat("Seven days [S1].", "Seven days [S1].")
+    for _ in range(2):  # normal use is not throttled
+        assert ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    with pytest.raises(openai.RateLimitError) as caught:
+        ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    assert caught.value.status_code == 429 and caught.value.code == "rate_limit_exceeded"
+    assert int(caught.value.response.headers["Retry-After"]) > 0
+    assert [m.id for m in ai.models.list()] == ["ragsite"]  # only asking is limited
+
+    stack.daphne = limited  # the MCP ask tool shares the same per-user count
+    _, (asked, searched) = mcp_calls(stack, stack.tokens[0], ("ask", {"question": QUESTION}),
+                                     ("search_documents", {"query": "scaffold"}))
+    assert asked.is_error and "Too many questions" in asked.content[0].text
+    assert not searched.is_error
+
+
+def test_a_failed_answer_is_an_openai_error_plain_and_streamed(stack, user):
+    from chat.models import Message
+
+    ai = client(stack, stack.tokens[0])
+    stack.fail_next("/v1/chat/completions", {"status": 500}, times=20)
+    with pytest.raises(openai.APIStatusError) as caught:
+        ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+    assert caught.value.status_code == 502 and caught.value.code == "answer_failed"
+    assert "fake chat" in caught.value.message  # the chat server's name, in plain words
+
+    with pytest.raises(openai.APIError) as streamed:
+        for _ in ai.chat.completions.create(model="ragsite", stream=True,
+                                            messages=[{"role": "user", "content": QUESTION}]):
+            pass
+    assert "fake chat" in streamed.value.message
+    assert Message.objects.filter(conversation__owner=user, role="assistant", status="failed").count() == 2
