@@ -31,7 +31,7 @@ def status_badge(document: Document) -> str:
 
 def progress_text(document: Document) -> str:
     """"pages 3/10 · chunks 40/120 embedded" while a document is being indexed."""
-    parts = []
+    parts = [document.progress_note] if document.progress_note else []
     if document.pages_total:
         parts.append(f"pages {document.pages_done}/{document.pages_total}")
     if document.chunks_total:

@@ -54,6 +54,7 @@ class TextLayout:
     text: str
     spans: list[BlockSpan]
     pages: list[tuple[int, int, int]] = field(default_factory=list)  # (page_number, start, end)
+    ocr_pages: dict[int, float] = field(default_factory=dict)  # page read by OCR -> mean confidence
 
 
 def build_layout(blocks: Iterable[Block]) -> TextLayout:
@@ -65,6 +66,7 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
     parts: list[str] = []
     spans: list[BlockSpan] = []
     pages: list[tuple[int, int, int]] = []
+    ocr_pages: dict[int, float] = {}
     pos = 0
     for block in blocks:
         text = block.text
@@ -78,11 +80,13 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
         spans.append(BlockSpan(start, pos, block.page_number, tuple(block.heading_path), block.kind,
                                block.table_header))
         if block.page_number is not None:
+            if block.ocr_confidence is not None:
+                ocr_pages[block.page_number] = block.ocr_confidence
             if pages and pages[-1][0] == block.page_number:
                 pages[-1] = (block.page_number, pages[-1][1], pos)
             else:
                 pages.append((block.page_number, start, pos))
-    return TextLayout("".join(parts), spans, pages)
+    return TextLayout("".join(parts), spans, pages, ocr_pages)
 
 
 @dataclass(slots=True)
@@ -144,6 +148,7 @@ class _Chunker:
         self.starts = [s.start for s in layout.spans]
         self.pages = layout.pages
         self.page_starts = [p[1] for p in layout.pages]
+        self.ocr_pages = layout.ocr_pages
         self.by_tokens = strategy == "tokens"
         self.size = size
         self.overlap = overlap
@@ -219,6 +224,10 @@ class _Chunker:
         c = self.last_line_break(half, hi)
         if c > fresh:
             return c
+        if self.spans[self.span_index(hi - 1)].kind == "table":
+            c = self.last_line_break(fresh + 1, hi)  # a shorter chunk rather than half a row
+            if c > fresh:
+                return c
         c = cb.last_sentence_end(text, half, hi)
         if c > fresh:
             return c
@@ -291,7 +300,18 @@ class _Chunker:
         candidates = []
         if q_min == start:
             candidates.append(start)
-        if self.spans[self.span_index(q_min)].kind in ("table", "code"):
+        if self.spans[self.span_index(q_min)].kind == "table":
+            # Only whole rows overlap: the tail of a row would read as a row of its own.
+            line = text.find("\n", max(q_min - 1, start), end)
+            while line >= 0:
+                q = cb.next_non_space(text, line, end)
+                if q < 0:
+                    break
+                if (self.count(q, end) if self.by_tokens else end - q) <= self.overlap:
+                    return q
+                line = text.find("\n", q, end)
+            return -1
+        if self.spans[self.span_index(q_min)].kind == "code":
             line = text.find("\n", max(q_min - 1, start), end)  # whole rows / lines first
             if line >= 0:
                 candidates.append(cb.next_non_space(text, line, end))
@@ -397,6 +417,10 @@ class _Chunker:
                     numbers.append(number)
             if len(numbers) > 1:
                 metadata["pages"] = numbers
+            ocr = [n for n in numbers if n in self.ocr_pages]
+            if ocr:  # which of the chunk's pages were read by OCR, and how sure Tesseract was
+                metadata["ocr"] = {"pages": ocr, "confidence": round(
+                    sum(self.ocr_pages[n] for n in ocr) / len(ocr), 1)}
         table_header = None
         if span.kind == "table" and span.table_header and start > span.start \
                 and end > span.start + len(span.table_header):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.errors import CorruptFileError, NoTextError, ZipBombError
-from documents.extract_types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size
+from documents.extract_types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size, table_row
 
 NOT_A_ZIP_MESSAGE = "This file is not a valid Word document (it is not a ZIP archive)."
 
@@ -20,17 +20,36 @@ _HEADING_NAME_RE = re.compile(r"heading\s*([1-9])", re.I)
 _WS_RE = re.compile(r"[^\S\n]+")
 
 
-def check_zip(path: Path, limits: Limits) -> None:
-    """Refuse non-zips and zip bombs using only the central directory (nothing is inflated)."""
+def encrypted_office(path: Path) -> bool:
+    """An encrypted Office file is an OLE container (not a zip) holding 'EncryptedPackage'."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return "EncryptedPackage".encode("utf-16-le") in data
+
+
+def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part: str | None = "word/") -> None:
+    """Refuse non-zips and zip bombs using only the central directory (nothing is inflated).
+
+    ``what`` names the file in messages ("Excel file"...); ``main_part`` is the folder a valid
+    file must have (None: no check)."""
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        if main_part is None:
+            if encrypted_office(path):
+                from documents.errors import EncryptedError
+
+                raise EncryptedError(f"This {what} is password-protected; upload it without a password.") from exc
+            raise CorruptFileError(f"This {what} is damaged and cannot be read (it is not a ZIP archive).") from exc
         raise CorruptFileError(NOT_A_ZIP_MESSAGE) from exc
     limit = limits.max_docx_uncompressed
     if len(infos) > limits.max_docx_members:
         raise ZipBombError(
-            f"This Word file contains {len(infos):,} parts (the limit is {limits.max_docx_members:,}); "
+            f"This {what} contains {len(infos):,} parts (the limit is {limits.max_docx_members:,}); "
             "it was refused to protect the server."
         )
     total = 0
@@ -38,17 +57,19 @@ def check_zip(path: Path, limits: Limits) -> None:
         total += info.file_size
         if total > limit:
             raise ZipBombError(
-                f"This Word file expands to more than {human_size(limit)} when unpacked; "
+                f"This {what} expands to more than {human_size(limit)} when unpacked; "
                 "it was refused to protect the server."
             )
         if info.file_size > limits.docx_ratio_min_member:
             ratio = info.file_size / max(info.compress_size, 1)
             if ratio > limits.max_docx_ratio:
                 raise ZipBombError(
-                    f"This Word file contains a part that expands {ratio:,.0f} times when unpacked "
+                    f"This {what} contains a part that expands {ratio:,.0f} times when unpacked "
                     f"({human_size(info.compress_size)} to {human_size(info.file_size)}); "
                     "it was refused to protect the server."
                 )
+    if main_part is None:
+        return
     names = {info.filename for info in infos}
     if "word/document.xml" not in names and not any(n.startswith("word/") for n in names):
         raise CorruptFileError("This file is not a valid Word document (its main text part is missing).")
@@ -81,19 +102,24 @@ def _cell_text(tc) -> str:
             if text:
                 parts.append(text.replace("\n", " "))
         elif child.tag == _TBL:
-            parts.extend(_table_rows(child))
+            # A nested table flattens into its cell: one " / "-joined part per row.
+            parts.extend(" / ".join(c for c in cells if c) for cells in _table_cells(child))
     return " / ".join(parts).replace("|", "/")
 
 
-def _table_rows(tbl) -> list[str]:
+def _table_cells(tbl) -> list[list[str]]:
     rows = []
     for tr in _iter_content(tbl):
         if tr.tag != _TR:
             continue
         cells = [_cell_text(tc) for tc in _iter_content(tr) if tc.tag == _TC]
         if any(cells):
-            rows.append(" | ".join(cells))
+            rows.append(cells)
     return rows
+
+
+def _table_rows(tbl) -> list[str]:
+    return [table_row(cells) for cells in _table_cells(tbl)]
 
 
 class DocxExtraction(Extraction):

@@ -9,6 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
+from documents.ocr import OcrConfig
+from documents.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
+from documents.pdf_tables import PdfTables
 from documents.extract_types import (
     MIME_PDF,
     Block,
@@ -26,6 +29,7 @@ _MAX_OUTLINE_ENTRIES = 50_000
 _MAX_OUTLINE_DEPTH = 32
 
 _SPACES_RE = re.compile(r"[^\S\n]+")
+_TABLE_MARK = "\x00table:"  # never in page text: clean_text() removes NUL
 # Presentation forms (ligatures such as "ﬁ", Arabic contextual forms) are folded to plain
 # letters so that the text can be searched; the rest of the text is left untouched.
 _PRESENTATION_FORMS_RE = re.compile("[\ufb00-\ufdff\ufe70-\ufefe]+")
@@ -133,10 +137,16 @@ def _paragraphs(lines: list[str]) -> list[list[str]]:
 class PdfExtraction(Extraction):
     mime_type = MIME_PDF
 
-    def __init__(self, path: Path, *, limits: Limits, on_progress=None):
+    def __init__(self, path: Path, *, limits: Limits, on_progress=None, on_status=None,
+                 language: str = "", ocr: OcrConfig | None = None):
         super().__init__(on_progress=on_progress, limits=limits)
         self.path = Path(path)
+        self._ocr_config = ocr or OcrConfig()
+        self._language = language
+        self._on_status = on_status
+        self._pdf_ocr: PdfOcr | None = None
         self._failed_pages: list[int] = []
+        self._repeated: set[str] = set()
         self._outline_warning: str | None = None
         self._reader = self._open()
         self.pages_total = self._count_pages()
@@ -211,14 +221,51 @@ class PdfExtraction(Extraction):
                 lines[i] = ""
         return lines
 
+    def _drop_running_lines(self, lines: list[str]) -> list[str]:
+        """Running headers and footers (the same line at the top or bottom of most pages) would
+        repeat in every chunk and drown the search: they are left out."""
+        nonblank = [i for i, line in enumerate(lines) if line and not line.startswith(_TABLE_MARK)]
+        if self._repeated and len(nonblank) > 2 * EDGE_LINES:
+            edges = nonblank[:EDGE_LINES] + nonblank[-EDGE_LINES:]
+            # A line that also fills the middle of the page is content, not a header.
+            middle = {edge_key(lines[i]) for i in nonblank[EDGE_LINES:-EDGE_LINES]}
+            for i in edges:
+                key = edge_key(lines[i])
+                if key in self._repeated and key not in middle:
+                    lines[i] = ""
+        return lines
+
     def _iter_blocks(self) -> Iterator[Block]:
         self._failed_pages = []
         outline = self._outline_by_page()
         path: tuple[str, ...] = ()
         total = self.pages_total or 0
+        self._pdf_ocr = PdfOcr(self.path, config=self._ocr_config, language_hint=self._language,
+                               on_status=self._on_status)
+        self._pdf_ocr.plan(total)
+        self._repeated = self._pdf_ocr.repeated_lines()
+        self._tables = PdfTables(self.path)
+        try:
+            yield from self._pages(self._pdf_ocr, outline, path, total)
+        finally:
+            self._pdf_ocr.close()
+            self._tables.close()
+        self.ocr = self._pdf_ocr.summary()
+        self._finish_warnings()
+
+    def _pages(self, ocr: PdfOcr, outline, path: tuple[str, ...], total: int) -> Iterator[Block]:
         for index in range(total):
             page_number = index + 1
             lines = self._page_lines(index)
+            ocr_page = ocr.read(index, sum(len(x.replace(" ", "")) for x in lines or ()))
+            confidence = None
+            if ocr_page is not None and ocr_page.text:
+                lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
+            tables: list[list[str]] = []
+            if ocr_page is None and lines and ocr.has_grid(index):
+                lines = self._with_tables(index, lines, tables)
+            if ocr_page is None and lines:
+                lines = self._drop_running_lines(lines)
             if lines is None:
                 self._failed_pages.append(page_number)
                 lines = []
@@ -240,9 +287,15 @@ class PdfExtraction(Extraction):
             segment: list[str] = []
             segment_path = path
             for j, line in enumerate(lines + [""]):
+                if line.startswith(_TABLE_MARK):  # a table found by pdfplumber, in its place
+                    yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
+                    segment = []
+                    rows = tables[int(line[len(_TABLE_MARK):])]
+                    yield Block("\n".join(rows), page_number, path, "table", table_header=rows[0])
+                    continue
                 changes = starts.get(j)
                 if changes:
-                    yield from self._page_paragraphs(segment, page_number, segment_path)
+                    yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
                     segment = []
                     heading_line = None
                     for entry_path, located in changes:
@@ -251,18 +304,33 @@ class PdfExtraction(Extraction):
                             heading_line = line
                     segment_path = path
                     if heading_line:
-                        yield Block(heading_line, page_number, path, "heading")
+                        yield Block(heading_line, page_number, path, "heading", ocr_confidence=confidence)
                         continue
                 segment.append(line)
-            yield from self._page_paragraphs(segment, page_number, segment_path)
+            yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
             if self.on_progress is not None:
                 self.on_progress(page_number, total)
-        self._finish_warnings()
+
+    def _with_tables(self, index: int, lines: list[str], tables: list[list[str]]) -> list[str]:
+        """The page's lines from pdfplumber, each table replaced by a marker line (its rows go to
+        ``tables``); pypdf's ``lines`` when pdfplumber finds no table."""
+        regions = self._tables.regions(index)
+        if not regions:
+            return lines
+        out: list[str] = []
+        for region in regions:
+            if region.kind == "table":
+                out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
+                tables.append(region.rows or [])
+            else:
+                out.extend(normalise_page_text(region.text))
+        return out
 
     @staticmethod
-    def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...]) -> Iterator[Block]:
+    def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...],
+                         confidence: float | None = None) -> Iterator[Block]:
         for para in _paragraphs(lines):
-            yield Block("\n".join(para), page_number, path, "paragraph")
+            yield Block("\n".join(para), page_number, path, "paragraph", ocr_confidence=confidence)
 
     def _finish_warnings(self) -> None:
         if self._outline_warning:
@@ -276,15 +344,20 @@ class PdfExtraction(Extraction):
                 f"{noun} {format_page_list(pages)} could not be read (damaged?); "
                 f"{'it' if len(pages) == 1 else 'they'} {verb} not searchable."
             )
-        blank = [p for p in self.empty_pages if p not in failed]
+        ocr = self._pdf_ocr
+        if ocr is not None:
+            self.warnings.extend(ocr.warnings())
+        ocr_failed = {p for p, r in ocr.results.items() if r.error} if ocr is not None else set()
+        blank = [p for p in self.empty_pages if p not in failed and p not in ocr_failed]
         if blank and len(self.empty_pages) < (self.pages_total or 0):
+            why = f" {ocr.status.reason}." if ocr is not None and not ocr.available else ""
             if len(blank) == 1:
                 self.warnings.append(
-                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.")
+                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.{why}")
             else:
                 self.warnings.append(
                     f"Pages {format_page_list(blank)} have no text layer (scanned?); "
-                    "they are not searchable.")
+                    f"they are not searchable.{why}")
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return _corrupt(exc)
@@ -297,4 +370,14 @@ class PdfExtraction(Extraction):
             return NoTextError("This PDF has no pages.")
         noun = "page" if total == 1 else "pages"
         the = "the only page" if total == 1 else f"any of the {total:,} {noun}"
-        return NoTextError(f"No text layer on {the} — scanned PDF? OCR is not available.")
+        ocr = self._pdf_ocr
+        if ocr is None or not ocr.available:
+            reason = ocr.status.reason if ocr is not None else "OCR is not available"
+            return NoTextError(f"No text layer on {the} — scanned PDF? {reason}.")
+        errors = sorted({r.error for r in ocr.results.values() if r.error})
+        if errors:
+            return NoTextError(f"No text layer on {the}, and OCR could not read it: {'; '.join(errors)}.")
+        if not ocr.results:
+            return NoTextError(f"No text layer on {the}, and no scanned image on {'it' if total == 1 else 'them'} "
+                               "for OCR to read.")
+        return NoTextError(f"No text layer on {the}, and OCR found no words on {'it' if total == 1 else 'them'}.")

@@ -15,13 +15,22 @@ MIME_PDF = "application/pdf"
 MIME_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 MIME_TEXT = "text/plain"
 MIME_MARKDOWN = "text/markdown"
-SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN)
+MIME_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MIME_PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+MIME_CSV = "text/csv"
+MIME_HTML = "text/html"
+MIME_EML = "message/rfc822"
+MIME_EPUB = "application/epub+zip"
+MIME_ODT = "application/vnd.oasis.opendocument.text"
+SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN, MIME_XLSX, MIME_PPTX, MIME_CSV, MIME_HTML,
+                        MIME_EML, MIME_EPUB, MIME_ODT)
 
 BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
 
 MB = 1024 * 1024
 
 ProgressCallback = Callable[[int, int], None]
+StatusCallback = Callable[[str], None]  # a stage for people: "OCR 12 of 40 pages"
 
 
 @dataclass(slots=True)
@@ -33,6 +42,7 @@ class Block:
     heading_path: tuple[str, ...]
     kind: str  # "paragraph" | "heading" | "table" | "code" | "page"
     table_header: str | None = None  # for kind == "table": the rendered header row
+    ocr_confidence: float | None = None  # set when the page was read by OCR (0-100)
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,6 +73,7 @@ class Extraction:
         self.empty_pages: list[int] = []
         self.warnings: list[str] = []
         self.encoding: str | None = None  # detected text encoding (text/Markdown)
+        self.ocr: dict = {}  # pages read by OCR, mean confidence, language (PDF only)
         self.on_progress = on_progress
         self.limits = limits or Limits()
 
@@ -111,6 +122,17 @@ def clean_text(text: str) -> str:
     """Normalise line breaks to "\\n" and drop control characters (keeps tabs)."""
     text = _LINE_BREAKS_RE.sub("\n", text)
     return _JUNK_RE.sub("", text)
+
+
+def table_row(cells: list[str]) -> str:
+    """Cells -> "| a | b |": a row stays one line, its cells kept apart ("|" inside a cell becomes "/")."""
+    cleaned = [" ".join(clean_text(c or "").split()).replace("|", "/") for c in cells]
+    return "| " + " | ".join(cleaned) + " |"
+
+
+def table_rows(rows: list[list[str]]) -> list[str]:
+    """Non-empty rows of a table as `table_row` lines (the first one is the header row)."""
+    return [table_row(r) for r in rows if any((c or "").strip() for c in r)]
 
 
 def human_size(n: int) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from documents.errors import (
     CorruptFileError,
+    EncryptedError,
     EmptyFileError,
     ExtractionError,
     TooLargeError,
@@ -37,9 +38,13 @@ from documents.extract_types import (
     Extraction,
     Limits,
     ProgressCallback,
+    StatusCallback,
     human_size,
 )
+from documents.extract_more import MIME_CSV, MIME_HTML, MIME_PPTX, MIME_XLSX, looks_like_html, sniff_csv
+from documents.extract_books import MIME_EML, MIME_EPUB, MIME_ODT, looks_like_email
 from documents.extract_text import decode_sample, looks_like_markdown
+from documents.ocr import OcrConfig
 
 __all__ = [
     "BLOCK_KINDS",
@@ -57,9 +62,13 @@ __all__ = [
     "extract",
 ]
 
+_MORE = {MIME_XLSX: "XlsxExtraction", MIME_PPTX: "PptxExtraction", MIME_CSV: "CsvExtraction",
+         MIME_HTML: "HtmlExtraction"}
+_BOOKS = {MIME_EML: "EmlExtraction", MIME_EPUB: "EpubExtraction", MIME_ODT: "OdtExtraction"}
 HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
 NOT_A_VALID_ZIP = "This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened."
-_SUPPORTED = "only PDF, Word (.docx), plain-text and Markdown files are supported"
+_SUPPORTED = ("only PDF, Word (.docx), OpenDocument text (.odt), Excel (.xlsx), PowerPoint (.pptx), CSV, "
+              "web pages (HTML), EPUB, e-mail (.eml), plain-text and Markdown files are supported")
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -92,16 +101,21 @@ def _unsupported(what: str | None) -> UnsupportedTypeError:
     return UnsupportedTypeError(f"The type of this file could not be recognised; {_SUPPORTED}.")
 
 
-def _classify_zip_names(names: set[str] | list[str]) -> str:
+def _classify_zip_names(names: set[str] | list[str], mimetype: str | None = None) -> str:
+    """The type of an Office/ebook zip from its part names (and its `mimetype` member, if read)."""
     names = set(names)
     if "[Content_Types].xml" in names and "word/document.xml" in names:
         return MIME_DOCX
     if "xl/workbook.xml" in names:
-        raise _unsupported("an Excel spreadsheet (.xlsx)")
+        return MIME_XLSX
     if "ppt/presentation.xml" in names:
-        raise _unsupported("a PowerPoint presentation (.pptx)")
+        return MIME_PPTX
+    if "META-INF/container.xml" in names and "content.xml" not in names:
+        return MIME_EPUB
+    if "content.xml" in names and (mimetype or "").strip() == MIME_ODT:
+        return MIME_ODT
     if "mimetype" in names or "content.xml" in names:
-        raise _unsupported("an OpenDocument file (.odt/.ods); save it as .docx or PDF first")
+        raise _unsupported("an OpenDocument file other than text (.ods/.odp); save it as .xlsx, .pptx or PDF first")
     if any(n.startswith("word/") for n in names):
         raise CorruptFileError("This file is not a valid Word document (its main text part is missing).")
     raise _unsupported("a ZIP archive but not a Word document (.docx)")
@@ -119,6 +133,11 @@ def _zip_local_names(head: bytes, limit: int = 64) -> list[str]:
 
 
 def _detect_zip_head(head: bytes) -> str:
+    # OpenDocument and EPUB store their type uncompressed as the first member, "mimetype".
+    if b"mimetypeapplication/epub+zip" in head[:200]:
+        return MIME_EPUB
+    if f"mimetype{MIME_ODT}".encode() in head[:200]:
+        return MIME_ODT
     try:
         with zipfile.ZipFile(io.BytesIO(head)) as zf:
             return _classify_zip_names(zf.namelist())
@@ -130,9 +149,9 @@ def _detect_zip_head(head: bytes) -> str:
     if "word/document.xml" in names or any(n.startswith("word/") for n in names):
         return MIME_DOCX
     if any(n.startswith("xl/") for n in names):
-        raise _unsupported("an Excel spreadsheet (.xlsx)")
+        return MIME_XLSX
     if any(n.startswith("ppt/") for n in names):
-        raise _unsupported("a PowerPoint presentation (.pptx)")
+        return MIME_PPTX
     if "[Content_Types].xml" in names or any(n.startswith(("_rels/", "docProps/")) for n in names):
         return MIME_DOCX  # an Office file whose word/ part lies beyond the head
     raise _unsupported("a ZIP archive but not a Word document (.docx)")
@@ -156,6 +175,8 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
     if head.startswith(_ZIP_MAGICS):
         return _detect_zip_head(head)
     if head.startswith(_OLE_MAGIC):
+        if "EncryptedPackage".encode("utf-16-le") in head:
+            raise EncryptedError("This Office file is password-protected; upload it without a password.")
         raise _unsupported("an old-format Office file (.doc/.xls/.ppt); save it as .docx or PDF first")
     if head[8:12] == b"WEBP" and head.startswith(b"RIFF"):
         raise _unsupported("a WebP image")
@@ -171,6 +192,13 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
             raise _unsupported(what)
     if complete and not text.strip():
         raise EmptyFileError("This file is empty.")
+    if looks_like_html(text):
+        return MIME_HTML
+    if looks_like_email(text):
+        return MIME_EML
+    if sniff_csv(text if complete else text[: text.rfind("\n") + 1],
+                 named_csv=filename.lower().endswith((".csv", ".tsv"))):
+        return MIME_CSV
     if looks_like_markdown(text) or filename.lower().endswith(_MARKDOWN_SUFFIXES):
         return MIME_MARKDOWN
     return MIME_TEXT
@@ -186,7 +214,11 @@ def detect_type_path(path: str | Path, *, filename: str = "") -> str:
     if head.startswith(_ZIP_MAGICS):
         try:
             with zipfile.ZipFile(path) as zf:
-                return _classify_zip_names(zf.namelist())
+                names = zf.namelist()
+                mimetype = None
+                if "mimetype" in names and zf.getinfo("mimetype").file_size < 200:
+                    mimetype = zf.read("mimetype").decode("ascii", "replace")
+                return _classify_zip_names(names, mimetype)
         except zipfile.BadZipFile as exc:
             raise CorruptFileError(NOT_A_VALID_ZIP) from exc
     return detect_type(head, filename=filename or path.name, complete=complete)
@@ -198,8 +230,15 @@ def extract(
     *,
     on_progress: ProgressCallback | None = None,
     limits: Limits = Limits(),
+    on_status: StatusCallback | None = None,
+    language: str = "",
+    ocr: OcrConfig | None = None,
 ) -> Extraction:
-    """Open ``path`` as ``mime_type`` and return an `Extraction` whose `blocks()` is lazy."""
+    """Open ``path`` as ``mime_type`` and return an `Extraction` whose `blocks()` is lazy.
+
+    ``language`` (ISO 639-1, the document's field) picks the OCR language for scanned pages;
+    ``on_status`` hears stages such as "OCR 12 of 40 pages".
+    """
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -214,11 +253,20 @@ def extract(
     if mime_type == MIME_PDF:
         from documents.extract_pdf import PdfExtraction
 
-        return PdfExtraction(path, limits=limits, on_progress=on_progress)
+        return PdfExtraction(path, limits=limits, on_progress=on_progress, on_status=on_status,
+                             language=language, ocr=ocr)
     if mime_type == MIME_DOCX:
         from documents.extract_docx import DocxExtraction
 
         return DocxExtraction(path, limits=limits, on_progress=on_progress)
+    if mime_type in _MORE:
+        import documents.extract_more as more
+
+        return getattr(more, _MORE[mime_type])(path, limits=limits, on_progress=on_progress)
+    if mime_type in _BOOKS:
+        import documents.extract_books as books
+
+        return getattr(books, _BOOKS[mime_type])(path, limits=limits, on_progress=on_progress)
     if mime_type in (MIME_TEXT, MIME_MARKDOWN):
         from documents.extract_text import TextExtraction
 

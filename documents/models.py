@@ -156,6 +156,10 @@ class Document(models.Model):
     pages_done = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_embedded = models.PositiveIntegerField(default=0)
+    # The current stage in words while indexing ("OCR 12 of 40 pages"); empty when idle.
+    progress_note = models.CharField(max_length=200, blank=True)
+    # Pages read by OCR: {"pages": [...], "confidence": mean 0-100, "language": "deu", ...}.
+    ocr = models.JSONField(default=dict, blank=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
     index_error = models.TextField(blank=True)
     index_warnings = models.JSONField(default=list, blank=True)

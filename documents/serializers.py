@@ -20,8 +20,9 @@ class DocumentSerializer(serializers.ModelSerializer):
         fields = [
             "id", "title", "name", "collection", "is_active", "mime_type", "size", "sha256", "status", "status_display",
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
-            "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim", "chunking_strategy",
-            "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages", "created_at", "updated_at",
+            "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim",
+            "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages",
+            "progress_note", "ocr", "created_at", "updated_at",
         ]
         read_only_fields = fields
 

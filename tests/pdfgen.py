@@ -59,3 +59,58 @@ def text_pdf_chunks(pages: Iterable[list[str]]) -> Iterator[bytes]:
 
 def text_pdf(pages: Iterable[list[str]]) -> bytes:
     return b"".join(text_pdf_chunks(pages))
+
+
+def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str], footer: str = "") -> bytes:
+    """Text lines, then a ruled table (a frame and a line around every cell), then more text."""
+    ops: list[str] = []
+    y = 760
+    for line in before:
+        ops.append(f"BT /F1 10 Tf 50 {y} Td ({_escape(line)}) Tj ET")
+        y -= 14
+    y -= 10
+    col_w, row_h = 150, 18
+    cols = max(len(r) for r in rows)
+    top = y
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            x = 50 + c * col_w
+            ops.append(f"{x} {top - (r + 1) * row_h} {col_w} {row_h} re S")
+            ops.append(f"BT /F1 9 Tf {x + 4} {top - (r + 1) * row_h + 5} Td ({_escape(cell)}) Tj ET")
+    y = top - len(rows) * row_h - 24
+    for line in after:
+        ops.append(f"BT /F1 10 Tf 50 {y} Td ({_escape(line)}) Tj ET")
+        y -= 14
+    if footer:
+        ops.append(f"BT /F1 8 Tf 50 30 Td ({_escape(footer)}) Tj ET")
+    del cols
+    return "\n".join(["0.5 w"] + ops).encode("latin-1")
+
+
+def table_pdf(pages: list[tuple[list[str], list[list[str]], list[str]]], footer: str = "") -> bytes:
+    """A PDF whose page i shows pages[i] = (text before, table rows with the header first, text after)."""
+    parts: list[bytes] = [b"%PDF-1.4\n"]
+    offsets: dict[int, int] = {}
+
+    def add(number: int, body: bytes) -> None:
+        offsets[number] = sum(len(p) for p in parts)
+        parts.append(f"{number} 0 obj\n".encode() + body + b"\nendobj\n")
+
+    add(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+    add(3, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    kids = []
+    number = 4
+    for before, rows, after in pages:
+        stream = _table_page_stream(before, rows, after, footer)
+        add(number, f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+        add(number + 1, (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                         f"/Resources << /Font << /F1 3 0 R >> >> /Contents {number} 0 R >>").encode())
+        kids.append(f"{number + 1} 0 R")
+        number += 2
+    add(2, f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>".encode())
+    xref_at = sum(len(p) for p in parts)
+    lines = ["xref", f"0 {number}", "0000000000 65535 f "]
+    lines += [f"{offsets[n]:010d} 00000 n " for n in range(1, number)]
+    lines += ["trailer", f"<< /Size {number} /Root 1 0 R >>", "startxref", str(xref_at), "%%EOF", ""]
+    parts.append("\n".join(lines).encode())
+    return b"".join(parts)

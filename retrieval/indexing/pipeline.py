@@ -76,6 +76,7 @@ class Built:
     strategy: str
     note: str = ""  # why the strategy asked for was not used (late chunking fell back)
     timings: dict = field(default_factory=dict)
+    ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -142,7 +143,7 @@ def _claim(document_id: int) -> Document | None:
     claimed = Document.objects.filter(
         pk=document_id, status__in=[DocumentStatus.UPLOADED, DocumentStatus.REINDEXING]
     ).update(status=DocumentStatus.PROCESSING, heartbeat_at=now, index_attempts=F("index_attempts") + 1,
-             pages_done=0, chunks_total=0, chunks_embedded=0, index_error="", updated_at=now)
+             pages_done=0, chunks_total=0, chunks_embedded=0, index_error="", updated_at=now, progress_note="")
     if not claimed:
         return None
     return Document.objects.get(pk=document_id)
@@ -196,7 +197,8 @@ def _build(document: Document, strategy: str | None = None) -> Built:
         def on_pages(done: int, total: int) -> None:
             progress(pages_done=done, pages_total=total)
 
-        extraction = extract(path, document.mime_type, on_progress=on_pages)
+        extraction = extract(path, document.mime_type, on_progress=on_pages, language=document.language,
+                             on_status=lambda note: progress(progress_note=note[:200]))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
         layout = build_layout(extraction.blocks())
@@ -236,7 +238,7 @@ def _build(document: Document, strategy: str | None = None) -> Built:
         pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
-        strategy=strategy, note=note or "", timings=timings,
+        strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
     )
 
 
@@ -356,6 +358,7 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
+            ocr=built.ocr, progress_note="",
         )
     built.timings["commit_s"] = round(time.monotonic() - t0, 3)
 
@@ -385,7 +388,8 @@ def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
     if document.chunk_count:
         message = f"{message} The previous version stays searchable."
     updated = _owned(document, attempt).update(
-        status=DocumentStatus.FAILED, index_error=message, heartbeat_at=None, updated_at=timezone.now()
+        status=DocumentStatus.FAILED, index_error=message, heartbeat_at=None, updated_at=timezone.now(),
+        progress_note="",
     )
     if updated:
         logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})

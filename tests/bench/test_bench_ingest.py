@@ -20,9 +20,9 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     out = tmp_path / "ingest.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--json-out", str(out),
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--ocr-pages", "2", "--json-out", str(out),
          "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(proc.stdout)
@@ -31,7 +31,7 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     assert report["goals"] == {"efficiency_min": 0.9, "pdf_worker_peak_rss_mb_max": 500.0}
     assert report["settings"]["embedding_server"]["kind"] == "builtin"
     assert isinstance(report["all_goals_met"], bool)
-    assert set(report["results"]) == {"xquad", "pdf"}
+    assert set(report["results"]) == {"xquad", "pdf", "ocr"}
 
     xquad, pdf = report["results"]["xquad"], report["results"]["pdf"]
     assert xquad["documents"] == 1 and xquad["pages"] is None
@@ -52,3 +52,9 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
         assert result["goals"]["efficiency"]["met"] == (result["efficiency"] >= 0.9)
     assert pdf["goals"]["worker_peak_rss_mb"]["met"] == (pdf["worker_peak_rss_mb"] < 500)
     assert "worker_peak_rss_mb" not in xquad["goals"]
+    # The scanned PDF: both pages went through OCR, in a Tesseract child of the worker.
+    ocr = report["results"]["ocr"]
+    assert ocr["documents"] == 1 and ocr["pages"] == 2 and ocr["chunks"] > 0
+    assert ocr["ocr_pages_per_s"] == pytest.approx(2 / ocr["breakdown_s"]["task_extract"], rel=1e-2)
+    assert ocr["tesseract_peak_rss_mb"] > 10
+    assert ocr["goals"]["worker_peak_rss_mb"]["met"] == (ocr["worker_peak_rss_mb"] < 500)

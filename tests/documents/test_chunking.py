@@ -81,8 +81,10 @@ def check_invariants(layout: TextLayout, chunks: list[ChunkDraft], strategy: str
         elif overlap > 0:
             # No overlap is only allowed when even the last character cluster of `a` is
             # over the overlap budget, when that cluster followed by the next chunk's first
-            # word would not fit in one chunk, or when `b` is a code block kept whole.
+            # word would not fit in one chunk, when `b` is a code block kept whole, or when `a`
+            # ends in a table (only whole rows overlap, and none fitted).
             last = cb.cluster_start(text, a.end - 1, a.start)
+            in_table = any(s.kind == "table" and s.start <= a.end - 1 < s.end for s in layout.spans)
             sec_end = heading_starts[section(b.start)] if section(b.start) < len(heading_starts) \
                 else len(text)
             ws = cb.next_space(text, b.start, sec_end)
@@ -91,6 +93,7 @@ def check_invariants(layout: TextLayout, chunks: list[ChunkDraft], strategy: str
                 measure(text[last:a.end], strategy) > overlap
                 or measure(text[last:ws], strategy) > size
                 or b.start in code_starts
+                or in_table
             ), (a, b)
 
 

@@ -127,12 +127,12 @@ def test_docx_tables_are_rows_in_place_with_the_header_kept(user, fake_embedder,
     document = index(upload_path(user, path))
     assert document.status == "indexed", document.index_error
     text = DocumentText.objects.get(document=document).text
-    assert "Fruit | Price per kilo" in text
-    assert text.index("lists fruit prices") < text.index("fruit number 0 | 0.50 EUR") < text.index("Prices include tax")
+    assert "| Fruit | Price per kilo |" in text
+    assert text.index("lists fruit prices") < text.index("| fruit number 0 | 0.50 EUR |") < text.index("Prices include tax")
     chunks = assert_consistent(document)
     later = [c for c in chunks if "fruit number 250" in c.content]
-    assert later and later[0].metadata.get("table_header") == "Fruit | Price per kilo"
-    assert "Fruit | Price per kilo" in later[0].metadata["context"]  # indexed with the rows
+    assert later and later[0].metadata.get("table_header") == "| Fruit | Price per kilo |"
+    assert "| Fruit | Price per kilo |" in later[0].metadata["context"]  # indexed with the rows
 
 
 # --- bad input: each fails clearly, nothing partial, the next file still indexes -----------

@@ -181,6 +181,7 @@
       progress = Math.min(1, doc.pages_done / doc.pages_total);
       label += ` ${doc.pages_done.toLocaleString()} / ${plural(doc.pages_total, "page", "pages")}`;
     }
+    if (doc.progress_note && !doc.chunks_total) label += ` (${doc.progress_note})`;  // "OCR 12 of 40 pages"
     return { label, kind: "busy", progress, details: reindexing ? ["The current version keeps answering until this finishes."] : [] };
   }
 
