@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -12,6 +11,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from documents.collections import collection_curated, collection_get, document_set_active
+from documents.downloads import original_file_response
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
 from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
@@ -126,13 +126,9 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def file(self, request, pk=None):
         """The original file as uploaded (404 when it is no longer stored)."""
         document = document_get(document_id=pk, user=request.user)
-        try:
-            handle = document.file.open("rb")
-        except (FileNotFoundError, ValueError):
-            raise NotFound("The original file is no longer stored.") from None
-        response = FileResponse(handle, as_attachment=True, filename=document.original_filename,
-                                content_type=document.mime_type or "application/octet-stream")
-        response["Cache-Control"] = "private, no-store"
+        response = original_file_response(document)
+        if response is None:
+            raise NotFound("The original file is no longer stored.")
         return response
     @extend_schema(request=None, responses={200: DocumentSerializer})
     @action(detail=True, methods=["post"])

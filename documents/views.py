@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
+from documents.downloads import original_file_response
 from documents.models import Chunk, Document, DocumentText
 from documents.serializers import DocumentSerializer
 
@@ -73,13 +74,9 @@ def document_view(request, document_id: int):
 def document_download(request, document_id: int):
     """The original file, for its owner only (anyone else gets a 404)."""
     document = get_object_or_404(Document.objects.visible_to(request.user), pk=document_id)
-    try:
-        handle = document.file.open("rb")
-    except (FileNotFoundError, ValueError):
-        raise Http404("The original file is no longer stored.") from None
-    response = FileResponse(handle, as_attachment=True, filename=document.original_filename,
-                            content_type=document.mime_type or "application/octet-stream")
-    response["Cache-Control"] = "private, no-store"
+    response = original_file_response(document)
+    if response is None:
+        raise Http404("The original file is no longer stored.")
     return response
 
 

@@ -1,7 +1,8 @@
 """Fail the test session if a test reaches outside the repository into its surroundings.
 
-A plain clone has nothing beside it, so a test that reads `../shared` (or any sibling of the
-repository) passes on the project's machines and fails everywhere else. An audit hook
+A plain clone has nothing beside it, so a test that reads the project's data folder beside the
+repository (or any other sibling of it) passes on the project's machines and fails everywhere
+else. An audit hook
 (PEP 578) sees every file the test process opens or lists and every subprocess it starts; a
 path under the repository's parent folder but not under the repository is recorded with the
 test that touched it, and the session fails with the list (see the root conftest.py).
@@ -58,7 +59,7 @@ def install(repo: Path) -> None:
         return
     _repo = str(repo.resolve())
     _parent = str(repo.resolve().parent)
-    if _parent == os.sep:  # a clone at /repo: its "surroundings" are the system's folders; watch ../shared only
+    if _parent == os.sep:  # a clone at /repo: its "surroundings" are the system's folders; watch the data folder beside it only
         _parent = os.path.join(os.sep, "shared")
     sys.addaudithook(_hook)
 

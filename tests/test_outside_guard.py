@@ -11,8 +11,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_paths_beside_the_repository_are_outside_and_its_own_are_not():
-    assert outside_guard.outside(REPO.parent / "shared" / "data" / "xquad" / "xquad.en.json")
-    assert outside_guard.outside(REPO / ".." / "shared")
+    sibling = REPO.parent / "ragsite-guard-sibling"  # any folder beside the repository, existing or not
+    assert outside_guard.outside(sibling / "data" / "xquad.en.json")
+    assert outside_guard.outside(REPO / ".." / sibling.name)
     assert outside_guard.outside(REPO / "tests" / "data" / "pdf" / "habibi.pdf") is None
     assert outside_guard.outside("/usr/lib/python3/os.py") is None  # the machine's, not the project's surroundings
 
