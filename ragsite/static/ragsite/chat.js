@@ -600,11 +600,16 @@
     return ["busy", "Indexing… not searchable yet"];
   }
 
+  // The collection the conversation is narrowed to (the header's picker, chat_collection.js, says when it changes).
+  let narrowedTo = (boot.collections || []).find((c) => c.slug === conversation.collection) || null;
+  document.addEventListener("rag:collection", (e) => { narrowedTo = e.detail.collection; renderScope(); });
+
   function renderScope() {
     const notReady = attached.filter((d) => !(d.chunk_count > 0)).length;
     chip.replaceChildren(icon("search"), "Searching: ", attached.length
       ? el("strong", {}, plural(attached.length, "attached document", "attached documents"))
-      : el("strong", {}, `all your documents (${searchable.toLocaleString()})`),
+      : narrowedTo ? el("strong", {}, `${narrowedTo.name} (${plural(narrowedTo.searchable, "document", "documents")})`)
+      : el("strong", {}, `all your documents${(boot.collections || []).length ? " and collections" : ""} (${searchable.toLocaleString()})`),
     ...(notReady ? [el("span", {}, ` · ${notReady} not indexed yet`)] : []));
     pills.replaceChildren(...attached.map((doc) => {
       const [kind, label] = pillState(doc);
