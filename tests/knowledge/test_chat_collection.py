@@ -56,3 +56,12 @@ def test_the_conversations_collection_is_selected_and_a_lost_one_is_not_named(kb
     assert _options(html) == [("", "All my documents and collections", False),
                               ("orchard", "A collection you can no longer read", True)]
     assert "Orchard guides" not in html and data["collections"] == []
+
+    # Asking there searches nothing of it: the answer fails and says why.
+    from chat.orchestrator import answer_conversation
+    from chat.services import message_send
+
+    _question, answer = message_send(conversation_id=conversation.pk, user=kb.member, content="When is it pruned?")
+    answer_conversation(conversation.pk)
+    answer.refresh_from_db()
+    assert answer.status == "failed" and answer.error == "No such collection." and "quince" not in answer.content
