@@ -33,6 +33,9 @@ def _options(html: str) -> list[tuple[str, str, bool]]:
 
 def test_readers_pick_among_the_collections_they_read_only(kb):
     Collection.objects.create(name="Board minutes", slug="board", visibility="groups")  # nobody here reads it
+    # Someone who reads no collection has nothing to choose: no picker.
+    html, data = _page(kb.outsider, Conversation.objects.create(owner=kb.outsider))
+    assert 'id="collection-select"' not in html and "chat_collection.js" not in html and data["collections"] == []
     Collection.objects.create(name="Staff handbook", slug="handbook", visibility="everyone")
     conversation = Conversation.objects.create(owner=kb.member)
     html, data = _page(kb.member, conversation)
