@@ -143,6 +143,19 @@ def test_the_chat_header_narrows_a_conversation_to_one_collection(live_site, cha
         expect(page.locator("#scope-chip")).to_have_text("Searching: all your documents and collections (1)")
         wait_for(lambda: Conversation.objects.get(pk=conversation.pk).collection_id is None, timeout=10,
                  what="the collection cleared")
+
+        # Narrowed to the collection, then removed from its group: the page no longer names it.
+        Conversation.objects.filter(pk=conversation.pk).update(collection=kb.collection)
+        kb.member.groups.remove(kb.readers)
+        page.reload()
+        expect(page.locator("#scope-chip")).to_have_text("Searching: a collection you can no longer read")
+        expect(page.locator("#collection-select option:checked")).to_have_text("A collection you can no longer read")
+        expect(page.locator("#chat-head")).not_to_contain_text("Orchard guides")
+        page.get_by_label("Search in").select_option("")
+        expect(page.locator("#scope-chip")).to_have_text("Searching: all your documents (0)")
+        expect(page.locator("#collection-select option")).to_have_count(1)  # the placeholder is gone
+        wait_for(lambda: Conversation.objects.get(pk=conversation.pk).collection_id is None, timeout=10,
+                 what="the lost collection cleared")
         assert not errors, errors
     finally:
         context.close()
