@@ -61,7 +61,9 @@ the server's 128 MB) and ``pg_prewarm`` of the searched relations; ``postgres.se
 JSON lists what was used. Progress goes to stderr, the JSON result to stdout.
 
 **Also measured** (each skippable): ``exact_vs_hnsw_sweep`` — the vector arm through both paths for
-conversation scopes of 2k-100k vectors (is ``RETRIEVAL_EXACT_SCAN_MAX`` right?); ``variants`` —
+conversation scopes of 2k-100k vectors (is ``RETRIEVAL_EXACT_SCAN_MAX`` right?), and with collections
+``exact_vs_hnsw_collection_sweep`` — the same for collection scopes of 1-12 collections, with the CPU
+per search of each path (is ``RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS`` right?); ``variants`` —
 alternatives run in the bench's process only (ef_search values, the vector arm without the array of all
 the user's document ids, the full-text arm at several ``fts_match_budget`` values with the overlap of
 its top 40 with matching every word, and the previous release's full-text SQL), see ``variants.note``;
@@ -782,15 +784,27 @@ class Searcher:
         return (time.perf_counter() - t0) * 1000, result
 
 
-def measure_scope(searcher: Searcher, scope: Scope, method: str | None, warmup: int) -> dict:
-    """p50/p95 of vector, fts and hybrid, and recall@10 of the vector arm, for one scope and vector method."""
+def _force(method: str | None) -> tuple[int, int]:
+    """Send every vector search through one path ("exact" / "hnsw"; None: the product's thresholds):
+    both thresholds, the general one and the one for collection scopes. Returns what to restore."""
     from django.conf import settings
 
-    saved = settings.RETRIEVAL_EXACT_SCAN_MAX
-    if method == "exact":
-        settings.RETRIEVAL_EXACT_SCAN_MAX = 10 ** 12
-    elif method == "hnsw":
-        settings.RETRIEVAL_EXACT_SCAN_MAX = -1
+    saved = (settings.RETRIEVAL_EXACT_SCAN_MAX, settings.RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS)
+    limit = {"exact": 10 ** 12, "hnsw": -1}.get(method or "")
+    if limit is not None:
+        settings.RETRIEVAL_EXACT_SCAN_MAX = settings.RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS = limit
+    return saved
+
+
+def _restore(saved: tuple[int, int]) -> None:
+    from django.conf import settings
+
+    settings.RETRIEVAL_EXACT_SCAN_MAX, settings.RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS = saved
+
+
+def measure_scope(searcher: Searcher, scope: Scope, method: str | None, warmup: int) -> dict:
+    """p50/p95 of vector, fts and hybrid, and recall@10 of the vector arm, for one scope and vector method."""
+    saved = _force(method)
     try:
         for qv, text, _c in scope.queries[:warmup]:
             searcher.timed(scope, searcher.hybrid, qv, text)
@@ -811,7 +825,7 @@ def measure_scope(searcher: Searcher, scope: Scope, method: str | None, warmup: 
                 ms, _rows = searcher.timed(scope, searcher.hybrid, qv, text)
                 times["hybrid"].append(ms)
     finally:
-        settings.RETRIEVAL_EXACT_SCAN_MAX = saved
+        _restore(saved)
     out = {k: _stats(v) for k, v in times.items()}
     out["recall_at_10"] = round(float(np.mean(recalls)), 4)
     out["recall_at_10_min"] = round(float(np.min(recalls)), 2)
@@ -892,7 +906,6 @@ def _plan_lines(node: dict, depth: int = 0) -> list[str]:
 
 def explain(searcher: Searcher, scope: Scope, method: str | None, kind: str, query_index: int = 0) -> list[dict]:
     """EXPLAIN (ANALYZE, BUFFERS) of every SELECT the arm (or hybrid) runs, in the same reader transaction."""
-    from django.conf import settings
     from django.db import connection
 
     from retrieval.search.scope import reader_transaction
@@ -905,8 +918,7 @@ def explain(searcher: Searcher, scope: Scope, method: str | None, kind: str, que
             captured.append((sql, params))
         return execute(sql, params, many, context)
 
-    saved = settings.RETRIEVAL_EXACT_SCAN_MAX
-    settings.RETRIEVAL_EXACT_SCAN_MAX = {"exact": 10 ** 12, "hnsw": -1}.get(method, saved)
+    saved = _force(method)
     qv, text, _c = scope.queries[query_index]
     out = []
     try:
@@ -930,7 +942,7 @@ def explain(searcher: Searcher, scope: Scope, method: str | None, kind: str, que
                         entry["jit_ms"] = round(plan["JIT"].get("Timing", {}).get("Total", 0), 3)
                     out.append(entry)
     finally:
-        settings.RETRIEVAL_EXACT_SCAN_MAX = saved
+        _restore(saved)
     return out
 
 
@@ -953,7 +965,8 @@ def sweep(corpus: Corpus, loaded: Loaded, searcher: Searcher, sizes: list[int], 
         rows = np.sort(np.concatenate([np.arange(corpus.doc_start[d], corpus.doc_start[d] + corpus.doc_sizes[d])
                                        for d in docs]))
         ids = sorted(int(loaded.doc_ids[d]) for d in docs)
-        scope = Scope(f"sweep_{held}", "big", ids, ids, rows)
+        # With --collections bench-big's documents are all shared: its rows are selected by collection.
+        scope = Scope(f"sweep_{held}", "big", ids, ids, rows, collection_ids=list(loaded.collection_ids))
         add_queries(corpus, scope, queries)
         entry = {"scope_vectors": int(held), "documents": len(docs)}
         from django.conf import settings
@@ -975,6 +988,51 @@ def sweep(corpus: Corpus, loaded: Loaded, searcher: Searcher, sizes: list[int], 
         entry["faster"] = "exact" if entry["exact"]["p95_ms"] <= entry["hnsw"]["p95_ms"] else "hnsw"
         log(f"sweep {held:,} vectors: exact p95 {entry['exact']['p95_ms']} ms, hnsw p95 {entry['hnsw']['p95_ms']} ms "
             f"(recall {entry['hnsw']['recall_at_10']})")
+        out.append(entry)
+    return out
+
+
+def collection_sweep(corpus: Corpus, loaded: Loaded, searcher: Searcher, counts: list[int], queries: int) -> list[dict]:
+    """Exact scan vs HNSW for collection scopes (bench-big, who reads every collection, narrowed to the
+    first N collections, no own documents, no document ids: the product's collection condition) of
+    several sizes. Besides wall times, the CPU the bench process and its PostgreSQL backend spent per
+    search: on a shared machine that is steadier than the wall clock."""
+    out = []
+    for count in counts:
+        chosen = list(loaded.collection_ids[:count])
+        docs = np.flatnonzero(np.isin(loaded.doc_collections, chosen))
+        if not len(docs):
+            continue
+        rows = np.sort(np.concatenate([np.arange(corpus.doc_start[d], corpus.doc_start[d] + corpus.doc_sizes[d])
+                                       for d in docs]))
+        scope = Scope(f"collections_sweep_{count}", "big", sorted(int(x) for x in loaded.doc_ids[docs]), None, rows,
+                      collection_ids=chosen, include_own=False)
+        add_queries(corpus, scope, queries)
+        entry = {"collections": count, "scope_vectors": int(len(rows))}
+        for method in ("exact", "hnsw"):
+            saved = _force(method)
+            try:
+                for qv, _t, _c in scope.queries[:5]:
+                    searcher.timed(scope, searcher.vector, qv)
+                times, recalls, how = [], [], set()
+                with Phase() as phase:
+                    for (qv, _t, _c), truth in zip(scope.queries, scope.truth):
+                        ms, (hits, used) = searcher.timed(scope, searcher.vector, qv)
+                        times.append(ms)
+                        how.add(used)
+                        recalls.append(len({c for c, _ in hits[:RECALL_K]} & set(truth)) / RECALL_K)
+            finally:
+                _restore(saved)
+            entry[method] = {**_stats(times), "recall_at_10": round(float(np.mean(recalls)), 4),
+                             "vector_method": sorted(how),
+                             "cpu_ms_per_search": round(1000 * phase.result["own_cpu_s"] / len(times), 2),
+                             "contention": phase.result}
+        entry["cheaper_by_cpu"] = ("exact" if entry["exact"]["cpu_ms_per_search"] <= entry["hnsw"]["cpu_ms_per_search"]
+                                   else "hnsw")
+        entry["faster_by_p95"] = "exact" if entry["exact"]["p95_ms"] <= entry["hnsw"]["p95_ms"] else "hnsw"
+        log(f"collection sweep {count} collections, {len(rows):,} vectors: exact p95 {entry['exact']['p95_ms']} ms "
+            f"({entry['exact']['cpu_ms_per_search']} ms CPU), hnsw p95 {entry['hnsw']['p95_ms']} ms "
+            f"({entry['hnsw']['cpu_ms_per_search']} ms CPU, recall {entry['hnsw']['recall_at_10']})")
         out.append(entry)
     return out
 
@@ -1278,6 +1336,7 @@ def main(argv=None) -> int:
         log(f"prewarmed in {result['prewarm']['seconds']} s")
         searcher = Searcher(corpus, loaded)
         result["retrieval_settings"] = {"exact_scan_max": settings.RETRIEVAL_EXACT_SCAN_MAX,
+                                        "exact_scan_max_collections": settings.RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS,
                                         "vector_top_k": searcher.rs.vector_top_k, "fts_top_k": searcher.rs.fts_top_k,
                                         "final_top_n": searcher.rs.final_top_n, "rrf_k": searcher.rs.rrf_k}
         # An empty reader transaction: the fixed cost inside every figure below.
@@ -1324,6 +1383,11 @@ def main(argv=None) -> int:
             sizes = [s for s in (2_000, 5_000, 10_000, 20_000, 50_000, 100_000) if s <= 0.5 * args.chunks]
             log(f"exact vs HNSW sweep over scope sizes {sizes}")
             result["exact_vs_hnsw_sweep"] = sweep(corpus, loaded, searcher, sizes, min(args.queries, 50))
+            if loaded.collection_ids:
+                counts = [n for n in (1, 2, 3, 5, 8, 12) if n <= len(loaded.collection_ids)]
+                log(f"exact vs HNSW for collection scopes of {counts} collections")
+                result["exact_vs_hnsw_collection_sweep"] = collection_sweep(corpus, loaded, searcher, counts,
+                                                                            min(args.queries, 100))
         if not args.no_variants:
             log("measuring SQL variants")
             result["variants"] = variants(corpus, searcher, scopes[:3], min(args.queries, args.variant_queries),

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chat import selectors, services
 from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
+from documents.collections import collection_choices
 from documents.models import Document
 from core.errors import ApplicationError, NotFound
 
@@ -55,13 +56,25 @@ def chat(request, conversation_id: int):
     messages = selectors.message_list(conversation=conversation)
     attached = selectors.conversation_documents(conversation=conversation)
     searchable = Document.objects.visible_to(request.user).filter(chunk_count__gt=0).count()
+    collections = collection_choices(user=request.user)
     return render(request, "chat/chat.html", {
         "nav": "conversations",
         "conversation": conversation,
+        "collection_control": _collection_control(conversation, collections),
         "chat": {
+            "collections": collections,
             "conversation": ConversationSerializer(conversation).data,
             "messages": MessageSerializer(messages, many=True).data,
             "attached": AttachedDocumentSerializer(attached, many=True).data,
             "searchable_count": searchable,
         },
     })
+
+
+def _collection_control(conversation, collections: list[dict]) -> dict:
+    """The header's collection picker: the readable collections, which one is chosen, and whether the
+    conversation still names one the user no longer reads (shown without its name; asking fails until
+    another is chosen)."""
+    chosen = conversation.collection.slug if conversation.collection_id else ""
+    return {"collections": collections, "chosen": chosen,
+            "lost": bool(chosen) and all(c["slug"] != chosen for c in collections)}

@@ -6,12 +6,15 @@ re-embed), since documents never imports retrieval.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
 from django.template.defaultfilters import filesizeformat
 from django.utils.html import format_html
 
 from documents.admin_collections import CollectionAdmin  # noqa: F401 - registers the collection admin
 from documents.collections import document_set_active
-from documents.models import Chunk, Document, DocumentStatus
+from documents.models import Chunk, Collection, Document, DocumentStatus
+from documents.moves import document_move
 from documents.services import document_reindex
 from core.errors import ApplicationError
 
@@ -95,7 +98,7 @@ class DocumentAdmin(admin.ModelAdmin):
                        "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at")
     inlines = [FirstChunksInline]
-    actions = ["reindex", "activate", "deactivate"]
+    actions = ["reindex", "activate", "deactivate", "move"]
 
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
@@ -152,6 +155,37 @@ class DocumentAdmin(admin.ModelAdmin):
                   permissions=["change"])
     def deactivate(self, request, queryset):
         self._set_active(request, queryset, False)
+
+
+    @admin.action(description="Move the selected documents to another collection (or to their uploader's private library)",
+                  permissions=["change"])
+    def move(self, request, queryset):
+        """Asks where to first; then moves each document as the staff member (who must curate both sides)."""
+        targets = Collection.objects.curated_by(request.user).order_by("name", "id")
+        if request.POST.get("rs_move") == "yes":
+            choice = request.POST.get("target", "")
+            if choice != "private" and not targets.filter(pk=int(choice) if choice.isdigit() else 0).exists():
+                self.message_user(request, "Choose a collection you curate, or private.", messages.ERROR)
+                return None
+            moved, refused = 0, []
+            for document in queryset:
+                try:
+                    document_move(document_id=document.pk, user=request.user,
+                                  collection=None if choice == "private" else choice)
+                    moved += 1
+                except ApplicationError as exc:
+                    refused.append(f"{document}: {exc.message}")
+            if moved:
+                self.message_user(request, f"Moved {moved} document(s); their chunks follow, nothing is re-indexed.",
+                                  messages.SUCCESS)
+            for reason in refused:
+                self.message_user(request, reason, messages.WARNING)
+            return None
+        return TemplateResponse(request, "admin/documents/document/move.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Move documents",
+            "documents": queryset.select_related("collection", "owner"), "targets": targets,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        })
 
 
 def _acting_user(request, document: Document):

@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
@@ -14,7 +14,14 @@ from documents.collections import collection_curated, collection_get, document_s
 from documents.downloads import original_file_response
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
-from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
+from documents.moves import document_move
+from documents.serializers import (
+    ChunkSerializer,
+    DocumentSerializer,
+    DocumentTextSerializer,
+    DocumentUpdateSerializer,
+    DocumentUploadSerializer,
+)
 from documents.services import document_delete, document_reindex, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from core.errors import ApplicationError, NotFound
@@ -40,7 +47,8 @@ class FileRenderer(BaseRenderer):
 
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = DocumentSerializer
-    parser_classes = [MultiPartParser, FormParser]
+    # Uploads are multipart; PATCH (moving a document) is JSON.
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
 
     def get_queryset(self):
         user = self.request.user
@@ -93,6 +101,19 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         )
         body = {**DocumentSerializer(result.document).data, "duplicate": result.duplicate}
         return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
+
+    @extend_schema(request=DocumentUpdateSerializer, responses={200: DocumentSerializer})
+    def partial_update(self, request, pk=None):
+        """Move the document into a collection you curate, or back to its uploader's private library
+        (`collection`: null). Its chunks follow at once; nothing is re-indexed."""
+        form = DocumentUpdateSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        if "collection" in form.validated_data:
+            document = document_move(document_id=_pk(pk), user=request.user,
+                                     collection=form.validated_data["collection"])
+        else:
+            document = document_get(document_id=_pk(pk), user=request.user)
+        return Response(DocumentSerializer(document).data)
 
     def destroy(self, request, pk=None):
         """Delete the document, its stored file, chunks and vectors."""

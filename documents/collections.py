@@ -54,6 +54,16 @@ def library_collections(*, user, limit: int) -> list[dict]:
     return sections
 
 
+def collection_choices(*, user) -> list[dict]:
+    """The collections a conversation may be narrowed to: those the user reads (PostgreSQL's rule,
+    never merely curated ones), with how many of their active documents are searchable."""
+    rows = (Collection.objects.readable_by(user)
+            .annotate(searchable=Count("documents", filter=Q(documents__is_active=True, documents__chunk_count__gt=0),
+                                       distinct=True))
+            .order_by("name", "id").values("id", "slug", "name", "searchable"))
+    return list(rows)
+
+
 def collection_get(*, user, ref) -> Collection:
     """A collection the user reads or curates, by id or slug; 404 otherwise."""
     collection = _by_ref(collection_list(user=user), ref)

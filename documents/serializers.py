@@ -38,6 +38,12 @@ class DocumentUploadSerializer(serializers.Serializer):
                                        help_text="Id or slug of a collection you curate: share the document there")
 
 
+class DocumentUpdateSerializer(serializers.Serializer):
+    collection = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=100,
+                                       help_text="Move it: id or slug of a collection you curate, or null / '' to make "
+                                                 "it private to its uploader (who must be you)")
+
+
 class SegmentSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     chunk_index = serializers.IntegerField()

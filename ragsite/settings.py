@@ -244,6 +244,9 @@ AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERV
 # Below this many vectors in a search's scope an exact scan is used (fast and never short);
 # above it, the HNSW index with pgvector's iterative scan.
 RETRIEVAL_EXACT_SCAN_MAX = env_int("RETRIEVAL_EXACT_SCAN_MAX", 20_000)
+# A search that selects its rows by collection (no document ids) takes HNSW above this many vectors
+# already, when they are also >= 10% of the model's (retrieval.search.arms.use_exact_scan).
+RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS = env_int("RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS", 8_000)
 AI_BACKOFF_BASE = env_float("AI_BACKOFF_BASE", 0.5)  # seconds before the first retry of an AI request
 # Chat: an approved Q&A pair this close (cosine distance) answers directly, without the model; 0 = never.
 CHAT_QA_DIRECT_DISTANCE = env_float("CHAT_QA_DIRECT_DISTANCE", 0.15)

@@ -22,7 +22,7 @@ _SERVER_FIELDS = {"embedding_server_id": "embedding_server"}
 
 
 class DocumentMaintenanceAdmin(DocumentAdmin):
-    actions = ["reindex", "activate", "deactivate", "clear_and_reindex", "reembed_default"]
+    actions = [*DocumentAdmin.actions, "clear_and_reindex", "reembed_default"]
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = [list(f) for f in super().get_fieldsets(request, obj)]

@@ -27,6 +27,51 @@ def vector_literal(vector) -> str:
     return "[" + ",".join(map("{:.7g}".format, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
 
+# A scope selected by collection takes the HNSW path above RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS vectors
+# only when it is at least this share of the model's vectors: there the filtered HNSW search is cheap and
+# recall holds (bench/search.py at 100k chunks: 11% of the rows, recall@10 0.974 at 2.3x less CPU than the
+# exact scan); at 1% of a million rows the same search fell to recall 0.941 and the exact scan stays.
+HNSW_MIN_SCOPE_SHARE = 0.10
+_MODEL_VECTORS_TTL_S = 60.0
+_model_vectors_cache: dict[int, tuple[float, float]] = {}
+
+
+def model_vectors_estimate(model_id: int, dim: int) -> float:
+    """PostgreSQL's estimate of the model's vectors (its partial HNSW index's reltuples, kept by ANALYZE
+    and autovacuum; -1 when not known yet), read at most once a minute per process: a catalog lookup,
+    no scan."""
+    now = time.monotonic()
+    cached = _model_vectors_cache.get(model_id)
+    if cached is not None and now - cached[0] < _MODEL_VECTORS_TTL_S:
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s AND relkind = 'i'",
+                       [f"chunkembedding_hnsw_m{int(model_id)}_d{int(dim)}"])
+        row = cursor.fetchone()
+    estimate = float(row[0]) if row else -1.0
+    _model_vectors_cache[model_id] = (now, estimate)
+    return estimate
+
+
+def use_exact_scan(*, scope: Scope | None, whole_scope: bool, scope_vectors: int, model_id: int, dim: int) -> bool:
+    """Whether the scope's vectors are searched by an exact scan (else the HNSW index).
+
+    Up to RETRIEVAL_EXACT_SCAN_MAX vectors: exact (RETRIEVAL_EXACT_SCAN_MAX = -1 sends everything to
+    HNSW). A scope selected by collection (no document ids: it reads its rows through the
+    (collection_id, model_id) index) goes to HNSW earlier, above RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS
+    vectors, when it is also a large share of the model's vectors (HNSW_MIN_SCOPE_SHARE): then the
+    exact scan is the dearer path (README, "Retrieval"; docs/benchmarks.md).
+    """
+    if scope_vectors > settings.RETRIEVAL_EXACT_SCAN_MAX:
+        return False
+    if not (whole_scope and scope is not None and scope.collection_ids):
+        return True
+    if scope_vectors <= settings.RETRIEVAL_EXACT_SCAN_MAX_COLLECTIONS:
+        return True
+    total = model_vectors_estimate(model_id, dim)
+    return total <= 0 or scope_vectors < HNSW_MIN_SCOPE_SHARE * total
+
+
 def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document_ids: list[int],
                scope_vectors: int, top_k: int, whole_scope: bool = False,
                scope: Scope | None = None) -> tuple[list[tuple[int, float]], str]:
@@ -46,7 +91,8 @@ def vector_arm(*, model_id: int, dim: int, query_vector, owner_id: int, document
     document_filter = "" if whole_scope else "AND e.document_id = ANY(%s)"
     filter_params = rows_params + ([] if whole_scope else [document_ids])
     with connection.cursor() as cursor:
-        if scope_vectors <= settings.RETRIEVAL_EXACT_SCAN_MAX:
+        if use_exact_scan(scope=scope, whole_scope=whole_scope, scope_vectors=scope_vectors, model_id=model_id,
+                          dim=dim):
             # The expression differs from the index's, so PostgreSQL reads the scope's rows through
             # the (document_id, model_id), owner or (collection_id, model_id) index and sorts: exact, never short.
             cursor.execute(

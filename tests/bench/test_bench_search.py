@@ -71,7 +71,7 @@ def test_search_bench_with_collections(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "RAGSITE_DATA_DIR", "DJANGO_SETTINGS_MODULE", "TEST_DATABASE_NAME"}}
     proc = subprocess.run(
-        [sys.executable, "bench/search.py", "--chunks", "3000", "--queries", "20", "--warmup", "3", "--no-sweep",
+        [sys.executable, "bench/search.py", "--chunks", "3000", "--queries", "20", "--warmup", "3",
          "--no-variants", "--collections", "10", "--readable-collections", "2"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )
@@ -88,3 +88,13 @@ def test_search_bench_with_collections(tmp_path):
     goal = result["goals"]["collections_hybrid_over_owner_p95"]
     assert goal["value"] > 0 and isinstance(goal["met"], bool)
     assert result["goals"]["collections_recall_at_10"]["value"] >= 0.9
+    # Exact scan vs HNSW for collection scopes of 1, 2, 3, 5 and 8 of the 10 collections.
+    swept = result["exact_vs_hnsw_collection_sweep"]
+    assert [e["collections"] for e in swept] == [1, 2, 3, 5, 8]
+    assert [e["scope_vectors"] for e in swept] == sorted(e["scope_vectors"] for e in swept)
+    for entry in swept:
+        assert entry["exact"]["vector_method"] == ["exact"] and entry["exact"]["recall_at_10"] == 1.0
+        assert entry["hnsw"]["vector_method"] == ["hnsw"] and 0 <= entry["hnsw"]["recall_at_10"] <= 1
+        assert entry["exact"]["cpu_ms_per_search"] > 0 and entry["hnsw"]["cpu_ms_per_search"] > 0
+        assert entry["cheaper_by_cpu"] in ("exact", "hnsw")
+    assert result["retrieval_settings"]["exact_scan_max_collections"] == 8000

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from chat.models import Conversation, Message
-from documents.models import Document
+from documents.models import Collection, Document
 from retrieval.models import RetrievalSettings
+from tests.documents.factories import upload_bytes
 from tests.pages.test_browser_e2e import _drop
 from tests.pdfgen import text_pdf
 from tests.processes import wait_for
@@ -47,6 +48,11 @@ The first prototype is due in March; user testing starts in April with twelve pa
 Which documents go into the first pilot, and who reviews the answers before they are shared?
 """
 
+HANDBOOK = """# Travel policy
+
+Book trains for trips under six hours. Hotel nights are reimbursed up to 140 EUR in capital cities.
+"""
+
 
 def _report_pdf() -> bytes:
     line = "Revenue grew in every region while costs stayed flat; the board approved the plan for next year."
@@ -66,7 +72,7 @@ def _shots(page, name: str, *, full: bool = False) -> None:
     page.screenshot(path=OUT / name, full_page=full)
 
 
-def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browser, allow_sync_orm):
+def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browser, allow_sync_orm, django_user_model):
     from playwright.sync_api import expect
 
     RetrievalSettings.objects.filter(pk=1).update(embed_batch_size=8)
@@ -82,6 +88,13 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     report = tmp_path / "annual-report-2025.pdf"
     report.write_bytes(_report_pdf())
 
+    # A shared collection everyone reads, curated by someone else: a read-only section in the library
+    # and the chat header's "Search in" picker.
+    hr = django_user_model.objects.create_user(username="hr", password="hr-pass-123", is_staff=True)
+    handbook = Collection.objects.create(name="Company handbook", slug="handbook", visibility="everyone",
+                                         description="Policies and how-tos for everyone, kept by HR.")
+    upload_bytes(hr, HANDBOOK.encode(), "travel-policy.md", collection=handbook)
+
     context = browser.new_context(viewport=DESKTOP)
     context.set_default_timeout(30_000)
     page = context.new_page()
@@ -93,7 +106,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     for name in files:
         _drop(page, tmp_path / name)
         page.wait_for_timeout(250)  # one after the other: newest first in a known order
-    wait_for(lambda: Document.objects.filter(status__in=["indexed", "failed"]).count() == len(files), timeout=60,
+    wait_for(lambda: Document.objects.filter(status__in=["indexed", "failed"]).count() == len(files) + 1, timeout=60,
              what="indexing")
     # The report indexes slowly (a slow embedding server), so the screenshot catches it in progress.
     chat_server.fail_next("/v1/embeddings", {"delay_first_byte": 0.6}, times=200)

@@ -600,11 +600,19 @@
     return ["busy", "Indexing… not searchable yet"];
   }
 
+  // The collection the conversation is narrowed to (the header's picker, chat_collection.js, says when it changes).
+  // null: everything; undefined: none chosen in this page yet and the saved one is not readable any more.
+  let narrowedTo = (boot.collections || []).find((c) => c.slug === conversation.collection)
+    || (conversation.collection ? undefined : null);
+  document.addEventListener("rag:collection", (e) => { narrowedTo = e.detail.collection; renderScope(); });
+
   function renderScope() {
     const notReady = attached.filter((d) => !(d.chunk_count > 0)).length;
     chip.replaceChildren(icon("search"), "Searching: ", attached.length
       ? el("strong", {}, plural(attached.length, "attached document", "attached documents"))
-      : el("strong", {}, `all your documents (${searchable.toLocaleString()})`),
+      : narrowedTo ? el("strong", {}, `${narrowedTo.name} (${plural(narrowedTo.searchable, "document", "documents")})`)
+      : narrowedTo === undefined ? el("strong", {}, "a collection you can no longer read")
+      : el("strong", {}, `all your documents${(boot.collections || []).length ? " and collections" : ""} (${searchable.toLocaleString()})`),
     ...(notReady ? [el("span", {}, ` · ${notReady} not indexed yet`)] : []));
     pills.replaceChildren(...attached.map((doc) => {
       const [kind, label] = pillState(doc);

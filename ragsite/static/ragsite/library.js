@@ -318,6 +318,30 @@
       el("a", { href: `/documents/${doc.id}/` }, doc.title), " ", badge(doc, { short: true }));
     section.prepend(li);
     section.hidden = false;
+    if (!isFinal(doc)) followShared(doc.id, li);
+  }
+
+  // Shared rows follow their document until it is indexed or failed (poll() covers own documents only).
+  const followed = new Map(); // id -> li
+  let sharedTimer = 0;
+  function followShared(id, li) {
+    followed.set(id, li);
+    if (!sharedTimer) sharedTimer = setTimeout(pollShared, POLL_MS);
+  }
+  async function pollShared() {
+    await Promise.all([...followed].map(async ([id, li]) => {
+      try {
+        const doc = await api("GET", `/api/documents/${id}/`);
+        li.querySelector(".badge").replaceWith(badge(doc, { short: true }));
+        if (isFinal(doc)) { followed.delete(id); announcer.textContent = `${doc.title}: ${docStatus(doc).label}`; }
+      } catch (err) {
+        if (err.status === 404) followed.delete(id);
+      }
+    }));
+    sharedTimer = followed.size ? setTimeout(pollShared, document.hidden ? HIDDEN_POLL_MS : POLL_MS) : 0;
+  }
+  for (const badgeEl of document.querySelectorAll("[data-collection-list] .doc-row > .badge[data-status]")) {
+    if (!["indexed", "failed"].includes(badgeEl.dataset.status)) followShared(Number(badgeEl.closest(".doc-row").dataset.docId), badgeEl.closest(".doc-row"));
   }
 
   function upload({ file, row, collection }) {
