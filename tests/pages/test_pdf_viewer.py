@@ -1,6 +1,7 @@
 """The viewer's original pages in a real browser: PDF.js (vendored) draws an indexed PDF's pages, and
 every cited passage is highlighted on its own page, where the extracted text has it; a scanned page
-(no text layer) is shown with an honest note. Screenshots go to artifacts/pages/."""
+(no text layer) is shown with an honest note, a file PDF.js cannot open falls back to the text.
+Screenshots go to artifacts/pages/."""
 from __future__ import annotations
 
 import io
@@ -102,11 +103,13 @@ def test_every_cited_passage_is_highlighted_on_its_own_pdf_page(
         page.get_by_role("button", name="Sign in").click()
 
         for chunk in [c for c in chunks if c.page_number in (1, 2)]:
+            page.goto("about:blank")  # a fresh page each time: no highlight left from the chunk before
             page.goto(f"{live_site.url}/documents/{document.pk}/#chunk-{chunk.chunk_index}")
             marks = page.locator(".textLayer .highlight")
             expect(marks.first).to_be_visible()
-            expect(page.locator("#cite-banner")).to_have_text(re.compile(rf"Cited passage · page {chunk.page_number}\s"))
-            expect(page.locator("#cite-banner")).not_to_contain_text("first and last words")
+            banner = page.locator("#cite-banner")
+            expect(banner).to_have_text(re.compile(rf"Cited passage · page {chunk.page_number}\s"))
+            expect(banner).not_to_contain_text("first and last words")
             marked = marks.evaluate_all("els => els.map(e => [e.closest('.pdf-page').dataset.page, e.textContent])")
             on_own_page = "".join(t for p, t in marked if p == str(chunk.page_number))
             # The chunk's text on its page (a chunk may run on to the next page).
@@ -162,6 +165,12 @@ def test_every_cited_passage_is_highlighted_on_its_own_pdf_page(
         assert cases["repeatLast"] == [2, 2, 2, 12, False]
         assert cases["reordered"][0] == 0 and cases["reordered"][2] == 3 and cases["reordered"][4] is True
         assert cases["absent"] is None
+        # A file PDF.js cannot open: the extracted-text view takes over and says why.
+        broken = upload_bytes(user, b"%PDF-1.4\n1 0 obj <<>> endobj\n" + b"\x00garbage" * 50, "broken.pdf")
+        page.goto(f"{live_site.url}/documents/{broken.pk}/")
+        expect(page.locator("#text-view")).to_be_visible()
+        expect(page.locator("#text-view .pdf-status")).to_contain_text("The original pages cannot be shown")
+        expect(page.get_by_role("tab", name="Original pages")).to_be_disabled()
         assert not errors, errors
         assert not external, external  # PDF.js, its worker, fonts and wasm all come from ragsite
     finally:

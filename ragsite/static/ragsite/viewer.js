@@ -14,6 +14,11 @@
   const pagesView = pdfRoot && rag.pdfPages ? rag.pdfPages(pdfRoot) : null;
   const otherButton = document.getElementById("cite-other");
   let mode = pagesView && new URLSearchParams(location.search).get("view") !== "text" ? "pages" : "text";
+  if (pdfRoot && !pagesView) { // pdfpages.js did not load: the text is all there is
+    pdfRoot.hidden = true;
+    textView.hidden = false;
+    document.querySelector(".view-tabs").hidden = true;
+  }
   let citedPage = null;
   let generation = 0; // a newer highlight() makes an unfinished one's result stale
 
