@@ -108,8 +108,7 @@
         pdfjs = await import(`${base}build/pdf.min.mjs`);
         pdfjs.GlobalWorkerOptions.workerSrc = `${base}build/pdf.worker.min.mjs`;
         pdf = await pdfjs.getDocument({
-          url: root.dataset.src,
-          withCredentials: true,
+          url: root.dataset.src, // same origin: the session cookie goes along, the view checks access
           cMapUrl: `${base}cmaps/`, cMapPacked: true,
           standardFontDataUrl: `${base}standard_fonts/`,
           wasmUrl: `${base}wasm/`, iccUrl: `${base}iccs/`,
