@@ -53,8 +53,50 @@ def log(message: str) -> None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size in MB (ru_maxrss is in KiB on Linux)."""
+    """This process's peak resident set size in MB: VmHWM, the high-water mark of its own memory.
+
+    Not ru_maxrss: Linux carries a parent's high-water mark over fork + exec into the child's
+    ru_maxrss, so a worker started by a bench that had just drawn 200 page images "peaked" at the
+    bench's 870 MB before doing anything. ru_maxrss (KiB) only where /proc is missing.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def children_peak_sampler(interval: float = 0.05):
+    """Start a thread sampling the peak RSS (VmHWM) of this process's live child processes; returns
+    a function giving the largest seen, in MB. Sampled, because RUSAGE_CHILDREN's ru_maxrss counts
+    the parent's own high-water mark (inherited over fork + exec) for every child. A child's last
+    few milliseconds may be missed."""
+    me = str(os.getpid())
+    peak = [0]
+
+    def scan() -> None:
+        while True:
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        ppid = f.read().rsplit(")", 1)[1].split()[1]
+                    if ppid != me:
+                        continue
+                    with open(f"/proc/{entry}/status") as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                peak[0] = max(peak[0], int(line.split()[1]))
+                except (OSError, IndexError, ValueError):
+                    continue
+            time.sleep(interval)
+
+    threading.Thread(target=scan, daemon=True, name="children-peak-rss").start()
+    return lambda: round(peak[0] / 1024, 1)
 
 
 def process_cpu_s() -> float:

@@ -44,7 +44,9 @@ def library(request):
 @login_required
 @require_GET
 def document_view(request, document_id: int):
-    """The extracted text of one document, page by page or under its headings, chunk by chunk."""
+    """The extracted text of one document, page by page or under its headings, chunk by chunk; a PDF
+    whose original is stored also shows its real pages (PDF.js reads them from the download URL,
+    so the page view needs no access the download does not already check)."""
     document = get_object_or_404(Document.objects.visible_to(request.user), pk=document_id)
     text = DocumentText.objects.filter(document=document).first()
     sections: list[dict] = []
@@ -65,6 +67,7 @@ def document_view(request, document_id: int):
         "sections": sections,
         "toc": toc,
         "paged": any(s["number"] is not None for s in sections),
+        "show_pages": document.mime_type == "application/pdf" and _original_stored(document),
         "status_json": DocumentSerializer(document).data,
     })
 
@@ -78,6 +81,13 @@ def document_download(request, document_id: int):
     if response is None:
         raise Http404("The original file is no longer stored.")
     return response
+
+
+def _original_stored(document: Document) -> bool:
+    try:
+        return bool(document.file) and document.file.storage.exists(document.file.name)
+    except (OSError, ValueError):
+        return False
 
 
 # --- laying out the text ------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Not part of `make test` (the file name does not match test_*.py). Regenerate wit
 
     .venv/bin/python -m pytest tests/pages/screenshots.py
 
-It writes docs/screenshots/{library,conversations,chat,chat-sources,viewer}-{desktop,phone}.png:
+It writes docs/screenshots/{library,conversations,chat,chat-sources,viewer,viewer-text}-{desktop,phone}.png:
 desktop 1280x800, phone 360x740. The scene is built through the pages themselves (files dropped on
 the library, indexed by the worker, an answer streamed by the chat worker from the fake AI server).
 """
@@ -145,8 +145,12 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     page.goto(f"{live_site.url}/")
     _shots(page, "conversations-desktop.png")
     page.goto(f"{live_site.url}{href}")
-    page.wait_for_timeout(1800)
+    expect(page.locator(".textLayer .highlight").first).to_be_in_viewport()
+    page.wait_for_timeout(1600)
     _shots(page, "viewer-desktop.png")
+    page.get_by_role("tab", name="Extracted text").click()
+    page.wait_for_timeout(1600)
+    _shots(page, "viewer-text-desktop.png")
 
     phone = browser.new_context(viewport=PHONE, storage_state=context.storage_state(), is_mobile=True, has_touch=True)
     p = phone.new_page()
@@ -160,7 +164,11 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     p.locator(".msg-assistant").last.get_by_role("button", name=re.compile(r"sources?$")).click()
     _shots(p, "chat-sources-phone.png")
     p.goto(f"{live_site.url}{href}")
+    expect(p.locator(".textLayer .highlight").first).to_be_in_viewport()
     p.wait_for_timeout(1500)
     _shots(p, "viewer-phone.png")
+    p.get_by_role("tab", name="Extracted text").click()
+    p.wait_for_timeout(1500)
+    _shots(p, "viewer-text-phone.png")
     phone.close()
     context.close()

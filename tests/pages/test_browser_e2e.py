@@ -2,12 +2,14 @@
 
 Sign in, drop a PDF on the library, watch its badge reach "Indexed" without a reload, attach it to
 a conversation, ask, see the answer stream in with a citation, open the citation and find the
-passage highlighted on the right page. Screenshots go to artifacts/pages/.
+passage highlighted on the right page of the original PDF (and in the extracted text, one click
+away). Screenshots go to artifacts/pages/.
 """
 from __future__ import annotations
 
 import base64
 import re
+import unicodedata
 
 import pytest
 
@@ -43,6 +45,26 @@ DROP = """async ({name, data, zone}) => {
     target.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: transfer}));
   }
 }"""
+
+
+# Where a highlight is on the screen and on its page's sheet, and whether the page's canvas has ink.
+GEOMETRY = """(el) => {
+  const rect = (r) => ({top: r.top, bottom: r.bottom, left: r.left, right: r.right});
+  const sheet = el.closest('.pdf-sheet');
+  const canvas = sheet.querySelector('canvas');
+  let ink = 0;
+  if (canvas && canvas.width) {
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < data.length; i += 4) if (data[i] < 128 && data[i + 3] > 0) ink++;
+  }
+  return {mark: rect(el.getBoundingClientRect()), sheet: rect(sheet.getBoundingClientRect()),
+          viewport: {width: innerWidth, height: innerHeight}, canvas_painted: ink > 500};
+}"""
+
+
+def _fold(text: str) -> str:
+    """Letters and digits only, as the viewer matches the extracted text to the page's text layer."""
+    return "".join(c for c in unicodedata.normalize("NFKC", text).lower() if c.isalnum())
 
 
 def _drop(page, path):
@@ -144,18 +166,45 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         page.mouse.move(5, 400)
         page.screenshot(path=artifacts / "e2e-chat.png")
 
-        # The citation opens the viewer with the passage highlighted on its page.
+        # The citation opens the viewer on the original PDF page (PDF.js), the passage highlighted there.
         marker.click()
         expect(page).to_have_url(f"{live_site.url}{href}")
+        chunk = Chunk.objects.get(document=document, chunk_index=citation["chunk_index"])
+        assert str(citation["page_number"]) == str(chunk.page_number)
+        expect(page.get_by_role("tab", name="Original pages")).to_have_attribute("aria-selected", "true")
+        expect(page.locator("#text-view")).to_be_hidden()
+        on_page = page.locator(f'.pdf-page[data-page="{chunk.page_number}"] .textLayer .highlight')
+        expect(on_page.first).to_be_visible()
+        expect(page.locator("#cite-banner")).to_have_text(re.compile(rf"Cited passage · page {chunk.page_number}\s"))
+        expect(page.locator("#cite-banner")).not_to_contain_text("first and last words")  # found whole
+        expect(on_page.first).to_be_in_viewport()
+        box = on_page.first.evaluate(GEOMETRY)
+        assert box["canvas_painted"], box  # the page itself is drawn, not only its text layer
+        mark, sheet = box["mark"], box["sheet"]
+        assert 0 <= mark["top"] and mark["bottom"] <= box["viewport"]["height"], box  # on screen
+        assert 0 <= mark["left"] and mark["right"] <= box["viewport"]["width"], box
+        assert sheet["top"] <= mark["top"] and mark["bottom"] <= sheet["bottom"], box  # on the cited page's sheet
+        assert sheet["left"] <= mark["left"] and mark["right"] <= sheet["right"], box
+        marked = page.locator(".textLayer .highlight").evaluate_all(
+            "els => els.map(e => [e.closest('.pdf-page').dataset.page, e.textContent])")
+        assert marked[0][0] == str(chunk.page_number), marked
+        assert _fold("".join(text for _, text in marked)) == _fold(chunk.content)  # exactly the passage
+        page.screenshot(path=artifacts / "e2e-viewer-page.png")
+
+        # The extracted text is one click away, the same passage highlighted on the same page.
+        page.get_by_role("tab", name="Extracted text").click()
+        expect(page.locator("#pdf-view")).to_be_hidden()
+        expect(page).to_have_url(f"{live_site.url}/documents/{document.pk}/?view=text#chunk-{citation['chunk_index']}")
         highlighted = page.locator(".seg.hl")
         expect(highlighted.first).to_be_visible()
         expect(page.locator("#cite-banner")).to_contain_text(f"page {citation['page_number']}")
         pages_of_highlight = set(highlighted.evaluate_all("els => els.map(e => e.closest('.doc-page').dataset.page)"))
-        chunk = Chunk.objects.get(document=document, chunk_index=citation["chunk_index"])
-        assert str(chunk.page_number) in pages_of_highlight and str(citation["page_number"]) == str(chunk.page_number)
+        assert str(chunk.page_number) in pages_of_highlight
         shown = " ".join("".join(highlighted.all_text_contents()).split())
         assert " ".join(chunk.content.split()) == shown
         page.screenshot(path=artifacts / "e2e-viewer.png")
+        page.get_by_role("button", name="Show on the page").click()
+        expect(on_page.first).to_be_visible()
 
         # Where no WebSocket gets through (a proxy refusing it), answers follow the SSE stream instead.
         # The chat server fails first: the answer shows the error and a Retry button that works.

@@ -209,3 +209,48 @@ def test_upload_page_flow_matches_the_api_it_calls(api):
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
     bad = api.post("/api/documents/", {"file": SimpleUploadedFile("c.png", png)}, format="multipart")
     assert bad.status_code == 415 and set(bad.json()) >= {"code", "message"}
+
+
+def test_viewer_of_a_pdf_shows_its_pages_from_the_checked_download_and_other_formats_keep_the_text(
+        alice_client, user):
+    from tests.pdfgen import text_pdf
+
+    pdf = upload_bytes(user, text_pdf([["Tides rise twice a day."]]), "tides.pdf")
+    html = alice_client.get(f"/documents/{pdf.pk}/").content.decode()
+    assert 'role="tab" id="tab-pages"' in html and "Extracted text" in html
+    # PDF.js reads the file from the download URL (its access check), the library from ragsite's static files.
+    assert f'data-src="/documents/{pdf.pk}/download/"' in html
+    assert 'data-pdfjs="/static/vendor/pdfjs/"' in html
+    assert 'src="/static/ragsite/pdfpages.js"' in html and "cdn." not in html
+    assert re.search(r'<div id="text-view" role="tabpanel" aria-labelledby="tab-text" hidden>', html)
+
+    text = upload_bytes(user, b"Tides rise twice a day.", "tides.txt")
+    html = alice_client.get(f"/documents/{text.pk}/").content.decode()
+    assert "tab-pages" not in html and "pdfpages.js" not in html and "data-src=" not in html
+    assert '<div id="text-view" role="tabpanel">' in html
+
+    # A PDF whose stored original is gone keeps the text view alone (the download would be a 404).
+    pdf.file.storage.delete(pdf.file.name)
+    html = alice_client.get(f"/documents/{pdf.pk}/").content.decode()
+    assert "tab-pages" not in html and "data-src=" not in html
+    assert alice_client.get(f"/documents/{pdf.pk}/download/").status_code == 404
+
+
+def test_vendored_pdfjs_is_served_by_ragsite_with_the_types_browsers_require(client):
+    """Module scripts, the module worker and WebAssembly are refused by browsers under a wrong type."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "ragsite/static/vendor/pdfjs/README.md").read_text()
+    version = re.search(r"pdfjs-dist (\d+\.\d+\.\d+)", readme).group(1)
+    for path, kind in [("build/pdf.min.mjs", "text/javascript"), ("build/pdf.worker.min.mjs", "text/javascript"),
+                       ("wasm/jbig2.wasm", "application/wasm"), ("wasm/openjpeg.wasm", "application/wasm"),
+                       ("standard_fonts/LiberationSans-Regular.ttf", ""), ("cmaps/UniGB-UCS2-H.bcmap", ""),
+                       ("LICENSE", "")]:
+        response = client.get(f"/static/vendor/pdfjs/{path}")
+        assert response.status_code == 200, path
+        assert response["Content-Type"].startswith(kind), (path, response["Content-Type"])
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        if path.startswith("build/"):
+            assert f'"{version}"'.encode() in body  # the README names the version that is vendored
+        if path == "LICENSE":
+            assert b"Apache License" in body

@@ -7,13 +7,33 @@
   let doc = rag.data("document-data");
   let current = [];
 
+  // A PDF whose original is stored shows its real pages (pdfpages.js) unless ?view=text asks for the
+  // extracted text; both views mark the cited passage and the other view is one click away.
+  const pdfRoot = document.getElementById("pdf-view");
+  const textView = document.getElementById("text-view");
+  const pagesView = pdfRoot && rag.pdfPages ? rag.pdfPages(pdfRoot) : null;
+  const otherButton = document.getElementById("cite-other");
+  let mode = pagesView && new URLSearchParams(location.search).get("view") !== "text" ? "pages" : "text";
+  if (pdfRoot && !pagesView) { // pdfpages.js did not load: the text is all there is
+    pdfRoot.hidden = true;
+    textView.hidden = false;
+    document.querySelector(".view-tabs").hidden = true;
+  }
+  let citedPage = null;
+  let generation = 0; // a newer highlight() makes an unfinished one's result stale
+
   function clear() {
     for (const seg of current) seg.classList.remove("hl", "pulse");
     current = [];
+    if (pagesView) pagesView.clear();
     banner.hidden = true;
   }
 
   function show(scroll) {
+    if (mode === "pages") {
+      if (pagesView) pagesView.reveal(scroll === "smooth" ? "smooth" : "auto", citedPage);
+      return;
+    }
     if (!current.length) return;
     for (const seg of current) seg.classList.add("pulse");
     setTimeout(() => { for (const seg of current) seg.classList.remove("pulse"); }, 1400);
@@ -27,10 +47,43 @@
     window.scrollTo({ top: Math.max(0, window.scrollY + top - offset), behavior: scroll === "smooth" ? "smooth" : "auto" });
   }
 
-  function highlight(scroll) {
+  /** The cited chunk's text on each page it covers, from the extracted text's segments, and how
+      far into the page's text it starts (letters and digits before it / on the page). */
+  function passageByPage(segs) {
+    const parts = [];
+    const count = (text) => (text.match(/[\p{L}\p{N}]/gu) || []).length;
+    for (const seg of segs) {
+      const section = seg.closest(".doc-page");
+      const page = section && Number(section.dataset.page);
+      if (!page) continue;
+      if (!parts.length || parts[parts.length - 1].page !== page) {
+        const flow = section.querySelector(".flow") || section;
+        const before = document.createRange();
+        before.setStart(flow, 0);
+        before.setEndBefore(seg);
+        const total = count(flow.textContent);
+        parts.push({ page, text: "", where: total ? count(before.toString()) / total : 0 });
+      }
+      parts[parts.length - 1].text += seg.textContent;
+    }
+    return parts;
+  }
+
+  function setOther(label) {
+    if (!otherButton) return;
+    otherButton.hidden = !label;
+    otherButton.textContent = label || "";
+  }
+
+  async function highlight(scroll) {
+    const mine = ++generation;
     clear();
+    citedPage = null;
     const m = location.hash.match(/^#chunk-(\d+)$/);
-    if (!m) return;
+    if (!m) {
+      if (mode === "pages") pagesView.load().catch(pagesFailed);
+      return;
+    }
     const index = m[1];
     const anchor = document.getElementById(`chunk-${index}`);
     current = [...document.querySelectorAll(`.seg[data-c~="${index}"]`)];
@@ -38,20 +91,106 @@
     if (!anchor || !current.length) {
       bannerText.textContent = "The cited passage is not in this version of the document (it was indexed again since).";
       document.getElementById("cite-again").hidden = true;
+      setOther(null);
+      if (mode === "pages") pagesView.load().catch(pagesFailed);
       return;
     }
     document.getElementById("cite-again").hidden = false;
     for (const seg of current) seg.classList.add("hl");
     const page = anchor.closest(".doc-page");
     const number = page && page.dataset.page;
+    citedPage = number ? Number(number) : null;
     bannerText.textContent = number ? `Cited passage · page ${number}` : "Cited passage";
-    anchor.setAttribute("tabindex", "-1");
-    anchor.focus({ preventScroll: true });
-    show(scroll);
+    if (mode === "text") {
+      setOther(pagesView ? "Show on the page" : null);
+      anchor.setAttribute("tabindex", "-1");
+      anchor.focus({ preventScroll: true });
+      show(scroll);
+      return;
+    }
+    setOther("Show in the extracted text");
+    bannerText.textContent = `Finding the cited passage on page ${number || 1}…`;
+    let result;
+    try {
+      result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false });
+    } catch (err) {
+      if (mine === generation) pagesFailed();
+      return;
+    }
+    if (mine !== generation) return;
+    if (!result.found) {
+      bannerText.textContent = `Cited passage · page ${result.page}: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only.`;
+    } else {
+      bannerText.textContent = `Cited passage · page ${result.page}` + (result.partial ? " (placed by its first and last words: the page orders its text differently)" : "");
+    }
+  }
+
+  function setMode(next, scroll) {
+    if (!pagesView || next === mode) return;
+    mode = next;
+    const pages = mode === "pages";
+    const tabPages = document.getElementById("tab-pages");
+    const tabText = document.getElementById("tab-text");
+    tabPages.setAttribute("aria-selected", String(pages));
+    tabText.setAttribute("aria-selected", String(!pages));
+    tabPages.tabIndex = pages ? 0 : -1;
+    tabText.tabIndex = pages ? -1 : 0;
+    pdfRoot.hidden = !pages;
+    textView.hidden = pages;
+    const query = pages ? "" : "?view=text";
+    history.replaceState(null, "", location.pathname + query + location.hash);
+    highlight(scroll === undefined ? true : scroll);
+  }
+
+  function pagesFailed() {
+    // The note PDF.js's loader left says why; the text view takes over with it on top.
+    const note = pdfRoot.querySelector(".pdf-status");
+    setMode("text");
+    document.getElementById("tab-pages").disabled = true;
+    if (note && note.textContent && !textView.querySelector(".pdf-status")) {
+      textView.prepend(rag.el("p", { class: "pdf-status", role: "status", dataset: { kind: "error" } }, note.textContent));
+    }
+  }
+
+  if (pagesView) {
+    pdfRoot.hidden = mode !== "pages";
+    textView.hidden = mode === "pages";
+    const tabPages = document.getElementById("tab-pages");
+    const tabText = document.getElementById("tab-text");
+    tabPages.setAttribute("aria-selected", String(mode === "pages"));
+    tabText.setAttribute("aria-selected", String(mode === "text"));
+    tabPages.tabIndex = mode === "pages" ? 0 : -1;
+    tabText.tabIndex = mode === "pages" ? -1 : 0;
+    tabPages.addEventListener("click", () => setMode("pages"));
+    tabText.addEventListener("click", () => setMode("text"));
+    for (const tab of [tabPages, tabText]) {
+      tab.addEventListener("keydown", (e) => {
+        if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+        const other = tab === tabPages ? tabText : tabPages;
+        if (other.disabled) return;
+        other.focus();
+        other.click();
+      });
+    }
+    otherButton.addEventListener("click", () => setMode(mode === "pages" ? "text" : "pages"));
+    // Contents: a page number goes to that page in the page view, a heading to the text.
+    const contents = document.querySelector(".doc-contents");
+    if (contents) contents.addEventListener("click", (e) => {
+      const link = e.target.closest("a");
+      if (!link || mode !== "pages") return;
+      const pageLink = link.getAttribute("href").match(/^#page-(\d+)$/);
+      if (pageLink) {
+        e.preventDefault();
+        pagesView.goTo(Number(pageLink[1])).catch(() => {});
+      } else {
+        setMode("text", false);
+      }
+    });
   }
 
   document.getElementById("cite-again").addEventListener("click", () => show("smooth"));
   document.getElementById("cite-clear").addEventListener("click", () => {
+    generation++;
     clear();
     history.replaceState(null, "", location.pathname + location.search);
   });
