@@ -95,11 +95,13 @@ def _from_context(job, rs, server) -> Outcome:
                        trace=result.trace)
 
     json_mode = bool(server.capabilities.get("json_answers"))
+    budget: dict = {}
     messages, tag_map = build_messages(
         question=question, segments=segments, history=history_for(job.question),
         history_token_budget=settings.CHAT_HISTORY_TOKENS, context_token_budget=context_budget(server),
-        json_mode=json_mode,
+        json_mode=json_mode, budget_report=budget,
     )
+    result.trace["context_budget"] = budget  # what the prompt kept and cut, and why
     job.sources(context_sources(tag_map))
     job.mark("prompt")
     text, usage = stream_answer(job, server, messages, json_mode=json_mode)

@@ -26,6 +26,10 @@ class Source(TypedDict):
     page_number: int | None
     score: float | None
     preview: str
+    tier: NotRequired[int | None]  # 1 approved Q&A, 2 documents of the topic, 3 its general subcategory
+    collection: NotRequired[str | None]  # the knowledge base (collection) name; None: the user's own documents
+    distance: NotRequired[float | None]  # cosine distance of the vector arm
+    similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
 
 
 class LlmUsage(TypedDict):

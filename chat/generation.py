@@ -53,9 +53,18 @@ def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
         {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),
          "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
          "chunk_index": seg.get("chunk_index"), "page_number": seg.get("page_number"), "score": seg.get("score"),
-         "preview": snippet_preview(segment_excerpt(seg))}
+         "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg)}
         for tag, seg in tag_map.items()
     ]
+
+
+def source_origin(seg: Segment) -> dict:
+    """Where a source comes from and how close it is, as the chat page shows it: `tier`, `collection`
+    (the knowledge base's name; None for the user's own documents), `distance` (cosine) and
+    `similarity` = 1 − cosine distance (None when unknown), for passages and Q&A pairs alike."""
+    distance = seg.get("distance")
+    return {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
+            "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
 
 
 def chat_server(rs):

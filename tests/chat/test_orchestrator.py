@@ -66,7 +66,9 @@ def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence
     assert answer.sources == [{"source_id": "S1", "source_type": "document", "document_id": document.pk,
                                "document_name": "safety.pdf", "chunk_index": chunk.chunk_index, "page_number": 2,
                                "qa_id": None, "score": meta["retrieved_segments"][0]["score"],
-                               "preview": citation["snippet_preview"]}]
+                               "preview": citation["snippet_preview"], "tier": 2, "collection": None,
+                               "distance": meta["retrieved_segments"][0]["distance"],
+                               "similarity": round(1 - meta["retrieved_segments"][0]["distance"], 4)}]
     usage = meta["llm_usage"]
     assert usage["model"] == "fake-chat" and usage["prompt_tokens"] > 0
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]

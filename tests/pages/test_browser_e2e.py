@@ -140,7 +140,9 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         panel = page.locator("#sources-panel")
         expect(panel).to_be_visible()
         expect(panel.locator(".source").first).to_contain_text("pdflatex-4-pages.pdf")
-        expect(panel.locator(".source").first).to_contain_text(re.compile(r"match \d\.\d{3}"))
+        # Relevance as a person reads it: percent similarity (1 - cosine distance), and where it comes from.
+        expect(panel.locator(".source").first).to_contain_text(re.compile(r"\d{1,3}% similar"))
+        expect(panel.locator(".source").first).to_contain_text("from your documents")
         page.mouse.move(5, 400)
         page.screenshot(path=artifacts / "e2e-chat.png")
 
