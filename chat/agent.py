@@ -183,7 +183,7 @@ class Agent:
                                f"{' after its searches' if self.searches else ''}.")
         job.timings["searches_ms"] = round(sum(s["timings_ms"]["tool"] for s in self.searches), 1)
         return Outcome(
-            "agentic", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
+            "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
                                                            "requests": self.rounds},
             segments=self.sources.segments, trace=merged_trace(self.traces, self.searches),
             extra={"agent": {"max_searches": self.max_searches, "searches": self.searches,

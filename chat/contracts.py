@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from retrieval.contracts import Segment
 
-Mode = Literal["llm", "extractive", "approved_answer", "plain", "agentic", "waiting"]
+Mode = Literal["qa_direct", "documents", "general", "refused", "extractive", "agent", "waiting"]
 
 
 class Source(TypedDict):
@@ -70,6 +70,8 @@ class MessageMetadata(TypedDict, total=False):
     agent: dict[str, Any]  # agentic mode: searches, rejected calls, rounds
     waiting_for_documents: list[dict[str, Any]]
     agentic_fallback: str
+    notice: str  # "not from your documents" (mode general)
+    general_reason: str
 
 
 class StatusEvent(TypedDict):

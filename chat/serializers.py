@@ -158,7 +158,7 @@ class MessageRetrievalSerializer(serializers.Serializer):
     message_id = serializers.IntegerField()
     status = serializers.CharField()
     mode = serializers.CharField(allow_null=True,
-                                 help_text="llm, agentic, extractive, approved_answer, plain or waiting")
+                                 help_text="qa_direct, documents, general, refused, extractive, agent or waiting")
     retrieved_segments = serializers.ListField(child=serializers.DictField())
     context_sources = serializers.ListField(child=serializers.DictField(), help_text="The tags given to the model")
     retrieval = serializers.DictField(allow_null=True, help_text="Scope, tiers, fallbacks, timings")

@@ -78,7 +78,7 @@ def test_a_question_naming_a_document_still_indexing_says_so_with_its_progress(u
                         {"content": "", "tool_calls": [{"name": "search_documents", "arguments": {"query": "berths"}}]},
                         "The harbour master [S1].")
     other = ask(user, conversation, "Who assigns berths?")
-    assert other.status == "done" and other.metadata["mode"] == ("llm" if mode == "context" else "agentic")
+    assert other.status == "done" and other.metadata["mode"] == ("documents" if mode == "context" else "agent")
     assert other.metadata["citations"][0]["document_id"] == harbour.pk
 
 
@@ -99,7 +99,7 @@ def test_the_waiting_answer_can_be_asked_again_once_the_document_is_indexed(user
     assert response.status_code == 202 and response.json()["status"] == "pending"
     answer_conversation(conversation.pk)
     answer.refresh_from_db()
-    assert answer.status == "done" and answer.metadata["mode"] == "llm"
+    assert answer.status == "done" and answer.metadata["mode"] == "documents"
     assert answer.metadata["retries"] == 1
     assert answer.metadata["citations"][0]["document_id"] == manual.pk
     assert "waiting_for_documents" not in answer.metadata
@@ -129,4 +129,4 @@ def test_a_document_being_reindexed_still_answers(user, chat_ai):
     conversation = conversation_create(user=user, document_ids=[manual.pk])
     chat_ai.script_chat("Lower the boom above 60 km/h [S1].")
     answer = ask(user, conversation, "What does the crane manual say?")
-    assert answer.metadata["mode"] == "llm" and answer.metadata["citations"]
+    assert answer.metadata["mode"] == "documents" and answer.metadata["citations"]

@@ -124,7 +124,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         expect(marker).to_have_text("1")
 
         stored = Message.objects.get(conversation__owner=user, role="assistant")
-        assert stored.status == "done" and stored.metadata["mode"] == "llm"
+        assert stored.status == "done" and stored.metadata["mode"] == "documents"
         citation = stored.metadata["citations"][0]
         assert citation["document_id"] == document.pk
         href = f"/documents/{document.pk}/#chunk-{citation['chunk_index']}"

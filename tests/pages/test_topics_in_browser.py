@@ -64,7 +64,7 @@ def test_pick_a_topic_and_get_the_approved_answer_marked_as_such(live_site, chat
         page.screenshot(path=artifacts / "topic-approved-answer.png")
 
         stored = Message.objects.get(conversation=conversation, role="assistant")
-        assert stored.metadata["mode"] in ("qa_direct", "approved_answer")
+        assert stored.metadata["mode"] == "qa_direct"
         assert stored.sources[0]["source_type"] == "qa" and stored.sources[0]["qa_id"] == entry.pk
         question = Message.objects.get(conversation=conversation, role="user")
         assert (question.metadata["category"], question.metadata["subcategory"]) == ("fruit", "raspberry, everbearing")

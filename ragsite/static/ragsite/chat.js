@@ -118,7 +118,8 @@
   function modeNote(m) {
     const mode = m.metadata && m.metadata.mode;
     if (mode === "extractive") return "No language model is configured, so this answer quotes the most relevant passages of your documents.";
-    if (mode === "approved_answer") return "An approved answer to this question.";
+    if (mode === "qa_direct" || mode === "approved_answer") return "An approved answer to this question.";
+    if (mode === "general") return "Not from your documents: nothing relevant was found in them, so this is a general answer.";
     return null;
   }
 
@@ -224,13 +225,13 @@
         dataset: { message: m.id } }, icon("link"), `${n} ${n === 1 ? "source" : "sources"}`);
       button.addEventListener("click", () => toggleSources(m.id, button));
       foot.append(button);
-    } else if (m.metadata && m.metadata.mode && !["plain", "waiting"].includes(m.metadata.mode)) {
+    } else if (m.metadata && m.metadata.mode && !["plain", "general", "refused", "waiting"].includes(m.metadata.mode)) {
       foot.append(el("span", {}, "No sources cited"));
     }
     const usage = m.metadata && m.metadata.llm_usage;
-    if (usage && usage.model && ["llm", "agentic"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
+    if (usage && usage.model && ["llm", "agentic", "documents", "general", "agent"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
     const agent = m.metadata && m.metadata.agent;
-    if (agent && m.metadata.mode === "agentic") {
+    if (agent && ["agentic", "agent"].includes(m.metadata.mode)) {
       const queries = (agent.searches || []).map((s) => `“${s.query}”`).join(", ");
       foot.append(el("span", { title: queries ? `Searched for ${queries}` : "Answered without searching" },
         plural((agent.searches || []).length, "search", "searches")));
