@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
@@ -14,8 +14,14 @@ from documents.collections import collection_curated, collection_get, document_s
 from documents.downloads import original_file_response
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
-from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
-from documents.services import document_delete, document_reindex, document_upload
+from documents.serializers import (
+    ChunkSerializer,
+    DocumentSerializer,
+    DocumentTextSerializer,
+    DocumentTopicSerializer,
+    DocumentUploadSerializer,
+)
+from documents.services import document_delete, document_reindex, document_set_topic, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from core.errors import ApplicationError, NotFound
 
@@ -98,6 +104,15 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """Delete the document, its stored file, chunks and vectors."""
         document_delete(document_id=_pk(pk), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=DocumentTopicSerializer, responses=DocumentSerializer)
+    @action(detail=True, methods=["patch"], parser_classes=[JSONParser])
+    def topic(self, request, pk=None):
+        """Change the document's category / subcategory (its owner or a curator of its collection)."""
+        form = DocumentTopicSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        document = document_set_topic(document_id=_pk(pk), user=request.user, **form.validated_data)
+        return Response(DocumentSerializer(document).data)
 
     @extend_schema(request=None, responses={202: DocumentSerializer})
     @action(detail=True, methods=["post"])

@@ -128,7 +128,7 @@ def _check_visibility(visibility: str) -> None:
 
 def collection_create(*, user, name: str, slug: str, description: str = "", is_active: bool = True,
                       visibility: str = CollectionVisibility.GROUPS, groups: list[str] | None = None,
-                      curators: str | None = None) -> Collection:
+                      curators: str | None = None, category: str = "", subcategory: str = "") -> Collection:
     """Create a collection. A staff creator who is no superuser must belong to its curator group,
     or they could never touch it again."""
     if not can_create_collections(user):
@@ -144,13 +144,14 @@ def collection_create(*, user, name: str, slug: str, description: str = "", is_a
         raise Conflict(f"A collection with the slug {slug!r} exists already.", code="duplicate_slug")
     with transaction.atomic():
         collection = Collection.objects.create(name=name.strip(), slug=slug, description=description,
-                                               is_active=is_active, visibility=visibility, curator_group=curator_group)
+                                               is_active=is_active, visibility=visibility, curator_group=curator_group,
+                                               category=category.strip(), subcategory=subcategory.strip())
         collection.groups.set(readers)
     logger.info("collection created", extra={"collection_id": collection.pk, "user_id": user.pk})
     return collection
 
 
-UPDATABLE = {"name", "slug", "description", "is_active", "visibility", "groups", "curators"}
+UPDATABLE = {"name", "slug", "description", "is_active", "visibility", "groups", "curators", "category", "subcategory"}
 
 
 def collection_update(*, user, ref, changes: dict) -> Collection:
@@ -165,7 +166,7 @@ def collection_update(*, user, ref, changes: dict) -> Collection:
             _check_visibility(changes["visibility"])
         if "slug" in changes and Collection.objects.filter(slug=changes["slug"]).exclude(pk=collection.pk).exists():
             raise Conflict(f"A collection with the slug {changes['slug']!r} exists already.", code="duplicate_slug")
-        for name in ("name", "slug", "description", "is_active", "visibility"):
+        for name in ("name", "slug", "description", "is_active", "visibility", "category", "subcategory"):
             if name in changes:
                 setattr(collection, name, changes[name])
         if "curators" in changes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from core.errors import ApplicationError
-from documents.models import Document
+from documents.models import Collection, Document
 from retrieval.models import KnowledgeEntry, SubcategoryMapping
 
 
@@ -26,6 +26,7 @@ def topics_for(*, user) -> list[dict]:
     pairs: set[tuple[str, str]] = set()
     pairs.update(KnowledgeEntry.objects.live().values_list("category", "subcategory").distinct())
     pairs.update(Document.objects.visible_to(user).values_list("category", "subcategory").distinct())
+    pairs.update(Collection.objects.readable_by(user).values_list("category", "subcategory").distinct())
     by_category: dict[str, set[str]] = defaultdict(set)
     for category, subcategory in pairs:
         category, subcategory = (category or "").strip(), (subcategory or "").strip()
