@@ -64,7 +64,8 @@ def produce(job) -> Outcome:
         return Outcome("general", text, usage=usage, extra={"notice": NOT_FROM_DOCUMENTS,
                                                              "general_reason": "retrieval is switched off"})
 
-    waited = documents_waited_for(job.conversation, question)
+    waited = documents_waited_for(job.conversation, question,
+                                  indexed_part_answers=lambda: _indexed_part_answers(job, rs))
     if waited:
         text, documents = waiting_answer(waited)
         job.emit(text)
@@ -129,6 +130,20 @@ def _from_context(job, rs, server) -> Outcome:
     job.mark("prompt")
     text, usage = stream_answer(job, server, messages, json_mode=json_mode)
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+
+
+def _indexed_part_answers(job, rs) -> bool:
+    """Whether what is indexed already answers the question: a passage within the document distance
+    threshold, or an approved Q&A pair within the Q&A threshold (the waiting rule, chat.waiting)."""
+    params = job.question.metadata or {}
+    user = job.conversation.owner
+    result = retrieve(user, job.question.content, conversation_scope(user, job.conversation),
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    for segment in result.segments:
+        limit = rs.qa_distance_threshold if segment.get("source_type") == "qa" else rs.doc_distance_threshold
+        if segment.get("distance") is not None and segment["distance"] < limit:
+            return True
+    return False
 
 
 def _nothing_found(job, rs, server, persona: str, result) -> Outcome:

@@ -153,25 +153,49 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
-    """Answer again a failed message, or one that said a document it needs is not indexed yet."""
+    """Answer again a failed message, or one that said a document it needs is not indexed yet.
+
+    An answer already queued again (pending or being written: the document it waited for finished
+    indexing, see waiting_answers_requeue) is returned as it is."""
     with transaction.atomic():
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
                    .select_for_update().first())
         if message is None:
             raise NotFound("No such message.")
+        if message.role == MessageRole.ASSISTANT and message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
+            return message
         waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
             raise Conflict("Only a failed answer, or one that waited for a document, can be retried.",
                            code="invalid_state", extra={"status": message.status})
-        message.status = MessageStatus.PENDING
-        message.content = ""
-        message.error = ""
-        message.sources = []
-        message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
-                            int(message.metadata.get("retries", 0)) + 1}
-        message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
-        _enqueue_with(message.conversation_id)
+        _requeue(message)
     return message
+
+
+def waiting_answers_requeue(*, document_id: int) -> int:
+    """Answer again every answer that waited for documents in a conversation this document is attached
+    to (its indexing just ended); the answer then waits on, reports a failure, or is answered. Returns how many."""
+    with transaction.atomic():
+        waiting = list(Message.objects.select_for_update().filter(
+            role=MessageRole.ASSISTANT, status=MessageStatus.DONE, metadata__mode="waiting",
+            conversation__attachments__document_id=document_id))
+        for message in waiting:
+            _requeue(message)
+    if waiting:
+        logger.info("waiting answers queued again", extra={"document_id": document_id, "answers": len(waiting)})
+    return len(waiting)
+
+
+def _requeue(message: Message) -> None:
+    """Back to pending and queued (call inside transaction.atomic, the row locked)."""
+    message.status = MessageStatus.PENDING
+    message.content = ""
+    message.error = ""
+    message.sources = []
+    message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
+                        int(message.metadata.get("retries", 0)) + 1}
+    message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+    _enqueue_with(message.conversation_id)
 
 
 def _int(value) -> int:

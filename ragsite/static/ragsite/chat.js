@@ -203,6 +203,9 @@
         setWait(id, { busy: true, label: `${pending[0].name}: ${rag.docStatus(pending[0]).label}` });
         await new Promise((resolve) => setTimeout(resolve, 2000));
         if (!messages.has(id)) return;
+        // The server answers it again by itself once the documents are indexed: stop when it has.
+        const current = messages.get(id);
+        if (current.status !== "done" || !current.metadata || current.metadata.mode !== "waiting") { waits.delete(id); return; }
       }
       setWait(id, { busy: true, label: "Indexed — asking again…" });
       const answer = await api("POST", `/api/conversations/${convId}/messages/${id}/retry/`);
