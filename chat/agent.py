@@ -34,14 +34,14 @@ from chat.generation import (
     stream_round,
 )
 from chat.citations import segment_excerpt
-from chat.prompts import (
+from chat.agent_prompts import (
     BUDGET_USED_UP,
     SEARCH_TOOL_NAME,
     build_agent_messages,
     render_search_results,
     search_tool,
-    select_segments,
 )
+from chat.prompts import select_segments
 from chat.selectors import conversation_documents, conversation_scope
 from retrieval.contracts import Segment
 from retrieval.search import retrieve
