@@ -83,3 +83,29 @@ def test_each_question_records_its_topic_and_the_tiers_run_under_the_conversatio
     third = api.post(base, {"content": "Pruning?", "category": "fruit"}, format="json").json()
     assert third["user_message"]["metadata"]["topic_from"] == "question"
     assert third["user_message"]["metadata"]["category"] == "fruit"
+
+
+def test_eight_close_qa_pairs_leave_room_for_passages_in_a_real_answer(api, user, staff_user, chat_ai, settings):
+    settings.CHAT_QA_DIRECT_DISTANCE = 0  # no direct answer: the model gets the pairs and the passages
+    settings.CHAT_CONTEXT_TOKENS = 400
+    for i in range(8):
+        _approved(staff_user, f"How deep are pear trees planted in bed {i}?",
+                  f"In bed {i}, plant them " + "rather deep and firm the soil well " * 6 + ".", "fruit", "pear")
+    document = indexed(user, "Pear trees are planted deep enough to cover the roots, in spring or autumn.",
+                       "pears.txt", category="fruit", subcategory="pear")
+    conversation = api.post("/api/conversations/", {"category": "fruit", "subcategory": "pear"}, format="json").json()
+    chat_ai.script_chat("Deep enough to cover the roots [S1].")
+    sent = api.post(f"/api/conversations/{conversation['id']}/messages/",
+                    {"content": "How deep are pear trees planted?"}, format="json").json()
+    answer_conversation(conversation["id"])
+    answer = Message.objects.get(pk=sent["assistant_message"]["id"])
+    assert answer.status == "done", answer.error
+    budget = answer.metadata["retrieval"]["context_budget"]
+    assert budget["kept_passages"] == 1 and 1 <= budget["kept_qa"] < 8
+    assert budget["cut"] and {c["reason"] for c in budget["cut"]} == {"qa_share"}
+    kinds = [s["source_type"] for s in answer.metadata["context_sources"]]
+    assert "document" in kinds and "qa" in kinds
+    prompt = chat_ai.requests_to("/v1/chat/completions")[-1]["json"]["messages"][-1]["content"]
+    assert "Pear trees are planted deep enough to cover the roots" in prompt
+    assert answer.metadata["retrieval"]["tiers"][0]["kept"] == 8  # tier 1 kept all 8 (limit 20) before the budget
+    assert {s["document_id"] for s in answer.metadata["context_sources"] if s["source_type"] == "document"} == {document.pk}
