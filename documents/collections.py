@@ -96,7 +96,7 @@ def _by_ref(queryset: QuerySet[Collection], ref) -> Collection | None:
     text = str(ref or "").strip()
     if not text:
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "¹".isdigit() is True too, but int() refuses it
         return queryset.filter(Q(pk=int(text)) | Q(slug=text)).order_by("-slug").first()
     return queryset.filter(slug=text).first()
 
