@@ -34,14 +34,14 @@ from chat.generation import (
     stream_round,
 )
 from chat.citations import segment_excerpt
-from chat.prompts import (
+from chat.agent_prompts import (
     BUDGET_USED_UP,
     SEARCH_TOOL_NAME,
     build_agent_messages,
     render_search_results,
     search_tool,
-    select_segments,
 )
+from chat.prompts import select_segments
 from chat.selectors import conversation_documents, conversation_scope
 from retrieval.contracts import Segment
 from retrieval.search import retrieve
@@ -183,7 +183,7 @@ class Agent:
                                f"{' after its searches' if self.searches else ''}.")
         job.timings["searches_ms"] = round(sum(s["timings_ms"]["tool"] for s in self.searches), 1)
         return Outcome(
-            "agentic", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
+            "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
                                                            "requests": self.rounds},
             segments=self.sources.segments, trace=merged_trace(self.traces, self.searches),
             extra={"agent": {"max_searches": self.max_searches, "searches": self.searches,

@@ -1,5 +1,11 @@
 """How one answer is produced: retrieval, then the model (streamed), an extractive answer, or an approved Q&A pair.
 
+`metadata.mode` says which: `qa_direct` (an approved Q&A pair within CHAT_QA_DIRECT_DISTANCE, no
+model), `documents` (the model answered from passages), `general` (nothing was found, or retrieval
+is off, and the policy lets the model answer as an ordinary assistant: marked "not from your
+documents", no citations), `refused` (nothing was found and the policy is `refuse`), `extractive`
+(no chat server), `agent` (agentic search), `waiting` (an attached document is not indexed yet).
+
 Pure of status bookkeeping (that is chat.orchestrator): :func:`produce` streams text through
 `job.emit` and returns what was said and what it may cite. In agentic mode the model searches
 itself (chat.agent); a question naming an attached document not indexed yet gets a plain
@@ -8,6 +14,7 @@ answer saying so (chat.waiting).
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils import timezone
 
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
@@ -22,13 +29,23 @@ from chat.generation import (
     context_sources,
     history_for,
 )
-from chat.prompts import build_messages, build_plain_messages, tag_segments
+from chat.prompts import (
+    build_general_messages,
+    build_messages,
+    build_plain_messages,
+    general_system_prompt,
+    rag_system_prompt,
+    render_persona,
+    tag_segments,
+)
 from chat.selectors import conversation_scope
 from chat.waiting import documents_waited_for, waiting_answer
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 
 AGENTIC = "agentic"
+NOT_FROM_DOCUMENTS = "not from your documents"
+REFUSAL = "The documents do not say: nothing relevant to this question was found in them."
 
 
 def produce(job) -> Outcome:
@@ -44,9 +61,11 @@ def produce(job) -> Outcome:
                                         history_token_budget=settings.CHAT_HISTORY_TOKENS)
         job.mark("prompt")
         text, usage = stream_answer(job, server, messages, json_mode=False)
-        return Outcome("plain", text, usage=usage)
+        return Outcome("general", text, usage=usage, extra={"notice": NOT_FROM_DOCUMENTS,
+                                                             "general_reason": "retrieval is switched off"})
 
-    waited = documents_waited_for(job.conversation, question)
+    waited = documents_waited_for(job.conversation, question,
+                                  indexed_part_answers=lambda: _indexed_part_answers(job, rs))
     if waited:
         text, documents = waiting_answer(waited)
         job.emit(text)
@@ -81,9 +100,9 @@ def _from_context(job, rs, server) -> Outcome:
         job.sources(context_sources(tag_map))
         text = f"{top.get('answer') or segment_excerpt(top)} [S1]"
         job.emit(text)
-        return Outcome("approved_answer", text, tag_map, usage=no_model_usage("approved Q&A"), segments=segments,
+        return Outcome("qa_direct", text, tag_map, usage=no_model_usage("approved Q&A"), segments=segments,
                        trace=result.trace)
-    if server is None:
+    if server is None:  # extractive: with nothing found it says so in the question's language
         tagged = tag_segments(segments)
         tag_map = {t.tag: t.segment for t in tagged}
         job.sources(context_sources(tag_map))
@@ -94,13 +113,48 @@ def _from_context(job, rs, server) -> Outcome:
         return Outcome("extractive", text, tag_map, usage=no_model_usage("extractive"), segments=segments,
                        trace=result.trace)
 
+    persona = render_persona(rs.persona, category=params.get("category") or "",
+                             subcategory=params.get("subcategory") or "", date=timezone.localdate().isoformat(),
+                             user=user.get_full_name() or user.get_username())
+    if not segments:
+        return _nothing_found(job, rs, server, persona, result)
     json_mode = bool(server.capabilities.get("json_answers"))
+    budget: dict = {}
     messages, tag_map = build_messages(
         question=question, segments=segments, history=history_for(job.question),
         history_token_budget=settings.CHAT_HISTORY_TOKENS, context_token_budget=context_budget(server),
-        json_mode=json_mode,
+        json_mode=json_mode, budget_report=budget, system_prompt=rag_system_prompt(persona, json_mode=json_mode),
     )
+    result.trace["context_budget"] = budget  # what the prompt kept and cut, and why
     job.sources(context_sources(tag_map))
     job.mark("prompt")
     text, usage = stream_answer(job, server, messages, json_mode=json_mode)
-    return Outcome("llm", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+    return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+
+
+def _indexed_part_answers(job, rs) -> bool:
+    """Whether what is indexed already answers the question: a passage within the document distance
+    threshold, or an approved Q&A pair within the Q&A threshold (the waiting rule, chat.waiting)."""
+    params = job.question.metadata or {}
+    user = job.conversation.owner
+    result = retrieve(user, job.question.content, conversation_scope(user, job.conversation),
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    for segment in result.segments:
+        limit = rs.qa_distance_threshold if segment.get("source_type") == "qa" else rs.doc_distance_threshold
+        if segment.get("distance") is not None and segment["distance"] < limit:
+            return True
+    return False
+
+
+def _nothing_found(job, rs, server, persona: str, result) -> Outcome:
+    """No passage and no approved answer: the retrieval setting `no_passages_policy` decides."""
+    if rs.no_passages_policy == "refuse":
+        job.emit(REFUSAL)
+        return Outcome("refused", REFUSAL, usage=no_model_usage("refused"), trace=result.trace)
+    messages = build_general_messages(question=job.question.content, system_prompt=general_system_prompt(persona),
+                                      history=history_for(job.question),
+                                      history_token_budget=settings.CHAT_HISTORY_TOKENS)
+    job.mark("prompt")
+    text, usage = stream_answer(job, server, messages, json_mode=False)
+    return Outcome("general", text, usage=usage, trace=result.trace,
+                   extra={"notice": NOT_FROM_DOCUMENTS, "general_reason": "nothing relevant was found"})

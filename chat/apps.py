@@ -16,9 +16,19 @@ class ChatConfig(AppConfig):
         # The search API and the admin's retrieval test take a conversation id; retrieval cannot
         # import chat (the layers say so), so the chat tells it how to read a conversation's scope.
         register_conversation_scope(conversation_scope)
+        from documents.signals import index_finished
+
+        index_finished.connect(_answer_waiting_again, dispatch_uid="ragsite-answer-waiting-again")
         post_spawn.connect(warm_up_chat_worker, dispatch_uid="ragsite-warm-up-chat-worker")
         if os.environ.get("Q_CLUSTER_NAME") == "chat" and "qcluster" in sys.argv:
             preload()
+
+
+def _answer_waiting_again(sender, document_id: int, **kwargs) -> None:
+    """A document finished indexing: the answers that waited for it are answered again (chat.services)."""
+    from chat.services import waiting_answers_requeue
+
+    waiting_answers_requeue(document_id=document_id)
 
 
 def preload() -> None:

@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from retrieval.contracts import Segment
 
-Mode = Literal["llm", "extractive", "approved_answer", "plain", "agentic", "waiting"]
+Mode = Literal["qa_direct", "documents", "general", "refused", "extractive", "agent", "waiting"]
 
 
 class Source(TypedDict):
@@ -26,6 +26,10 @@ class Source(TypedDict):
     page_number: int | None
     score: float | None
     preview: str
+    tier: NotRequired[int | None]  # 1 approved Q&A, 2 documents of the topic, 3 its general subcategory
+    collection: NotRequired[str | None]  # the knowledge base (collection) name; None: the user's own documents
+    distance: NotRequired[float | None]  # cosine distance of the vector arm
+    similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
 
 
 class LlmUsage(TypedDict):
@@ -66,6 +70,8 @@ class MessageMetadata(TypedDict, total=False):
     agent: dict[str, Any]  # agentic mode: searches, rejected calls, rounds
     waiting_for_documents: list[dict[str, Any]]
     agentic_fallback: str
+    notice: str  # "not from your documents" (mode general)
+    general_reason: str
 
 
 class StatusEvent(TypedDict):

@@ -15,6 +15,7 @@ from chat.prompts import resolve_token_counter
 from core.errors import ApplicationError
 from retrieval.ai.clients import chat_client_for
 from retrieval.contracts import Segment
+from retrieval.selectors import retrieval_settings_get
 
 HISTORY_MESSAGES = 20
 ANSWER_RESERVE_TOKENS = 1024  # of a stated context window, kept for the answer
@@ -27,7 +28,7 @@ class AnswerFailed(ApplicationError):
 
 @dataclass
 class Outcome:
-    mode: str  # "llm" | "extractive" | "approved_answer" | "plain" | "agentic" | "waiting"
+    mode: str  # "qa_direct" | "documents" | "general" | "refused" | "extractive" | "agent" | "waiting"
     text: str
     tag_map: dict[str, Segment] = field(default_factory=dict)
     json_mode: bool = False
@@ -53,9 +54,18 @@ def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
         {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),
          "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
          "chunk_index": seg.get("chunk_index"), "page_number": seg.get("page_number"), "score": seg.get("score"),
-         "preview": snippet_preview(segment_excerpt(seg))}
+         "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg)}
         for tag, seg in tag_map.items()
     ]
+
+
+def source_origin(seg: Segment) -> dict:
+    """Where a source comes from and how close it is, as the chat page shows it: `tier`, `collection`
+    (the knowledge base's name; None for the user's own documents), `distance` (cosine) and
+    `similarity` = 1 − cosine distance (None when unknown), for passages and Q&A pairs alike."""
+    distance = seg.get("distance")
+    return {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
+            "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
 
 
 def chat_server(rs):
@@ -99,6 +109,18 @@ def no_model_usage(model: str) -> dict:
     return {"model": model, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
 
+def generation_options(server) -> dict:
+    """`temperature` and `max_tokens` of a request: the chat server's own (capabilities `temperature`,
+    `max_tokens`) if set, else the retrieval settings' (0.4; CHAT_MAX_ANSWER_TOKENS when empty)."""
+    rs = retrieval_settings_get()
+    caps = server.capabilities or {}
+    temperature = caps.get("temperature")
+    max_tokens = caps.get("max_tokens")
+    limit = max_tokens or rs.max_tokens or settings.CHAT_MAX_ANSWER_TOKENS  # may be None: no limit sent
+    return {"temperature": float(rs.temperature if temperature in (None, "") else temperature),
+            "max_tokens": int(limit) if limit else None}
+
+
 def chat_client(server):
     """The server's chat client, kept per process (retrieval.ai.clients): the rules are checked every time."""
     return chat_client_for(server, token_counter=resolve_token_counter())
@@ -120,7 +142,7 @@ def stream_round(job, server, messages: list[dict], *, json_mode: bool = False, 
     usage: dict = {}
     calls = None
     parts: list[str] = []
-    kwargs = {"max_tokens": settings.CHAT_MAX_ANSWER_TOKENS}
+    kwargs: dict = generation_options(server)
     if json_mode:
         kwargs["response_format"] = {"type": "json_object"}
     if tools:

@@ -23,6 +23,10 @@ class Conversation(models.Model):
     # the user no longer reads is refused at question time, never searched.
     collection = models.ForeignKey("documents.Collection", on_delete=models.SET_NULL, null=True, blank=True,
                                    related_name="+")
+    # The topic its questions are asked under (retrieval's tiers); one of retrieval.topics' topics in use
+    # when set, changeable at any time: each question records the topic it was asked under.
+    category = models.CharField(max_length=100, blank=True, default="")
+    subcategory = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

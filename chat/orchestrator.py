@@ -25,7 +25,7 @@ from chat.answering import produce
 from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
-from chat.generation import AnswerFailed, Outcome, context_sources
+from chat.generation import AnswerFailed, Outcome, context_sources, source_origin
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
 from core.errors import ApplicationError
@@ -214,7 +214,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
     sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "chunk_index": c["chunk_index"], "page_number": c["page_number"],
-         "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"]}
+         "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"],
+         **source_origin(outcome.tag_map[c["source_id"]])}
         for c in parsed.citations
     ]
     writer.flush()

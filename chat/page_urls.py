@@ -2,8 +2,10 @@
 from django.urls import path
 
 from chat import pages
+from chat.prompt_preview import prompt_preview
 
 urlpatterns = [
     path("c/new/", pages.conversation_new, name="conversation-new"),
     path("c/<int:conversation_id>/", pages.chat, name="chat"),
+    path("staff/prompt-preview/", prompt_preview, name="prompt-preview"),  # linked from the retrieval settings
 ]

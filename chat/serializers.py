@@ -80,8 +80,10 @@ class MessageSerializer(serializers.ModelSerializer):
 
 class MessageCreateSerializer(serializers.Serializer):
     content = StrictCharField(max_length=settings.CHAT_MAX_QUESTION_CHARS, trim_whitespace=True)
-    category = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
-    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
+    category = StrictCharField(required=False, allow_blank=True, max_length=100,
+                               help_text="This question's topic; not sent: the conversation's topic")
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100,
+                                  help_text="This question's topic; not sent: the conversation's topic")
     metadata = serializers.DictField(
         required=False, help_text=f"Your own JSON object (at most {CLIENT_METADATA_MAX_BYTES} bytes as JSON), "
         "kept with the question as metadata.client")
@@ -108,12 +110,18 @@ class ConversationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Conversation
-        fields = ["id", "title", "document_count", "message_count", "collection", "created_at", "updated_at"]
-        read_only_fields = ["id", "document_count", "message_count", "collection", "created_at", "updated_at"]
+        fields = ["id", "title", "document_count", "message_count", "collection", "category", "subcategory",
+                  "created_at", "updated_at"]
+        read_only_fields = ["id", "document_count", "message_count", "collection", "category", "subcategory",
+                            "created_at", "updated_at"]
 
 
 _collection_ref = dict(required=False, allow_null=True, allow_blank=True, max_length=100,
                        help_text="Id or slug of a collection you read, to search only it; null or '' for everything")
+
+
+_topic_help = ("The topic questions are asked under: a category / subcategory in use (GET /api/topics/); "
+               "anything else is refused (400 invalid_topic)")
 
 
 class ConversationCreateSerializer(serializers.Serializer):
@@ -121,11 +129,16 @@ class ConversationCreateSerializer(serializers.Serializer):
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
                                          max_length=500)
     collection = serializers.CharField(**_collection_ref)
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, default="", help_text=_topic_help)
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="", help_text=_topic_help)
 
 
 class ConversationUpdateSerializer(serializers.Serializer):
     title = StrictCharField(required=False, allow_blank=True, max_length=200)
     collection = serializers.CharField(**_collection_ref)
+    category = StrictCharField(required=False, allow_blank=True, max_length=100,
+                               help_text=_topic_help + "; a new category without a subcategory clears the subcategory")
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, help_text=_topic_help)
 
 
 class AttachSerializer(serializers.Serializer):
@@ -145,7 +158,7 @@ class MessageRetrievalSerializer(serializers.Serializer):
     message_id = serializers.IntegerField()
     status = serializers.CharField()
     mode = serializers.CharField(allow_null=True,
-                                 help_text="llm, agentic, extractive, approved_answer, plain or waiting")
+                                 help_text="qa_direct, documents, general, refused, extractive, agent or waiting")
     retrieved_segments = serializers.ListField(child=serializers.DictField())
     context_sources = serializers.ListField(child=serializers.DictField(), help_text="The tags given to the model")
     retrieval = serializers.DictField(allow_null=True, help_text="Scope, tiers, fallbacks, timings")

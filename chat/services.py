@@ -13,6 +13,7 @@ from chat.selectors import conversation_get
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
+from retrieval.topics import topic_validate
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +45,13 @@ def _readable_collection(user, ref):
 
 
 def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None,
-                        collection=None) -> Conversation:
+                        collection=None, category: str = "", subcategory: str = "") -> Conversation:
+    """Start a conversation; its topic (category / subcategory) must be one in use (retrieval.topics)."""
+    category, subcategory = topic_validate(user=user, category=category, subcategory=subcategory)
     with transaction.atomic():
         conversation = Conversation.objects.create(owner=user, title=title.strip()[:200],
-                                                   collection=_readable_collection(user, collection))
+                                                   collection=_readable_collection(user, collection),
+                                                   category=category, subcategory=subcategory)
         for document_id in document_ids or []:
             conversation_document_attach(conversation_id=conversation.pk, document_id=document_id, user=user)
     return conversation
@@ -56,10 +60,20 @@ def conversation_create(*, user, title: str = "", document_ids: list[int] | None
 _UNCHANGED = object()
 
 
-def conversation_update(*, conversation_id, user, title: str | None = None, collection=_UNCHANGED) -> Conversation:
-    """Rename the conversation and/or narrow its questions to one readable collection (None: everything)."""
+def conversation_update(*, conversation_id, user, title: str | None = None, collection=_UNCHANGED,
+                        category: str | None = None, subcategory: str | None = None) -> Conversation:
+    """Rename the conversation, narrow its questions to one readable collection (None: everything),
+    and/or change its topic (a category or subcategory not sent keeps its value; "" clears it)."""
     conversation = conversation_get(conversation_id=conversation_id, user=user)
     fields = ["updated_at"]
+    if category is not None or subcategory is not None:
+        new_category = conversation.category if category is None else category
+        # A new category without a subcategory clears the old one: it belonged to the old category.
+        new_subcategory = subcategory if subcategory is not None else (
+            conversation.subcategory if category is None or category.strip() == conversation.category else "")
+        conversation.category, conversation.subcategory = topic_validate(
+            user=user, category=new_category, subcategory=new_subcategory)
+        fields += ["category", "subcategory"]
     if title is not None:
         conversation.title = title.strip()[:200]
         fields.append("title")
@@ -94,12 +108,15 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
         raise NotFound("This document is not attached to the conversation.")
 
 
-def message_send(*, conversation_id, user, content: str, category: str = "", subcategory: str = "",
+def message_send(*, conversation_id, user, content: str, category: str | None = None, subcategory: str | None = None,
                  metadata: dict | None = None, origin: str = "", enqueue: bool = True) -> tuple[Message, Message]:
     """Save the question and a pending answer; the chat worker answers it (in order) after commit.
 
     `metadata`: the client's own object, kept with the question as `metadata.client` (validated
     and size-limited by the caller's serializer); `origin`: which interface asked (`openai`, `mcp`).
+    `category` / `subcategory`: this question's own topic; None (not sent) asks under the
+    conversation's topic. The question records the topic it was asked under (`metadata.category`,
+    `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").
     """
     content = (content or "").strip()
     if not content:
@@ -111,9 +128,15 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         if conversation is None:
             raise NotFound("No such conversation.")
+        own = category is not None or subcategory is not None
+        if own:
+            category, subcategory = (category or "").strip(), (subcategory or "").strip()
+        else:
+            category, subcategory = conversation.category, conversation.subcategory
         question = Message.objects.create(
             conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
-            metadata={"category": category.strip(), "subcategory": subcategory.strip(),
+            metadata={"category": category, "subcategory": subcategory,
+                      "topic_from": "question" if own else "conversation",
                       **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {})},
         )
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
@@ -130,25 +153,49 @@ def message_send(*, conversation_id, user, content: str, category: str = "", sub
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
-    """Answer again a failed message, or one that said a document it needs is not indexed yet."""
+    """Answer again a failed message, or one that said a document it needs is not indexed yet.
+
+    An answer already queued again (pending or being written: the document it waited for finished
+    indexing, see waiting_answers_requeue) is returned as it is."""
     with transaction.atomic():
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
                    .select_for_update().first())
         if message is None:
             raise NotFound("No such message.")
+        if message.role == MessageRole.ASSISTANT and message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
+            return message
         waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
             raise Conflict("Only a failed answer, or one that waited for a document, can be retried.",
                            code="invalid_state", extra={"status": message.status})
-        message.status = MessageStatus.PENDING
-        message.content = ""
-        message.error = ""
-        message.sources = []
-        message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
-                            int(message.metadata.get("retries", 0)) + 1}
-        message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
-        _enqueue_with(message.conversation_id)
+        _requeue(message)
     return message
+
+
+def waiting_answers_requeue(*, document_id: int) -> int:
+    """Answer again every answer that waited for documents in a conversation this document is attached
+    to (its indexing just ended); the answer then waits on, reports a failure, or is answered. Returns how many."""
+    with transaction.atomic():
+        waiting = list(Message.objects.select_for_update().filter(
+            role=MessageRole.ASSISTANT, status=MessageStatus.DONE, metadata__mode="waiting",
+            conversation__attachments__document_id=document_id))
+        for message in waiting:
+            _requeue(message)
+    if waiting:
+        logger.info("waiting answers queued again", extra={"document_id": document_id, "answers": len(waiting)})
+    return len(waiting)
+
+
+def _requeue(message: Message) -> None:
+    """Back to pending and queued (call inside transaction.atomic, the row locked)."""
+    message.status = MessageStatus.PENDING
+    message.content = ""
+    message.error = ""
+    message.sources = []
+    message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
+                        int(message.metadata.get("retries", 0)) + 1}
+    message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+    _enqueue_with(message.conversation_id)
 
 
 def _int(value) -> int:

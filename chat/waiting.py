@@ -1,13 +1,19 @@
-"""A question that names an attached document not indexed yet is not answered from nothing.
+"""A question asked while attached documents are still being indexed waits for them.
 
-Searching the other attached documents would answer a question about that document from
-passages of something else (or from none at all), so the answer says which document is still
-being indexed — with its progress — or that it failed and why, and the chat page offers to wait.
+The rule: it waits when it names an attached document that cannot be searched yet (title or file
+name), or — naming none — when some attached document is still waiting or being indexed and the
+indexed part does not answer it (no passage within the document distance threshold, no approved
+Q&A pair within the Q&A threshold). "Summarise this PDF" right after the upload waits; a question
+the indexed documents already answer is not held up by an unrelated upload. A document that
+failed is reported when named and otherwise left out (it will not become ready by waiting).
+The answer says which documents are still indexing, with their progress, and is answered again
+automatically when their indexing ends (chat.services.waiting_answers_requeue).
 """
 from __future__ import annotations
 
 import re
 from pathlib import PurePath
+from typing import Callable
 
 from chat.selectors import conversation_documents
 from documents.models import Document, DocumentStatus
@@ -42,10 +48,18 @@ def not_searchable(document: Document) -> bool:
     return document.chunk_count == 0 and document.status in _NOT_READY
 
 
-def documents_waited_for(conversation, question: str) -> list[Document]:
-    """Attached documents the question names that cannot be searched yet."""
-    return [d for d in conversation_documents(conversation=conversation)
-            if not_searchable(d) and names_document(question, d)]
+def documents_waited_for(conversation, question: str, *,
+                         indexed_part_answers: Callable[[], bool] | None = None) -> list[Document]:
+    """Attached documents the answer must wait for (the rule above); `indexed_part_answers()` searches
+    the indexed part and says whether it answers the question (only called when it matters)."""
+    attached = [d for d in conversation_documents(conversation=conversation) if not_searchable(d)]
+    named = [d for d in attached if names_document(question, d)]
+    if named:
+        return named
+    pending = [d for d in attached if d.status != DocumentStatus.FAILED]
+    if pending and indexed_part_answers is not None and not indexed_part_answers():
+        return pending
+    return []
 
 
 def progress_words(document: Document) -> str:
@@ -74,7 +88,8 @@ def waiting_answer(documents: list[Document]) -> tuple[str, list[dict]]:
     pending = sum(d.status != DocumentStatus.FAILED for d in documents)
     if pending:
         it = "it is" if pending == 1 else "they are"
-        lines.append(f"Ask again when {it} ready, so that the answer comes from the document itself.")
+        lines.append(f"This question will be answered here automatically when {it} ready, so that the answer "
+                     "comes from the document itself.")
     waited = [{"document_id": d.pk, "name": d.original_filename, "status": d.status,
                **({"index_error": d.index_error} if d.status == DocumentStatus.FAILED else {}),
                **({"progress": progress_words(d)} if progress_words(d) else {})}

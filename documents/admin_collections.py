@@ -27,7 +27,8 @@ class CollectionAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
     filter_horizontal = ("groups",)
-    fields = ("name", "slug", "description", "is_active", "visibility", "groups", "curator_group")
+    fields = ("name", "slug", "description", "is_active", "visibility", "groups", "curator_group", "category",
+              "subcategory")
     actions = None  # no bulk delete: a collection goes with its documents, through delete_view's confirmation
 
     def get_queryset(self, request):

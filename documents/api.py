@@ -19,10 +19,11 @@ from documents.serializers import (
     ChunkSerializer,
     DocumentSerializer,
     DocumentTextSerializer,
+    DocumentTopicSerializer,
     DocumentUpdateSerializer,
     DocumentUploadSerializer,
 )
-from documents.services import document_delete, document_reindex, document_upload
+from documents.services import document_delete, document_reindex, document_set_topic, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from core.errors import ApplicationError, NotFound
 
@@ -119,6 +120,15 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """Delete the document, its stored file, chunks and vectors."""
         document_delete(document_id=_pk(pk), user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=DocumentTopicSerializer, responses=DocumentSerializer)
+    @action(detail=True, methods=["patch"], parser_classes=[JSONParser])
+    def topic(self, request, pk=None):
+        """Change the document's category / subcategory (its owner or a curator of its collection)."""
+        form = DocumentTopicSerializer(data=request.data, partial=True)
+        form.is_valid(raise_exception=True)
+        document = document_set_topic(document_id=_pk(pk), user=request.user, **form.validated_data)
+        return Response(DocumentSerializer(document).data)
 
     @extend_schema(request=None, responses={202: DocumentSerializer})
     @action(detail=True, methods=["post"])

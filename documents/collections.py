@@ -106,7 +106,7 @@ def _by_ref(queryset: QuerySet[Collection], ref) -> Collection | None:
     text = str(ref or "").strip()
     if not text:
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # "¹".isdigit() is True too, but int() refuses it
         return queryset.filter(Q(pk=int(text)) | Q(slug=text)).order_by("-slug").first()
     return queryset.filter(slug=text).first()
 
@@ -138,7 +138,7 @@ def _check_visibility(visibility: str) -> None:
 
 def collection_create(*, user, name: str, slug: str, description: str = "", is_active: bool = True,
                       visibility: str = CollectionVisibility.GROUPS, groups: list[str] | None = None,
-                      curators: str | None = None) -> Collection:
+                      curators: str | None = None, category: str = "", subcategory: str = "") -> Collection:
     """Create a collection. A staff creator who is no superuser must belong to its curator group,
     or they could never touch it again."""
     if not can_create_collections(user):
@@ -154,13 +154,14 @@ def collection_create(*, user, name: str, slug: str, description: str = "", is_a
         raise Conflict(f"A collection with the slug {slug!r} exists already.", code="duplicate_slug")
     with transaction.atomic():
         collection = Collection.objects.create(name=name.strip(), slug=slug, description=description,
-                                               is_active=is_active, visibility=visibility, curator_group=curator_group)
+                                               is_active=is_active, visibility=visibility, curator_group=curator_group,
+                                               category=category.strip(), subcategory=subcategory.strip())
         collection.groups.set(readers)
     logger.info("collection created", extra={"collection_id": collection.pk, "user_id": user.pk})
     return collection
 
 
-UPDATABLE = {"name", "slug", "description", "is_active", "visibility", "groups", "curators"}
+UPDATABLE = {"name", "slug", "description", "is_active", "visibility", "groups", "curators", "category", "subcategory"}
 
 
 def collection_update(*, user, ref, changes: dict) -> Collection:
@@ -175,7 +176,7 @@ def collection_update(*, user, ref, changes: dict) -> Collection:
             _check_visibility(changes["visibility"])
         if "slug" in changes and Collection.objects.filter(slug=changes["slug"]).exclude(pk=collection.pk).exists():
             raise Conflict(f"A collection with the slug {changes['slug']!r} exists already.", code="duplicate_slug")
-        for name in ("name", "slug", "description", "is_active", "visibility"):
+        for name in ("name", "slug", "description", "is_active", "visibility", "category", "subcategory"):
             if name in changes:
                 setattr(collection, name, changes[name])
         if "curators" in changes:

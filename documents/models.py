@@ -81,6 +81,11 @@ class Collection(models.Model):
                                       related_name="curated_collections",
                                       help_text="Staff members of this group upload, re-index, deactivate and delete "
                                                 "its documents.")
+    # The topic its documents get when uploaded without one (curators need not re-type it per file).
+    category = models.CharField(max_length=100, blank=True, default="",
+                                help_text="Default category of documents uploaded into it without one")
+    subcategory = models.CharField(max_length=100, blank=True, default="",
+                                   help_text="Default subcategory of documents uploaded into it without a topic")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

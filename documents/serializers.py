@@ -89,7 +89,8 @@ class CollectionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Collection
-        fields = ["id", "name", "slug", "description", "is_active", "visibility", "groups", "curators",
+        fields = ["id", "name", "slug", "description", "is_active", "visibility", "groups", "curators", "category",
+                  "subcategory",
                   "document_count", "can_curate", "created_at", "updated_at"]
         read_only_fields = fields
 
@@ -108,3 +109,12 @@ class CollectionWriteSerializer(serializers.Serializer):
                                    help_text="Names of the Django groups that read it")
     curators = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=150, default=None,
                                      help_text="Name of the group whose staff members curate it")
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, default="",
+                               help_text="Default category of documents uploaded into it without a topic")
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="",
+                                  help_text="Default subcategory of documents uploaded into it without a topic")
+
+
+class DocumentTopicSerializer(serializers.Serializer):
+    category = StrictCharField(required=False, allow_blank=True, max_length=100)
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100)

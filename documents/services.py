@@ -84,6 +84,8 @@ def document_upload(
     duplicates are looked for within the collection.
     """
     filename = PurePath(filename or "upload").name[:255] or "upload"
+    if collection is not None and not (category or "").strip() and not (subcategory or "").strip():
+        category, subcategory = collection.category, collection.subcategory  # the collection's default topic
     path, sha256, size = _spool(source)
     same = (Document.objects.filter(collection=collection, sha256=sha256) if collection is not None
             else Document.objects.filter(owner=owner, collection__isnull=True, sha256=sha256))
@@ -177,6 +179,20 @@ def document_reindex(*, document_id: int, user) -> Document:
         document.index_attempts = 0
         document.save(update_fields=["status", "index_error", "index_attempts", "updated_at"])
         transaction.on_commit(lambda: announce_index_wanted(document.pk))
+    return document
+
+
+def document_set_topic(*, document_id: int, user, category: str | None = None,
+                       subcategory: str | None = None) -> Document:
+    """Change a document's category / subcategory (its owner, or a curator of its collection); what is
+    not given keeps its value. The tiers read it at question time: no re-indexing needed."""
+    with transaction.atomic():
+        document = document_locked_for_change(document_id=document_id, user=user)
+        if category is not None:
+            document.category = category.strip()
+        if subcategory is not None:
+            document.subcategory = subcategory.strip()
+        document.save(update_fields=["category", "subcategory", "updated_at"])
     return document
 
 

@@ -1,4 +1,4 @@
-"""GET /api/search/ and POST /api/embed/."""
+"""GET /api/search/, GET /api/topics/ and POST /api/embed/."""
 from __future__ import annotations
 
 import time
@@ -12,6 +12,7 @@ from retrieval.ai.clients import embedder_for
 from retrieval.models import AiServer
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
+from retrieval.topics import topics_for
 from core.errors import ApplicationError, NotFound
 
 
@@ -73,3 +74,21 @@ class EmbedView(APIView):
         return Response({"server_id": server.pk, "model": client.model, "dim": int(vectors.shape[1]),
                          "latency_ms": round((time.perf_counter() - started) * 1000, 1),
                          "vectors": [[round(float(x), 6) for x in v] for v in vectors]})
+
+
+class TopicSerializer(serializers.Serializer):
+    category = serializers.CharField(help_text="'' for subcategories used without a category")
+    subcategories = serializers.ListField(child=serializers.CharField())
+
+
+class TopicsResponse(serializers.Serializer):
+    topics = TopicSerializer(many=True)
+
+
+class TopicsView(APIView):
+    """The topics questions can be asked under: those approved Q&A pairs, your documents and the
+    collections you read actually use, with the subcategory mappings."""
+
+    @extend_schema(responses=TopicsResponse)
+    def get(self, request):
+        return Response({"topics": topics_for(user=request.user)})

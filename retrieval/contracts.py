@@ -31,6 +31,8 @@ class Segment(TypedDict):
     distance: float | None  # cosine distance of the vector arm, when known
     vector_rank: int | None
     fts_rank: int | None
+    collection_id: NotRequired[int | None]  # the knowledge base (collection) of the document; None: the user's own
+    collection: NotRequired[str | None]  # its name
     tier: int  # 1 approved Q&A, 2 documents, 3 the general subcategory's documents
     fused_rank: NotRequired[int | None]  # set by the rerank stage for document tiers
     rerank_rank: NotRequired[int | None]

@@ -210,6 +210,10 @@ class SubcategoryMapping(models.Model):
             raise ValidationError(f"This mapping would make a cycle through '{current}'.")
 
 
+NO_PASSAGES_POLICIES = [
+    ("general", "Answer as an ordinary assistant, marked “not from your documents”, without citations"),
+    ("refuse", "Say that the documents do not say"),
+]
 FTS_RANKINGS = [("ts_rank", "ts_rank (words held, over log length)"), ("ts_rank_cd", "ts_rank_cd (cover density)")]
 
 
@@ -274,6 +278,20 @@ class RetrievalSettings(models.Model):
                  ("agentic", "Agentic: the model searches with a tool (needs tool calling)")])
     agent_max_searches = models.PositiveSmallIntegerField(
         default=3, help_text="Agentic mode: searches the model may make before it must answer")
+    # When retrieval finds nothing: the model answers as an ordinary assistant (marked "not from your
+    # documents", no citations), or the answer says the documents do not say (no model call).
+    no_passages_policy = models.CharField(
+        max_length=20, default="general", choices=NO_PASSAGES_POLICIES,
+        help_text="What happens when nothing relevant is found in the documents.")
+    # The system prompt's persona; ragsite appends the fixed rules (passages are untrusted data, citations).
+    persona = models.TextField(
+        blank=True, default="",
+        help_text="Who the assistant is, e.g. \"You are an agronomist advising fruit growers.\" Placeholders: "
+                  "{category}, {subcategory}, {date}, {user}. Empty: a careful assistant answering from the "
+                  "user's documents. The rules about passages and citations are always appended.")
+    temperature = models.FloatField(default=0.4, help_text="Sampling temperature sent to the chat server (0–2)")
+    max_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Longest answer in tokens; empty: CHAT_MAX_ANSWER_TOKENS")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -19,7 +19,8 @@ CAPABILITY_FIELDS = {
     "embeddings": "embeddings", "embedding_model": "embedding_model", "embedding_dim": "embedding_dim",
     "embedding_max_input_tokens": "embedding_max_input_tokens", "chat": "chat", "chat_model": "chat_model",
     "context_window": "context_window", "tools": "tools", "rerank": "rerank", "rerank_model": "rerank_model",
-    "token_embeddings": "token_embeddings",
+    "token_embeddings": "token_embeddings", "json_answers": "json_answers", "temperature": "temperature",
+    "max_tokens": "max_tokens",
 }
 
 
@@ -48,6 +49,14 @@ class AiServerForm(forms.ModelForm):
     tools = forms.BooleanField(required=False, label="Tool calling",
                                help_text="The chat model calls tools (OpenAI-style function calling); needed by "
                                          "the agentic chat mode")
+    json_answers = forms.BooleanField(
+        required=False, label="JSON sections answers",
+        help_text="Ask the chat model for {\"sections\": [{\"text\", \"source_ids\"}]} (response_format json_object) "
+                  "instead of text with [S1] tags; for models that follow JSON instructions well")
+    temperature = forms.FloatField(required=False, min_value=0, max_value=2,
+                                   help_text="This server's sampling temperature; empty: the retrieval settings' (0.4)")
+    max_tokens = forms.IntegerField(required=False, min_value=1, label="Max answer tokens",
+                                    help_text="This server's longest answer; empty: the retrieval settings'")
     rerank = forms.BooleanField(required=False, label="Reranks")
     rerank_model = forms.CharField(required=False, max_length=200)
     token_embeddings = forms.BooleanField(
@@ -101,7 +110,7 @@ class AiServerForm(forms.ModelForm):
         caps = dict(server.capabilities or {})
         for key in CAPABILITY_FIELDS:
             value = self.cleaned_data.get(key)
-            if value in (None, "", False):
+            if value is None or value == "" or value is False:  # a temperature of 0 is a value
                 caps.pop(key, None)
             else:
                 caps[key] = value

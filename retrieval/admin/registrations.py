@@ -71,7 +71,8 @@ class AiServerAdmin(admin.ModelAdmin):
                                                                "connect_timeout", "read_timeout"),
                         "description": "OpenAI-compatible and Ollama servers only."}),
         ("Embeddings", {"fields": ("embeddings", "embedding_model", "embedding_dim", "embedding_max_input_tokens")}),
-        ("Chat", {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window", "tools")}),
+        ("Chat", {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window", "tools", "json_answers",
+                                                        "temperature", "max_tokens")}),
         ("Reranking and late chunking", {"classes": ("rs-remote", "collapse"),
                                          "fields": ("rerank", "rerank_model", "token_embeddings")}),
     )
@@ -345,7 +346,11 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
         ("Thresholds and limits", {"fields": ("qa_distance_threshold", "qa_limit", "doc_distance_threshold",
                                               "doc_limit")}),
         ("Reranking (optional second stage)", {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),
-        ("Chat", {"fields": ("chat_mode", "agent_max_searches")}),
+        ("Chat", {"fields": ("chat_mode", "agent_max_searches", "no_passages_policy", "temperature", "max_tokens")}),
+        ("Persona", {"fields": ("persona",),
+                     "description": "The start of the system prompt. ragsite always appends its fixed rules: the "
+                                    "passages are untrusted data, answer from them, cite their tags. "
+                                    "“Preview the prompt” below shows the whole prompt for a sample question."}),
     )
 
     def get_urls(self):

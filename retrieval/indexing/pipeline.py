@@ -36,6 +36,7 @@ from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.services import copy_to_temp
+from documents.signals import index_finished
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
@@ -360,6 +361,7 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             language=built.language, text_config=config, updated_at=timezone.now(),
             ocr=built.ocr, progress_note="",
         )
+        transaction.on_commit(lambda: _announce_finished(document.pk))
     built.timings["commit_s"] = round(time.monotonic() - t0, 3)
 
 
@@ -393,6 +395,15 @@ def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
     )
     if updated:
         logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})
+        transaction.on_commit(lambda: _announce_finished(document.pk))
+
+
+def _announce_finished(document_id: int) -> None:
+    """Tell the layers above (chat: answers that waited for it) that the document's indexing ended."""
+    try:
+        index_finished.send(sender=Document, document_id=document_id)
+    except Exception:  # a listener's failure must not fail the indexing, which has committed
+        logger.exception("index_finished listener failed", extra={"document_id": document_id})
 
 
 def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import connection
 
+from documents.models import Collection
 from documents.language import detect_question_language, text_config_for
 from documents.search_text import analysis_of
 from retrieval.contracts import Segment
@@ -80,6 +81,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     """
     started = time.perf_counter()
     rs = retrieval_settings_get()
+    explicit_k = bool(k)
     k = int(k or rs.final_top_n)
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
     # The collections are read now, from the user's groups (and again by row-level security).
@@ -95,8 +97,14 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     vectors = _QueryVectors(query, trace)
     segments: list[Segment] = []
     if category or subcategory:
+        # Each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the final
+        # top-N, so approved answers cannot push every passage out (the prompt splits its budget, see
+        # chat.prompts.select_context). Only an explicit `k` cuts it.
         qa = _qa_tier(query, category, subcategory, rs, vectors, trace)
-        docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, category=category,
+        # Tier 2 filters by the subcategory alone (a document filed under another category but the same
+        # subcategory still answers); by the category only when no subcategory is given.
+        docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2,
+                              category="" if subcategory else category,
                               subcategory=subcategory, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
                               rerank=reranking)
         if not docs and subcategory:
@@ -105,17 +113,21 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
             if general:
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold; "
                                           f"tried the general subcategory '{general}'")
-                docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=3, category=category,
+                docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=3,
                                       subcategory=general, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
                                       rerank=reranking)
             else:
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold and no "
                                           "general subcategory is mapped")
         segments = qa + docs
+        trace["limits"] = {"qa_limit": rs.qa_limit, "doc_limit": rs.doc_limit, "k": k if explicit_k else None}
     else:
         segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k, rerank=reranking)
     segments.sort(key=lambda s: s["tier"])  # stable: each tier keeps its own order (fused, or the reranker's)
-    segments = segments[:k]
+    if explicit_k or not (category or subcategory):
+        if len(segments) > k:
+            trace.setdefault("cut", []).append({"reason": f"final top-{k}", "dropped": len(segments) - k})
+        segments = segments[:k]
     trace["answered_by_tier"] = segments[0]["tier"] if segments else None
     total = time.perf_counter() - started
     trace["timings_ms"]["total"] = round(total * 1000, 2)
@@ -136,14 +148,20 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) ->
     model = EmbeddingModel.objects.filter(name=server.embedding_model, dim=server.embedding_dim).first()
     if model is None:
         return []
-    live = KnowledgeEntry.objects.live().filter(category=category)
-    rows = []
+    live = KnowledgeEntry.objects.live()
+    # The subcategory's pairs first; when none of them is within the threshold (or it has none), the
+    # category's pairs (all of them, whatever their subcategory).
+    attempts = []
+    if subcategory:
+        attempts.append((f"{category} / {subcategory}" if category else subcategory,
+                         live.filter(subcategory=subcategory, **({"category": category} if category else {}))))
+    if category:
+        attempts.append((category, live.filter(category=category)))
     q = search_arms.vector_literal(vectors.for_server(server))
     started = time.perf_counter()  # after the query embedding, which has its own timing
-    for label, entries in ((f"{category} / {subcategory}", live.filter(subcategory=subcategory)) if subcategory else (None, None),
-                           (category, live)):
-        if entries is None:
-            continue
+    rows: list = []
+    kept: list = []
+    for n, (label, entries) in enumerate(attempts):
         ids = list(entries.values_list("id", flat=True))
         rows = []
         if ids:
@@ -157,17 +175,16 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) ->
             if len(rows) < len(ids):
                 tier["without_vectors"] = len(ids) - len(rows)
         tier["searched"] = label
-        if rows:
+        kept = [(entry_id, d) for entry_id, d in rows if d < rs.qa_distance_threshold]
+        if kept:
             break
-        if label != category:
-            trace["fallbacks"].append(f"no approved Q&A pairs of '{label}'; tried the category alone")
+        why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "
+               f"{rs.qa_distance_threshold} (closest {rows[0][1]:.3f})" if rows else f"no approved Q&A pairs of '{label}'")
+        more = n + 1 < len(attempts)
+        trace["fallbacks"].append(why + ("; tried the category alone" if more else ""))
     trace["timings_ms"]["qa"] = round((time.perf_counter() - started) * 1000, 2)
     tier["candidates"] = len(rows)
-    kept = [(entry_id, d) for entry_id, d in rows if d < rs.qa_distance_threshold]
     tier["kept"] = len(kept)
-    if rows and not kept:
-        trace["fallbacks"].append(f"approved Q&A pairs found, none within the distance threshold "
-                                  f"{rs.qa_distance_threshold} (closest {rows[0][1]:.3f})")
     entries = KnowledgeEntry.objects.in_bulk([e for e, _ in kept])
     return [_qa_segment(entries[entry_id], distance) for entry_id, distance in kept if entry_id in entries]
 
@@ -316,9 +333,19 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
             "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
         })
+    _name_collections(segments)
     segments = rerank_segments(query, segments, rerank, trace, tier=tier, limit=limit)
     info["kept"] = len(segments)
     return segments
+
+
+def _name_collections(segments: list[dict]) -> None:
+    """Add `collection` (the knowledge base's name, None for the user's own documents) for the chat's
+    source labels ("from the knowledge base <name>"); read outside the reader role, one query."""
+    ids = {s["collection_id"] for s in segments if s.get("collection_id")}
+    names = dict(Collection.objects.filter(pk__in=ids).values_list("pk", "name")) if ids else {}
+    for segment in segments:
+        segment["collection"] = names.get(segment.get("collection_id"))
 
 
 def _fts_configs(configs: list[str], trace: dict, info: dict) -> list[str]:
@@ -354,7 +381,7 @@ def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None =
         cursor.execute(
             f"""
             SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
-                   c.start_offset, c.end_offset, left(c.content, %s), {distance}
+                   c.start_offset, c.end_offset, left(c.content, %s), {distance}, d.collection_id
             FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s)
             """,
@@ -363,7 +390,7 @@ def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None =
         return {
             r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
                    "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
-                   "excerpt": r[9], "distance": None if r[10] is None else float(r[10])}
+                   "excerpt": r[9], "distance": None if r[10] is None else float(r[10]), "collection_id": r[11]}
             for r in cursor.fetchall()
         }
 

@@ -111,7 +111,7 @@ def readable_collections(user, ref=None) -> list[dict]:
     rows = Collection.objects.readable_by(user)
     if ref is not None:
         text = str(ref).strip()
-        rows = rows.filter(Q(pk=int(text)) | Q(slug=text)) if text.isdigit() else rows.filter(slug=text)
+        rows = rows.filter(Q(pk=int(text)) | Q(slug=text)) if text.isascii() and text.isdigit() else rows.filter(slug=text)
         found = list(rows.order_by("-slug").values("id", "slug", "name")[:1])
         if not found:
             raise NotFound("No such collection.")

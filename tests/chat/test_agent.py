@@ -63,7 +63,7 @@ def test_the_model_searches_then_answers_and_a_returned_tag_becomes_a_citation(u
 
     assert answer.status == "done", answer.error
     meta = answer.metadata
-    assert meta["mode"] == "agentic"
+    assert meta["mode"] == "agent"
     assert answer.content == "The scaffold is inspected every seven days [S1].\n\nA competent person does it [S1]."
     assert meta["invalid_citations"] == 1 and meta["invalid_tags"] == ["S7"]
     # The tag the tool returned maps to the passage it returned: right page, right offsets.
@@ -138,7 +138,7 @@ def test_the_search_budget_is_enforced_and_the_last_request_carries_no_tool(user
     assert answer.content == "Berths are assigned by the harbour master [S1]."
     # The retrieval endpoint shows the searches.
     shown = api.get(f"/api/conversations/{conversation.pk}/messages/{answer.pk}/retrieval/").json()
-    assert shown["mode"] == "agentic"
+    assert shown["mode"] == "agent"
     assert [s["query"] for s in shown["agent"]["searches"]] == ["berths", "tide tables"]
     assert shown["retrieval"]["searches"] == 2
 
@@ -241,7 +241,7 @@ def test_without_the_tools_capability_agentic_mode_falls_back_to_the_context(use
     chat_ai.script_chat("The harbour master assigns berths [S1].")
     answer = ask(user, conversation, "Who assigns berths?")
     assert answer.status == "done", answer.error
-    assert answer.metadata["mode"] == "llm"
+    assert answer.metadata["mode"] == "documents"
     assert "not marked as able to call tools" in answer.metadata["agentic_fallback"]
     assert "fake chat" in answer.metadata["agentic_fallback"]
     [request] = chat_ai.requests_to(CHAT)
@@ -254,7 +254,7 @@ def test_in_context_mode_a_tool_capable_server_gets_no_tool(user, agentic):
     conversation = conversation_create(user=user, document_ids=[indexed(user, HARBOUR, "harbour.txt").pk])
     agentic.script_chat("The harbour master [S1].")
     answer = ask(user, conversation, "Who assigns berths?")
-    assert answer.metadata["mode"] == "llm" and "agentic_fallback" not in answer.metadata
+    assert answer.metadata["mode"] == "documents" and "agentic_fallback" not in answer.metadata
     assert "tools" not in agentic.requests_to(CHAT)[0]["json"]
 
 
@@ -266,7 +266,7 @@ def test_an_ollama_server_searches_the_same_way(user, agentic):
                         {"content": "Tide tables come out on Mondays [S1].", "usage": None})
     answer = ask(user, conversation, "When are tide tables published?")
     assert answer.status == "done", answer.error
-    assert answer.metadata["mode"] == "agentic" and answer.metadata["citations"][0]["source_id"] == "S1"
+    assert answer.metadata["mode"] == "agent" and answer.metadata["citations"][0]["source_id"] == "S1"
     first, second = agentic.requests_to("/api/chat")
     assert first["json"]["tools"][0]["function"]["name"] == "search_documents"
     call = second["json"]["messages"][-2]["tool_calls"][0]

@@ -66,11 +66,13 @@ def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence
     assert answer.sources == [{"source_id": "S1", "source_type": "document", "document_id": document.pk,
                                "document_name": "safety.pdf", "chunk_index": chunk.chunk_index, "page_number": 2,
                                "qa_id": None, "score": meta["retrieved_segments"][0]["score"],
-                               "preview": citation["snippet_preview"]}]
+                               "preview": citation["snippet_preview"], "tier": 2, "collection": None,
+                               "distance": meta["retrieved_segments"][0]["distance"],
+                               "similarity": round(1 - meta["retrieved_segments"][0]["distance"], 4)}]
     usage = meta["llm_usage"]
     assert usage["model"] == "fake-chat" and usage["prompt_tokens"] > 0
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
-    assert meta["retrieval"]["scope"] == "attached" and meta["mode"] == "llm"
+    assert meta["retrieval"]["scope"] == "attached" and meta["mode"] == "documents"
     assert meta["retrieved_segments"][0]["source_id"] == "S1"
     assert meta["context_sources"][0]["source_id"] == "S1"
     # The model saw the passages framed as data, tagged, with the question last.
@@ -157,7 +159,7 @@ def test_with_retrieval_off_it_is_a_plain_chat(user, harbour):
     answer = ask(user, conversation, "Hello there")
     assert answer.status == "done"
     assert answer.content == "Hello! How can I help?"
-    assert answer.metadata["mode"] == "plain" and answer.sources == [] and answer.metadata["citations"] == []
+    assert answer.metadata["mode"] == "general" and answer.sources == [] and answer.metadata["citations"] == []
     assert not ai.requests_to("/v1/embeddings")[1:]  # only the indexing's, no query embedding
     sent = ai.requests_to("/v1/chat/completions")[-1]["json"]["messages"]
     assert sent[0]["content"] == PLAIN_SYSTEM_PROMPT and sent[-1]["content"] == "Hello there"
@@ -178,7 +180,7 @@ def test_a_very_close_approved_answer_is_given_directly(user, staff_user, harbou
     answer = ask(user, conversation, "Who assigns berths to ships?", category="port")
     assert answer.status == "done", answer.error
     assert answer.content == "The harbour master. [S1]"
-    assert answer.metadata["mode"] == "approved_answer"
+    assert answer.metadata["mode"] == "qa_direct"
     assert answer.metadata["citations"][0]["qa_id"] == entry.pk
     assert not ai.requests_to("/v1/chat/completions")
 

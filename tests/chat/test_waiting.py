@@ -67,7 +67,7 @@ def test_a_question_naming_a_document_still_indexing_says_so_with_its_progress(u
     meta = answer.metadata
     assert meta["mode"] == "waiting"
     assert "“Crane_Manual.txt” is still being indexed (37 of 120 pages)" in answer.content
-    assert "Ask again when it is ready" in answer.content
+    assert "This question will be answered here automatically when it is ready" in answer.content
     assert meta["waiting_for_documents"] == [{"document_id": manual.pk, "name": "Crane_Manual.txt",
                                               "status": "processing", "progress": "37 of 120 pages"}]
     assert answer.sources == [] and meta["citations"] == []
@@ -78,7 +78,7 @@ def test_a_question_naming_a_document_still_indexing_says_so_with_its_progress(u
                         {"content": "", "tool_calls": [{"name": "search_documents", "arguments": {"query": "berths"}}]},
                         "The harbour master [S1].")
     other = ask(user, conversation, "Who assigns berths?")
-    assert other.status == "done" and other.metadata["mode"] == ("llm" if mode == "context" else "agentic")
+    assert other.status == "done" and other.metadata["mode"] == ("documents" if mode == "context" else "agent")
     assert other.metadata["citations"][0]["document_id"] == harbour.pk
 
 
@@ -99,7 +99,7 @@ def test_the_waiting_answer_can_be_asked_again_once_the_document_is_indexed(user
     assert response.status_code == 202 and response.json()["status"] == "pending"
     answer_conversation(conversation.pk)
     answer.refresh_from_db()
-    assert answer.status == "done" and answer.metadata["mode"] == "llm"
+    assert answer.status == "done" and answer.metadata["mode"] == "documents"
     assert answer.metadata["retries"] == 1
     assert answer.metadata["citations"][0]["document_id"] == manual.pk
     assert "waiting_for_documents" not in answer.metadata
@@ -129,4 +129,54 @@ def test_a_document_being_reindexed_still_answers(user, chat_ai):
     conversation = conversation_create(user=user, document_ids=[manual.pk])
     chat_ai.script_chat("Lower the boom above 60 km/h [S1].")
     answer = ask(user, conversation, "What does the crane manual say?")
-    assert answer.metadata["mode"] == "llm" and answer.metadata["citations"]
+    assert answer.metadata["mode"] == "documents" and answer.metadata["citations"]
+
+
+@pytest.mark.django_db
+def test_a_question_naming_nothing_waits_when_the_indexed_part_does_not_answer_it(user, chat_ai):
+    harbour = indexed(user, HARBOUR, "harbour.txt")
+    manual = not_indexed(user, status="processing", pages_total=4, pages_done=1)
+    conversation = conversation_create(user=user, document_ids=[harbour.pk, manual.pk])
+    # "Summarise it" right after the upload: the harbour notes do not answer it, so it waits.
+    answer = ask(user, conversation, "When must the boom be lowered because of wind?")
+    assert answer.metadata["mode"] == "waiting"
+    assert [d["document_id"] for d in answer.metadata["waiting_for_documents"]] == [manual.pk]
+    assert "“Crane_Manual.txt” is still being indexed (1 of 4 pages)" in answer.content
+    assert chat_ai.requests_to(CHAT) == []
+    # A failed document is not waited for unless named: the indexed part answers what it can.
+    Document.objects.filter(pk=manual.pk).update(status="failed", index_error="Broken file.")
+    chat_ai.script_chat("The documents do not say [S1].")
+    again = ask(user, conversation, "When must the boom be lowered because of wind?")
+    assert again.metadata["mode"] == "documents"
+
+
+@pytest.mark.django_db
+def test_the_waiting_answer_is_answered_by_itself_when_the_document_is_indexed(user, chat_ai,
+                                                                              django_capture_on_commit_callbacks):
+    manual = not_indexed(user, status="uploaded")
+    conversation = conversation_create(user=user, document_ids=[manual.pk])
+    answer = ask(user, conversation, "Summarise this document.")
+    assert answer.metadata["mode"] == "waiting"
+    assert "will be answered here automatically when it is ready" in answer.content
+
+    chat_ai.script_chat("Lower the boom when the wind exceeds 60 km/h [S1].")
+    with django_capture_on_commit_callbacks(execute=True):  # the indexing's commit announces it
+        index_document(manual.pk)
+    answer.refresh_from_db()
+    assert answer.status == "pending" and answer.metadata["retries"] == 1
+    answer_conversation(conversation.pk)  # what the chat worker does with the queued task
+    answer.refresh_from_db()
+    assert answer.status == "done" and answer.metadata["mode"] == "documents"
+    assert answer.metadata["citations"][0]["document_id"] == manual.pk
+
+
+@pytest.mark.django_db
+def test_retrying_an_answer_already_queued_again_returns_it_unchanged(user, chat_ai):
+    manual = not_indexed(user, status="uploaded")
+    conversation = conversation_create(user=user, document_ids=[manual.pk])
+    answer = ask(user, conversation, "Summarise this document.")
+    from chat.services import waiting_answers_requeue
+
+    assert waiting_answers_requeue(document_id=manual.pk) == 1
+    again = message_retry(conversation_id=conversation.pk, message_id=answer.pk, user=user)
+    assert again.status == "pending" and again.metadata["retries"] == 1  # not counted twice

@@ -51,7 +51,7 @@ def test_tools_search_read_list_and_ask_as_the_tokens_user(stack):
 
     asked = data(answer)
     assert asked["answer"] == "The scaffold is inspected every seven days [S1]."
-    assert asked["citations"][0]["document_id"] == stack.alice_doc.pk and asked["mode"] == "llm"
+    assert asked["citations"][0]["document_id"] == stack.alice_doc.pk and asked["mode"] == "documents"
     from chat.models import Conversation
 
     assert Conversation.objects.get(pk=asked["conversation_id"]).owner_id == stack.alice_doc.owner_id

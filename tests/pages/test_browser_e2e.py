@@ -146,7 +146,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         expect(marker).to_have_text("1")
 
         stored = Message.objects.get(conversation__owner=user, role="assistant")
-        assert stored.status == "done" and stored.metadata["mode"] == "llm"
+        assert stored.status == "done" and stored.metadata["mode"] == "documents"
         citation = stored.metadata["citations"][0]
         assert citation["document_id"] == document.pk
         href = f"/documents/{document.pk}/#chunk-{citation['chunk_index']}"
@@ -162,7 +162,9 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         panel = page.locator("#sources-panel")
         expect(panel).to_be_visible()
         expect(panel.locator(".source").first).to_contain_text("pdflatex-4-pages.pdf")
-        expect(panel.locator(".source").first).to_contain_text(re.compile(r"match \d\.\d{3}"))
+        # Relevance as a person reads it: percent similarity (1 - cosine distance), and where it comes from.
+        expect(panel.locator(".source").first).to_contain_text(re.compile(r"\d{1,3}% similar"))
+        expect(panel.locator(".source").first).to_contain_text("from your documents")
         page.mouse.move(5, 400)
         page.screenshot(path=artifacts / "e2e-chat.png")
 

@@ -163,7 +163,7 @@ def test_chat_page_is_the_owners_only_and_carries_history_and_attachments(alice_
     ConversationDocument.objects.create(conversation=conversation, document=document)
     Message.objects.create(conversation=conversation, role="user", content="When is high tide?")
     Message.objects.create(conversation=conversation, role="assistant", status="done", content="At noon. [S1]",
-                           metadata={"mode": "llm", "sections": [{"text": "At noon. [S1]", "source_ids": ["S1"]}]})
+                           metadata={"mode": "documents", "sections": [{"text": "At noon. [S1]", "source_ids": ["S1"]}]})
     assert bob_client.get(f"/c/{conversation.pk}/").status_code == 404
     response = alice_client.get(f"/c/{conversation.pk}/")
     assert response.status_code == 200

@@ -77,7 +77,7 @@ def test_wait_for_the_document_then_the_question_is_asked_again(live_site, chat_
         expect(answer.get_by_role("button", name="Wait for it and ask again")).to_have_count(0)
         expect(page.locator(".msg-assistant")).to_have_count(1)  # the same answer, asked again
         stored = Message.objects.get(conversation=conversation, role="assistant")
-        assert stored.metadata["mode"] == "llm" and stored.metadata["retries"] == 1
+        assert stored.metadata["mode"] == "documents" and stored.metadata["retries"] == 1
         assert stored.metadata["citations"][0]["document_id"] == document.pk
         assert not errors, errors
     finally:

@@ -21,8 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("question")
         parser.add_argument("--user", required=True, help="username")
         parser.add_argument("--conversation", type=int, help="an existing conversation of the user")
-        parser.add_argument("--category", default="")
-        parser.add_argument("--subcategory", default="")
+        parser.add_argument("--category", default=None)
+        parser.add_argument("--subcategory", default=None)
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the answer")
 
     def handle(self, *args, question, user, conversation, category, subcategory, timeout, **options):

@@ -36,9 +36,11 @@
     const byTag = new Map();
     const numbers = new Map();
     if (m.status === "done") {
-      const scores = new Map((m.sources || []).map((s) => [s.source_id, s.score]));
+      const stored = new Map((m.sources || []).map((s) => [s.source_id, s]));
       for (const c of (m.metadata && m.metadata.citations) || []) {
-        byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: scores.get(c.source_id) });
+        const s = stored.get(c.source_id) || {};
+        byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
+          similarity: s.similarity, tier: s.tier });
         numbers.set(c.source_id, numbers.size + 1);
       }
       return { byTag, numbers };
@@ -60,11 +62,21 @@
     return c.document_id ? `/documents/${c.document_id}/#chunk-${c.chunk_index}` : null;
   }
 
+  /** Where a source comes from, in the reader's words. */
+  function sourceLabel(c) {
+    if (c.source_type === "qa") return "approved answer";
+    if (c.collection) return `from the knowledge base ${c.collection}`;
+    return "from your documents";
+  }
+
+  function labelChip(c) {
+    return el("span", { class: "source-label", dataset: { kind: c.source_type === "qa" ? "qa" : (c.collection ? "collection" : "own") } }, sourceLabel(c));
+  }
+
   function whereLabel(c) {
     const parts = [];
     if (c.page_number) parts.push(`page ${c.page_number}`);
     if (c.heading_path && c.heading_path.length) parts.push(c.heading_path.join(" › "));
-    if (c.source_type === "qa") parts.push("approved answer");
     return parts.join(" · ");
   }
 
@@ -106,7 +118,8 @@
   function modeNote(m) {
     const mode = m.metadata && m.metadata.mode;
     if (mode === "extractive") return "No language model is configured, so this answer quotes the most relevant passages of your documents.";
-    if (mode === "approved_answer") return "An approved answer to this question.";
+    if (mode === "qa_direct" || mode === "approved_answer") return "An approved answer to this question.";
+    if (mode === "general") return "Not from your documents: nothing relevant was found in them, so this is a general answer.";
     return null;
   }
 
@@ -190,6 +203,9 @@
         setWait(id, { busy: true, label: `${pending[0].name}: ${rag.docStatus(pending[0]).label}` });
         await new Promise((resolve) => setTimeout(resolve, 2000));
         if (!messages.has(id)) return;
+        // The server answers it again by itself once the documents are indexed: stop when it has.
+        const current = messages.get(id);
+        if (current.status !== "done" || !current.metadata || current.metadata.mode !== "waiting") { waits.delete(id); return; }
       }
       setWait(id, { busy: true, label: "Indexed — asking again…" });
       const answer = await api("POST", `/api/conversations/${convId}/messages/${id}/retry/`);
@@ -212,17 +228,23 @@
         dataset: { message: m.id } }, icon("link"), `${n} ${n === 1 ? "source" : "sources"}`);
       button.addEventListener("click", () => toggleSources(m.id, button));
       foot.append(button);
-    } else if (m.metadata && m.metadata.mode && !["plain", "waiting"].includes(m.metadata.mode)) {
+    } else if (m.metadata && m.metadata.mode && !["plain", "general", "refused", "waiting"].includes(m.metadata.mode)) {
       foot.append(el("span", {}, "No sources cited"));
     }
     const usage = m.metadata && m.metadata.llm_usage;
-    if (usage && usage.model && ["llm", "agentic"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
+    if (usage && usage.model && ["llm", "agentic", "documents", "general", "agent"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
     const agent = m.metadata && m.metadata.agent;
-    if (agent && m.metadata.mode === "agentic") {
+    if (agent && ["agentic", "agent"].includes(m.metadata.mode)) {
       const queries = (agent.searches || []).map((s) => `“${s.query}”`).join(", ");
       foot.append(el("span", { title: queries ? `Searched for ${queries}` : "Answered without searching" },
         plural((agent.searches || []).length, "search", "searches")));
     }
+    // Where the answer came from: one label per kind of source it cites.
+    const origins = new Map();
+    for (const c of cites.byTag.values()) if (cites.numbers.has(c.source_id)) origins.set(sourceLabel(c), c);
+    const originBox = el("span", { class: "answer-origin" });
+    for (const c of origins.values()) originBox.append(labelChip(c), " ");
+    if (origins.size) foot.append(originBox);
     foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
     return foot;
   }
@@ -438,6 +460,25 @@
   // --- sources panel and passage previews ------------------------------------------------
 
   let panelOpener = null;
+  /** Similarity a person can read: 1 − cosine distance as a percentage (never the fusion score). */
+  function similarityText(c) {
+    return typeof c.similarity === "number" ? `${Math.round(c.similarity * 100)}% similar` : null;
+  }
+
+  function sourceItem(c, label) {
+    const href = citeHref(c);
+    const where = whereLabel(c);
+    const similarity = similarityText(c);
+    return el("li", {}, el(href ? "a" : "div", { class: "source", href },
+      el("div", { class: "source-top" },
+        label ? el("span", { class: "source-num" }, label) : null,
+        el("span", { class: "source-name" }, c.document_name || "Approved answer"),
+        similarity ? el("span", { class: "source-score", title: "How close the passage is to the question (1 − cosine distance)" }, similarity) : null),
+      el("div", { class: "source-where" }, labelChip(c), where ? ` ${where.charAt(0).toUpperCase() + where.slice(1)}` : ""),
+      el("div", { class: "source-snippet" }, c.snippet || "")));
+  }
+
+  /** Cited sources first (numbered as in the answer), then the other passages given to the model, collapsed. */
   function showSources(messageId) {
     const m = messages.get(messageId);
     if (!m) return;
@@ -445,18 +486,13 @@
     panel.dataset.message = messageId;
     panelTitle.textContent = `${cites.numbers.size} ${cites.numbers.size === 1 ? "source" : "sources"}`;
     panelList.replaceChildren();
-    for (const [tag, n] of cites.numbers) {
-      const c = cites.byTag.get(tag);
-      const href = citeHref(c);
-      const where = whereLabel(c);
-      const score = typeof c.score === "number" ? c.score : null;
-      panelList.append(el("li", {}, el(href ? "a" : "div", { class: "source", href },
-        el("div", { class: "source-top" },
-          el("span", { class: "source-num" }, `[${n}]`),
-          el("span", { class: "source-name" }, c.document_name || "Approved answer"),
-          score !== null ? el("span", { class: "source-score", title: "Match score from the search (higher is a closer match)" }, `match ${score.toFixed(3)}`) : null),
-        where ? el("div", { class: "source-where" }, where.charAt(0).toUpperCase() + where.slice(1)) : null,
-        el("div", { class: "source-snippet" }, c.snippet || ""))));
+    for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`));
+    const others = ((m.metadata && m.metadata.context_sources) || []).filter((s) => !cites.numbers.has(s.source_id));
+    if (others.length) {
+      const list = el("ol", { class: "sources-other" });
+      for (const s of others) list.append(sourceItem({ ...s, snippet: s.preview }, null));
+      panelList.append(el("li", { class: "sources-more" }, el("details", {},
+        el("summary", {}, `${plural(others.length, "other passage", "other passages")} retrieved, not cited`), list)));
     }
   }
 
@@ -529,7 +565,9 @@
     if (!content || sendBtn.disabled) { question.focus(); return; }
     sendBtn.disabled = true;
     try {
-      const pair = await api("POST", `/api/conversations/${convId}/messages/`, { content });
+      // The topic picker's current topic (topics.js), so the tiers run under what the reader sees.
+      const topic = window.ragTopic ? window.ragTopic.current() : {};
+      const pair = await api("POST", `/api/conversations/${convId}/messages/`, { content, ...topic });
       question.value = "";
       autosize();
       upsert(pair.user_message);

@@ -1,0 +1,106 @@
+"""The three tiers as specified: the Q&A threshold fallback, per-tier limits, tier 2 by subcategory alone,
+and the prompt's budget split between approved Q&A pairs and passages (real PostgreSQL, fake AI server)."""
+from __future__ import annotations
+
+import pytest
+
+from chat.prompts import select_context
+from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
+from retrieval.models import KnowledgeEntry, RetrievalSettings
+from retrieval.search import retrieve
+from tests.chat.helpers import indexed
+
+pytestmark = pytest.mark.django_db
+
+
+def _qa(staff, question, answer, category, subcategory=""):
+    entry = KnowledgeEntry.objects.create(question=question, answer=answer, category=category, subcategory=subcategory)
+    knowledge_entry_approve(entry=entry, user=staff)
+    assert knowledge_entry_embed(entry.pk) == "ready"
+    return entry
+
+
+def test_qa_falls_back_to_the_category_when_none_of_the_subcategory_is_within_the_threshold(user, staff_user,
+                                                                                            fake_embedder):
+    # The subcategory has a pair, but about something else: its distance is over the threshold.
+    _qa(staff_user, "Which trellis suits summer raspberries?", "A two-wire trellis.", "fruit", "raspberry, summer")
+    category_pair = _qa(staff_user, "When should fruit bushes be watered?", "Early in the morning.", "fruit", "general")
+    result = retrieve(user, "When should fruit bushes be watered?", category="fruit", subcategory="raspberry, summer")
+    qa = [s for s in result.segments if s["source_type"] == "qa"]
+    assert [s["qa_id"] for s in qa] == [category_pair.pk]
+    assert qa[0]["distance"] < 0.6
+    assert any("raspberry, summer" in f and "none within the distance threshold" in f and "tried the category alone" in f
+               for f in result.trace["fallbacks"]), result.trace["fallbacks"]
+    assert result.trace["tiers"][0]["searched"] == "fruit"
+
+
+def test_qa_of_the_subcategory_within_the_threshold_win_over_the_category(user, staff_user, fake_embedder):
+    own = _qa(staff_user, "When should raspberries be watered?", "Twice a week.", "fruit", "raspberry, summer")
+    _qa(staff_user, "When should raspberries be watered?", "Daily.", "fruit", "strawberry")
+    result = retrieve(user, "When should raspberries be watered?", category="fruit", subcategory="raspberry, summer")
+    assert [s["qa_id"] for s in result.segments if s["source_type"] == "qa"] == [own.pk]
+
+
+def test_limits_apply_per_tier_and_the_final_top_n_does_not_cut_a_topic(user, staff_user, fake_embedder):
+    RetrievalSettings.objects.filter(pk=1).update(qa_limit=3, doc_limit=4, final_top_n=2)
+    for i in range(5):
+        _qa(staff_user, f"How deep are pear trees planted {i}?", f"Answer {i}.", "fruit", "pear")
+    for i in range(6):
+        indexed(user, f"Pear trees are planted deep in spring, note {i}.", f"pear{i}.txt", category="fruit",
+                subcategory="pear")
+    result = retrieve(user, "How deep are pear trees planted?", category="fruit", subcategory="pear")
+    kinds = [s["source_type"] for s in result.segments]
+    assert kinds == ["qa"] * 3 + ["document"] * 4  # 7 > final_top_n 2: the limits are the tiers' own
+    assert result.trace["limits"] == {"qa_limit": 3, "doc_limit": 4, "k": None}
+    # An explicit k (GET /api/search/?k=) still cuts, and the trace says so.
+    cut = retrieve(user, "How deep are pear trees planted?", category="fruit", subcategory="pear", k=5)
+    assert len(cut.segments) == 5 and cut.trace["cut"] == [{"reason": "final top-5", "dropped": 2}]
+    # Without a topic the final top-N applies as before.
+    assert len(retrieve(user, "How deep are pear trees planted?").segments) == 2
+
+
+def test_tier_two_filters_by_subcategory_not_by_equal_category(user, fake_embedder):
+    filed_elsewhere = indexed(user, "Pear trees need a pollinator planted nearby.", "pollen.txt", category="orchard",
+                              subcategory="pear")
+    indexed(user, "Pear trees need a pollinator planted nearby, says the other subcategory.", "apple.txt",
+            category="fruit", subcategory="apple")
+    result = retrieve(user, "Do pear trees need a pollinator?", category="fruit", subcategory="pear")
+    assert {s["document_id"] for s in result.segments} == {filed_elsewhere.pk}
+    assert {s["tier"] for s in result.segments} == {2}
+
+
+# --- the prompt's budget split (pure) ------------------------------------------------------------
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _seg(kind: str, n: int, words: int) -> dict:
+    text = " ".join(f"w{n}x{i}" for i in range(words))
+    base = {"source_type": kind, "qa_id": n if kind == "qa" else None, "chunk_id": None if kind == "qa" else n,
+            "document_name": "d.txt", "heading_path": [], "page_number": None, "excerpt": text,
+            "tier": 1 if kind == "qa" else 2}
+    return base
+
+
+def test_eight_qa_pairs_do_not_push_every_passage_out_of_the_prompt():
+    segments = [_seg("qa", i, 40) for i in range(8)] + [_seg("document", 100 + i, 40) for i in range(3)]
+    # Each entry costs ~47 tokens with its header: 6 fit in 300. Rank order alone would keep 6 Q&A pairs.
+    order, chosen, report = select_context(segments, 300, _words)
+    kinds = [s["source_type"] for s in chosen]
+    assert kinds.count("document") >= 3 and kinds.count("qa") >= 2
+    assert order == sorted(order) and report["kept_passages"] == 3
+    assert report["qa_budget"] == 120 and report["used"] <= 300
+    cut = report["cut"]
+    assert cut and all(c["source_type"] == "qa" and c["reason"] == "qa_share" for c in cut)
+    assert {c["qa_id"] for c in cut} == {i for i in range(8)} - {s["qa_id"] for s in chosen if s["qa_id"] is not None}
+
+
+def test_unused_passage_room_goes_to_qa_pairs_and_budget_cuts_say_so():
+    segments = [_seg("qa", i, 40) for i in range(4)] + [_seg("document", 100, 40)]
+    _order, chosen, report = select_context(segments, 300, _words)
+    assert [s["source_type"] for s in chosen] == ["qa"] * 4 + ["document"]  # one passage leaves room for all pairs
+    only_passages = [_seg("document", 100 + i, 40) for i in range(10)]
+    _order, chosen, report = select_context(only_passages, 300, _words)
+    assert len(chosen) == 6 and {c["reason"] for c in report["cut"]} == {"budget"}
