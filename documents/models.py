@@ -165,6 +165,9 @@ class Document(models.Model):
     index_warnings = models.JSONField(default=list, blank=True)
     empty_pages = models.JSONField(default=list, blank=True)
     index_attempts = models.PositiveSmallIntegerField(default=0)
+    # The last index's work: {"embedded_chunks", "reused_chunks" (vectors from the embeddings cache),
+    # "seconds": {"extract", "chunk", "embed", "commit", "total"}}.
+    index_stats = models.JSONField(default=dict, blank=True)
     # Renewed while a worker processes the document; a stale one means the worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     category = models.CharField(max_length=100, blank=True)

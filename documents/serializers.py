@@ -22,7 +22,7 @@ class DocumentSerializer(serializers.ModelSerializer):
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
             "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim",
             "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages",
-            "progress_note", "ocr", "created_at", "updated_at",
+            "progress_note", "ocr", "index_stats", "created_at", "updated_at",
         ]
         read_only_fields = fields
 

@@ -18,6 +18,7 @@ import logging
 import signal
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -40,6 +41,7 @@ from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -77,6 +79,9 @@ class Built:
     note: str = ""  # why the strategy asked for was not used (late chunking fell back)
     timings: dict = field(default_factory=dict)
     ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
+    keys: list = field(default_factory=list)  # each chunk's embeddings-cache key (None: not cached)
+    embedded: int = 0  # chunks whose vector the embedder computed in this run
+    reused: int = 0  # chunks whose vector came from the embeddings cache
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -225,13 +230,25 @@ def _build(document: Document, strategy: str | None = None) -> Built:
 
     t0 = time.monotonic()
     client = embedder_for(server, batch_size=rs.embed_batch_size)
+    keys: list[str | None] = [None] * len(drafts)
     if strategy == "late" and drafts:
+        # Late-chunked vectors depend on the whole document: never cached (retrieval.embedding_cache).
         vectors, facts = late_chunk_embed(server, client, layout.text, drafts,
                                           progress=lambda done: progress(chunks_embedded=done))
         progress(force=True, chunks_embedded=len(drafts))
         timings.update(facts)
+        embedded, reused = len(drafts), 0
     else:
-        vectors = _embed_drafts(client, drafts, rs.embed_batch_size, progress)
+        dim = server.embedding_dim or client.dim
+        identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model, dim=dim)
+        scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
+        text_keys = [cache_key(scope=scope, identity=identity, text=d.embed_text) for d in drafts]
+        with _shield.hold():
+            cached = {k: v for k, v in cache_lookup(text_keys).items() if v.shape == (dim,)}
+        vectors, embedded = _embed_drafts(client, drafts, rs.embed_batch_size, progress, keys=text_keys,
+                                          cached=cached)
+        keys = list(text_keys)
+        reused = len(drafts) - embedded
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     return Built(
         text=layout.text, pages=[list(p) for p in layout.pages], drafts=drafts, vectors=vectors,
@@ -239,6 +256,7 @@ def _build(document: Document, strategy: str | None = None) -> Built:
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
+        keys=keys, embedded=embedded, reused=reused,
     )
 
 
@@ -249,15 +267,34 @@ def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
     return rs.chunk_size, rs.chunk_overlap
 
 
-def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress) -> np.ndarray:
-    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies)."""
+def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress, *,
+                  keys: list[str], cached: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies).
+
+    Chunks whose key is in `cached` take that vector; only the others go to the embedder (a text
+    repeated within the document once). Returns the vectors and how many chunks were embedded.
+    """
+    found: dict[str, np.ndarray] = dict(cached)
+    missing: dict[str, str] = {}  # key -> embed text, first occurrence
+    for draft, key in zip(drafts, keys):
+        if key not in found:
+            missing.setdefault(key, draft.embed_text)
+    uses = Counter(keys)
+    embedded = sum(uses[key] for key in missing)
+    done = len(drafts) - embedded
+    if done:
+        progress(force=True, chunks_embedded=done)
     batch = max(1, batch_size)
-    parts = []
-    for start in range(0, len(drafts), batch):
-        texts = [d.embed_text for d in drafts[start:start + batch]]
-        parts.append(np.asarray(client.embed_passages(texts), dtype=np.float32))
-        progress(force=start + batch >= len(drafts), chunks_embedded=min(start + batch, len(drafts)))
-    return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
+    todo = list(missing.items())
+    for start in range(0, len(todo), batch):
+        part = todo[start:start + batch]
+        vectors = np.asarray(client.embed_passages([text for _, text in part]), dtype=np.float32)
+        found.update(zip((key for key, _ in part), vectors))
+        done += sum(uses[key] for key, _ in part)
+        progress(force=start + batch >= len(todo), chunks_embedded=done)
+    if not drafts:
+        return np.zeros((0, client.dim), dtype=np.float32), 0
+    return np.stack([found[key] for key in keys]), embedded
 
 
 class _AlarmShield:
@@ -344,13 +381,20 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             batch_size=1000,
         )
         search_vectors_write(chunk_ids=[c.pk for c in chunks], analyses=analyses)
+        keys = built.keys or [None] * len(chunks)
+        if locked.collection_id != document.collection_id:
+            keys = [None] * len(chunks)  # moved meanwhile: its keys name the old scope
         ChunkEmbedding.objects.bulk_create(
             [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id,
-                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v)
-             for c, v in zip(chunks, built.vectors)],
+                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v,
+                            content_hash=key)
+             for c, v, key in zip(chunks, built.vectors, keys)],
             batch_size=1000,
         )
+        # After the chunk vectors: deleting the old chunks above released the keys nobody held.
+        cache_store(model_id=model.pk, keys=keys, vectors=built.vectors)
         warnings = list(built.warnings)
+        built.timings["commit_s"] = round(time.monotonic() - t0, 3)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
@@ -358,9 +402,15 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
-            ocr=built.ocr, progress_note="",
+            ocr=built.ocr, progress_note="", index_stats=_stats(built),
         )
-    built.timings["commit_s"] = round(time.monotonic() - t0, 3)
+
+
+def _stats(built: Built) -> dict:
+    """The document's indexing stats: where vectors came from and the seconds per stage."""
+    seconds = {stage: built.timings.get(f"{stage}_s") for stage in ("extract", "chunk", "embed", "commit")}
+    seconds["total"] = round(sum(v for v in seconds.values() if v is not None), 3)
+    return {"embedded_chunks": built.embedded, "reused_chunks": built.reused, "seconds": seconds}
 
 
 def _context_prefix(draft: ChunkDraft) -> str:
