@@ -34,9 +34,10 @@ from documents.chunking import STRATEGIES, ChunkDraft, build_layout, chunk_layou
 from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
-from documents.models import Chunk, Document, DocumentStatus, DocumentText
+from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.services import copy_to_temp
+from documents.versions import version_fail, version_indexed, version_switch, version_to_index
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
@@ -105,34 +106,38 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
         return "skipped: not waiting to be indexed"
     attempt = document.index_attempts
     started = time.monotonic()
+    version = None
     try:
+        # The newest waiting version of the document, else its current one (documents/versions.py).
+        version = version_to_index(document=document)
         with _time_limit(settings.INDEX_TIME_LIMIT):
-            built = _build(document, strategy)
-        _commit(document, attempt, built)
+            built = _build(document, strategy, version)
+        _commit(document, attempt, built, version)
     except Superseded:
         return "skipped: superseded"
     except ExtractionError as exc:
-        _fail(document, attempt, exc.message, code=exc.code)
+        _fail(document, attempt, exc.message, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except IndexTimeout:
         limit = settings.INDEX_TIME_LIMIT
         limit_text = f"{limit:g} seconds" if limit < 120 else f"{limit / 60:g} minutes"
         _fail(document, attempt, f"Indexing took longer than the limit of {limit_text} and was stopped. "
-                                 "The file may be malformed or unusually complex.", code="timeout")
+                                 "The file may be malformed or unusually complex.", code="timeout", version=version)
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
             _retry_later(document, attempt, exc, strategy, reschedule)
             return "retrying: embedding server unavailable"
-        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code)
+        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code,
+              version=version)
         return f"failed: {exc.code}"
     except ApplicationError as exc:
-        _fail(document, attempt, exc.message, code=exc.code)
+        _fail(document, attempt, exc.message, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except Exception as exc:  # the worker must go on with the next job
         logger.exception("indexing crashed", extra={"document_id": document_id})
         _fail(document, attempt, f"Unexpected error while indexing ({exc.__class__.__name__}); "
-                                 "the details are in the server log.", code="internal")
+                                 "the details are in the server log.", code="internal", version=version)
         return "failed: internal"
     logger.info("document indexed", extra={"document_id": document_id, "chunks": len(built.drafts),
                                             "seconds": round(time.monotonic() - started, 3), **built.timings})
@@ -186,7 +191,7 @@ class _Progress:
 # --- the slow part: no transaction open -------------------------------------------------
 
 
-def _build(document: Document, strategy: str | None = None) -> Built:
+def _build(document: Document, strategy: str | None = None, version: DocumentVersion | None = None) -> Built:
     with _shield.hold():
         rs = retrieval_settings_get()
         # (Re-)indexing always uses the current default; search follows each document's pinned model.
@@ -197,12 +202,13 @@ def _build(document: Document, strategy: str | None = None) -> Built:
     progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
     t0 = time.monotonic()
-    path = copy_to_temp(document)
+    path = copy_to_temp(document, file=version.file if version is not None else None)
     try:
         def on_pages(done: int, total: int) -> None:
             progress(pages_done=done, pages_total=total)
 
-        extraction = extract(path, document.mime_type, on_progress=on_pages, language=document.language,
+        mime_type = version.mime_type if version is not None else document.mime_type
+        extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
                              on_status=lambda note: progress(progress_note=note[:200]))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
@@ -351,7 +357,7 @@ def _time_limit(seconds: float):
 # --- the commit: one transaction ----------------------------------------------------------
 
 
-def _commit(document: Document, attempt: int, built: Built) -> None:
+def _commit(document: Document, attempt: int, built: Built, version: DocumentVersion | None = None) -> None:
     t0 = time.monotonic()
     model = embedding_model_ensure(name=built.model_name, dim=built.dim)
     config = text_config_for(built.language)
@@ -364,6 +370,8 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None or locked.status != DocumentStatus.PROCESSING or locked.index_attempts != attempt:
             raise Superseded()
+        # A new version: the current one keeps its text and chunk layout for its citations (before the delete).
+        switch = version_switch(document=locked, version=version)
         with connection.cursor() as cursor:
             # Vectors go with their chunks (ON DELETE CASCADE in the database).
             cursor.execute("DELETE FROM documents_chunk WHERE document_id = %s", [document.pk])
@@ -395,6 +403,7 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         cache_store(model_id=model.pk, keys=keys, vectors=built.vectors)
         warnings = list(built.warnings)
         built.timings["commit_s"] = round(time.monotonic() - t0, 3)
+        stats = _stats(built)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
@@ -402,8 +411,9 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
-            ocr=built.ocr, progress_note="", index_stats=_stats(built),
+            ocr=built.ocr, progress_note="", index_stats=stats, **switch,
         )
+        version_indexed(version=version, chunk_count=len(chunks), stats=stats)
 
 
 def _stats(built: Built) -> dict:
@@ -433,8 +443,15 @@ def _owned(document: Document, attempt: int):
     return Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING, index_attempts=attempt)
 
 
-def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
+def _fail(document: Document, attempt: int, message: str, *, code: str, version: DocumentVersion | None = None) -> None:
     _reset_connection_if_broken()
+    with transaction.atomic():
+        # A failed new version: the error goes on the version and the current one goes on answering.
+        if _owned(document, attempt).select_for_update().exists() and version_fail(
+                document=document, version=version, message=message):
+            logger.warning("new version failed", extra={"document_id": document.pk, "version": version.number,
+                                                         "code": code, "reason": message})
+            return
     if document.chunk_count:
         message = f"{message} The previous version stays searchable."
     updated = _owned(document, attempt).update(
