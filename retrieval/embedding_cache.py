@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Sequence
+from collections import Counter
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -78,3 +79,31 @@ def cache_store(*, model_id: int, keys: Sequence[str | None], vectors) -> None:
     EmbeddingCache.objects.bulk_create(
         [EmbeddingCache(content_hash=key, model_id=model_id, embedding=vector) for key, vector in rows.items()],
         batch_size=1000, ignore_conflicts=True)
+
+
+def embed_missing(client, texts: Sequence[str], batch_size: int, progress: Callable[..., None], *,
+                  keys: Sequence[str], cached: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+    """Each text's vector: from `cached` by its key, else embedded in batches (a text repeated within
+    the document once). `progress(force=..., chunks_embedded=n)` hears how many have a vector.
+    Returns the vectors in order and how many texts the embedder computed."""
+    found: dict[str, np.ndarray] = dict(cached)
+    missing: dict[str, str] = {}  # key -> text, first occurrence
+    for text, key in zip(texts, keys):
+        if key not in found:
+            missing.setdefault(key, text)
+    uses = Counter(keys)
+    embedded = sum(uses[key] for key in missing)
+    done = len(texts) - embedded
+    if done:
+        progress(force=True, chunks_embedded=done)
+    batch = max(1, batch_size)
+    todo = list(missing.items())
+    for start in range(0, len(todo), batch):
+        part = todo[start:start + batch]
+        vectors = np.asarray(client.embed_passages([text for _, text in part]), dtype=np.float32)
+        found.update(zip((key for key, _ in part), vectors))
+        done += sum(uses[key] for key, _ in part)
+        progress(force=start + batch >= len(todo), chunks_embedded=done)
+    if not texts:
+        return np.zeros((0, client.dim), dtype=np.float32), 0
+    return np.stack([found[key] for key in keys]), embedded

@@ -18,7 +18,6 @@ import logging
 import signal
 import threading
 import time
-from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -42,7 +41,8 @@ from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
-from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity
+from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
+                                       embedder_identity)
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -251,8 +251,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         text_keys = [cache_key(scope=scope, identity=identity, text=d.embed_text) for d in drafts]
         with _shield.hold():
             cached = {k: v for k, v in cache_lookup(text_keys).items() if v.shape == (dim,)}
-        vectors, embedded = _embed_drafts(client, drafts, rs.embed_batch_size, progress, keys=text_keys,
-                                          cached=cached)
+        vectors, embedded = embed_missing(client, [d.embed_text for d in drafts], rs.embed_batch_size, progress,
+                                          keys=text_keys, cached=cached)
         keys = list(text_keys)
         reused = len(drafts) - embedded
     timings["embed_s"] = round(time.monotonic() - t0, 3)
@@ -271,36 +271,6 @@ def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
     if strategy == "fixed":
         return rs.fixed_chunk_size, rs.fixed_chunk_overlap
     return rs.chunk_size, rs.chunk_overlap
-
-
-def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress, *,
-                  keys: list[str], cached: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
-    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies).
-
-    Chunks whose key is in `cached` take that vector; only the others go to the embedder (a text
-    repeated within the document once). Returns the vectors and how many chunks were embedded.
-    """
-    found: dict[str, np.ndarray] = dict(cached)
-    missing: dict[str, str] = {}  # key -> embed text, first occurrence
-    for draft, key in zip(drafts, keys):
-        if key not in found:
-            missing.setdefault(key, draft.embed_text)
-    uses = Counter(keys)
-    embedded = sum(uses[key] for key in missing)
-    done = len(drafts) - embedded
-    if done:
-        progress(force=True, chunks_embedded=done)
-    batch = max(1, batch_size)
-    todo = list(missing.items())
-    for start in range(0, len(todo), batch):
-        part = todo[start:start + batch]
-        vectors = np.asarray(client.embed_passages([text for _, text in part]), dtype=np.float32)
-        found.update(zip((key for key, _ in part), vectors))
-        done += sum(uses[key] for key, _ in part)
-        progress(force=start + batch >= len(todo), chunks_embedded=done)
-    if not drafts:
-        return np.zeros((0, client.dim), dtype=np.float32), 0
-    return np.stack([found[key] for key in keys]), embedded
 
 
 class _AlarmShield:
