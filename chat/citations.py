@@ -175,6 +175,7 @@ def make_citation(tag: str, segment: Segment) -> dict:
         "qa_id": segment.get("qa_id"),
         "document_id": segment.get("document_id"),
         "document_name": segment.get("document_name"),
+        "document_version": segment.get("document_version"),
         "chunk_index": segment.get("chunk_index"),
         "page_number": segment.get("page_number"),
         "heading_path": list(heading_path),

@@ -22,6 +22,7 @@ class Source(TypedDict):
     qa_id: int | None
     document_id: int | None
     document_name: str | None
+    document_version: NotRequired[int | None]  # the version quoted (the viewer opens its text)
     chunk_index: int | None
     page_number: int | None
     score: float | None

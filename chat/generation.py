@@ -53,7 +53,8 @@ def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
     return [
         {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),
          "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
-         "chunk_index": seg.get("chunk_index"), "page_number": seg.get("page_number"), "score": seg.get("score"),
+         "document_version": seg.get("document_version"), "chunk_index": seg.get("chunk_index"),
+         "page_number": seg.get("page_number"), "score": seg.get("score"),
          "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg)}
         for tag, seg in tag_map.items()
     ]

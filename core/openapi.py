@@ -31,6 +31,10 @@ SPECIFIC = {
     ("/api/documents/", "post"): {"413": "The file is larger than MAX_UPLOAD_SIZE.",
                                   "415": "Not a PDF, DOCX, text or Markdown file.",
                                   "422": "The file is damaged (a broken zip)."},
+    ("/api/documents/{id}/versions/", "post"): {
+        "409": "The document is being indexed, or the file is another document already (`extra.document_id`).",
+        "413": "The file is larger than MAX_UPLOAD_SIZE.", "415": "Not a supported file type.",
+        "422": "The file is damaged (a broken zip)."},
     ("/api/documents/{id}/reindex/", "post"): {"409": "The document is being indexed; try again when it is done."},
     ("/api/documents/{id}/text/", "get"): {"409": "The text is not extracted yet (`extra.status`)."},
     ("/api/conversations/{conversation_id}/messages/{message_id}/retry/", "post"): {

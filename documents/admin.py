@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.template.response import TemplateResponse
+from django.http import Http404, HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
-from django.utils.html import format_html
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from documents.admin_collections import CollectionAdmin  # noqa: F401 - registers the collection admin
 from documents.collections import document_set_active
 from documents.models import Chunk, Collection, Document, DocumentStatus
 from documents.moves import document_move
 from documents.services import document_reindex
+from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError
 
 FIRST_CHUNKS = 10
@@ -88,6 +91,7 @@ class DocumentAdmin(admin.ModelAdmin):
                            "category", "subcategory")}),
         ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
+        ("Versions", {"fields": ("versions",)}),
         ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                                            "embedding_model", "embedding_dim", "language", "text_config")}),
         ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
@@ -96,7 +100,8 @@ class DocumentAdmin(admin.ModelAdmin):
     readonly_fields = ("owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
                        "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
                        "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
-                       "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at")
+                       "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at",
+                       "versions")
     inlines = [FirstChunksInline]
     actions = ["reindex", "activate", "deactivate", "move"]
 
@@ -112,6 +117,41 @@ class DocumentAdmin(admin.ModelAdmin):
         if obj.status == DocumentStatus.INDEXED:
             return "—"
         return progress_text(obj)
+
+    @admin.display(description="versions")
+    def versions(self, obj):
+        rows = format_html_join("", "<li>{} {} · {} · {} · {} chunks ({} embedded, {} reused){}</li>", (
+            ("▶" if v.number == obj.version else "", f"v{v.number}", v.original_filename, v.get_status_display(),
+             v.chunk_count, v.embedded_chunks, v.reused_chunks, f" — {v.index_error}" if v.index_error else "")
+            for v in versions_list(document=obj)))
+        link = reverse("admin:documents_document_upload_version", args=[obj.pk])
+        return format_html('<ul style="margin:0;padding-left:1em">{}</ul><a class="button" href="{}">Upload new '
+                           'version…</a>', rows, link)
+
+    def get_urls(self):
+        return [path("<int:document_id>/upload-version/", self.admin_site.admin_view(self.upload_version_view),
+                     name="documents_document_upload_version")] + super().get_urls()
+
+    def upload_version_view(self, request, document_id: int):
+        """A new file for the document, through the same service as the API (owner or curator only)."""
+        document = self.get_queryset(request).filter(pk=document_id).first()
+        if document is None or not self.has_change_permission(request, document):
+            raise Http404("No such document.")
+        change_url = reverse("admin:documents_document_change", args=[document.pk])
+        if request.method == "POST" and request.FILES.get("file"):
+            upload = request.FILES["file"]
+            try:
+                version = document_version_upload(document_id=document.pk, user=_acting_user(request, document),
+                                                  source=upload, filename=upload.name)
+            except ApplicationError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.message_user(request, f"Version {version.number} is being indexed; version {document.version} "
+                                           "answers until it is ready.", messages.SUCCESS)
+                return HttpResponseRedirect(change_url)
+        return TemplateResponse(request, "admin/documents/document/upload_version.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "document": document,
+            "change_url": change_url, "title": f"Upload a new version of {document}"})
 
     @admin.display(description="size", ordering="size")
     def file_size(self, obj):

@@ -22,9 +22,12 @@ from documents.serializers import (
     DocumentTopicSerializer,
     DocumentUpdateSerializer,
     DocumentUploadSerializer,
+    VersionSerializer,
+    VersionUploadSerializer,
 )
 from documents.services import document_delete, document_reindex, document_set_topic, document_upload
 from documents.uploads import SizeLimitUploadHandler
+from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError, NotFound
 
 
@@ -129,6 +132,28 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         form.is_valid(raise_exception=True)
         document = document_set_topic(document_id=_pk(pk), user=request.user, **form.validated_data)
         return Response(DocumentSerializer(document).data)
+
+    @extend_schema(methods=["GET"], responses={200: VersionSerializer(many=True)})
+    @extend_schema(methods=["POST"], request={"multipart/form-data": OpenApiRequest(VersionUploadSerializer, encoding={
+        "file": {"contentType": ", ".join(UPLOAD_TYPES)}})}, responses={201: VersionSerializer})
+    @action(detail=True, methods=["get", "post"])
+    def versions(self, request, pk=None):
+        """GET: the document's versions, newest first. POST: upload a new file as its next version (its owner or
+        a curator of its collection); the current version answers until the new one is indexed."""
+        if request.method == "GET":
+            document = document_get(document_id=pk, user=request.user)
+            page = self.paginate_queryset(versions_list(document=document))
+            return self.get_paginated_response(VersionSerializer(page, many=True).data)
+        data = request.data  # parses the body through the size-limit handler
+        if getattr(request._request, "upload_too_large", False):
+            limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
+            raise ApplicationError(f"This file is larger than the limit of {limit_mb:.0f} MB.",
+                                   code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        form = VersionUploadSerializer(data=data)
+        form.is_valid(raise_exception=True)
+        upload = form.validated_data["file"]
+        version = document_version_upload(document_id=_pk(pk), user=request.user, source=upload, filename=upload.name)
+        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={202: DocumentSerializer})
     @action(detail=True, methods=["post"])

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from rest_framework import status
 
-from documents.models import Collection, CollectionVisibility, Document
+from documents.models import Collection, CollectionVisibility, Document, DocumentVersion
 from documents.services import document_locked_for_change
 from core.errors import ApplicationError, Conflict, NotFound
 
@@ -230,6 +230,10 @@ def collection_delete_now(*, collection_id: int) -> int:
             return 0
         documents = Document.objects.select_for_update().filter(collection=collection)
         files = [(d.file.storage, d.file.name) for d in documents.only("id", "file") if d.file.name]
+        # Superseded versions' files too (the current one's is the document's).
+        version_storage, current = DocumentVersion._meta.get_field("file").storage, {n for _, n in files}
+        files += [(version_storage, name) for name in DocumentVersion.objects.filter(document__in=documents)
+                  .values_list("file", flat=True).distinct() if name and name not in current]
         deleted = documents.count()
         # Django's collector deletes the texts and attachments in bulk; chunks and vectors cascade in SQL.
         Document.objects.filter(collection=collection).delete()

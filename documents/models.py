@@ -170,6 +170,11 @@ class Document(models.Model):
     index_warnings = models.JSONField(default=list, blank=True)
     empty_pages = models.JSONField(default=list, blank=True)
     index_attempts = models.PositiveSmallIntegerField(default=0)
+    # The number of the DocumentVersion whose chunks answer (documents/versions.py).
+    version = models.PositiveIntegerField(default=1, db_default=1)
+    # The last index's work: {"embedded_chunks", "reused_chunks" (vectors from the embeddings cache),
+    # "seconds": {"extract", "chunk", "embed", "commit", "total"}}.
+    index_stats = models.JSONField(default=dict, blank=True)
     # Renewed while a worker processes the document; a stale one means the worker died.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     category = models.CharField(max_length=100, blank=True)
@@ -204,6 +209,58 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.original_filename
+
+
+class VersionStatus(models.TextChoices):
+    UPLOADED = "uploaded", "Uploaded"
+    PROCESSING = "processing", "Processing"
+    CURRENT = "current", "Current"
+    SUPERSEDED = "superseded", "Superseded"
+    FAILED = "failed", "Failed"
+
+
+def version_upload_path(instance: "DocumentVersion", filename: str) -> str:
+    suffix = PurePath(filename).suffix.lower()[:10]
+    return f"documents/{instance.document.owner_id}/{uuid.uuid4().hex}{suffix}"
+
+
+class DocumentVersion(models.Model):
+    """One uploaded file of a document. The current one's file, text and chunks are the document's own;
+    a superseded one keeps its file, text and chunk layout for the citations that quoted it."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    file = models.FileField(upload_to=version_upload_path, max_length=255)
+    original_filename = models.CharField(max_length=255)
+    mime_type = models.CharField(max_length=100)
+    size = models.BigIntegerField(help_text="Bytes")
+    sha256 = models.CharField(max_length=64)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="+")
+    status = models.CharField(max_length=20, choices=VersionStatus.choices, default=VersionStatus.UPLOADED)
+    index_error = models.TextField(blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    embedded_chunks = models.PositiveIntegerField(default=0)
+    reused_chunks = models.PositiveIntegerField(default=0)
+    index_stats = models.JSONField(default=dict, blank=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    # Filled when it is superseded (the document's text and chunks move on): what its citations point into.
+    text = models.TextField(blank=True)
+    pages = models.JSONField(default=list, blank=True)
+    # [[chunk_index, start_offset, end_offset, page_number, heading_path], ...]
+    segments = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "number"], name="documentversion_unique_number"),
+            models.CheckConstraint(condition=models.Q(status__in=VersionStatus.values),
+                                   name="documentversion_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id} v{self.number}"
 
 
 class DocumentText(models.Model):

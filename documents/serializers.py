@@ -2,7 +2,7 @@ from rest_framework import serializers
 
 from core.pagination import StrictCharField
 
-from documents.models import Collection, CollectionVisibility, Document
+from documents.models import Collection, CollectionVisibility, Document, DocumentVersion
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -22,9 +22,25 @@ class DocumentSerializer(serializers.ModelSerializer):
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
             "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim",
             "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages",
-            "progress_note", "ocr", "created_at", "updated_at",
+            "progress_note", "ocr", "index_stats", "version", "created_at", "updated_at",
         ]
         read_only_fields = fields
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    name = serializers.CharField(source="original_filename", read_only=True)
+    uploaded_by = serializers.CharField(source="uploaded_by.username", read_only=True, allow_null=True, default=None,
+                                        help_text="Who uploaded it (null once that user is deleted)")
+
+    class Meta:
+        model = DocumentVersion
+        fields = ["number", "name", "size", "sha256", "uploaded_by", "created_at", "status", "index_error",
+                  "chunk_count", "embedded_chunks", "reused_chunks"]
+        read_only_fields = fields
+
+
+class VersionUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=True)
 
 
 class DocumentUploadSerializer(serializers.Serializer):

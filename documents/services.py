@@ -17,7 +17,7 @@ from rest_framework import status
 
 from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
-from documents.models import Collection, Document, DocumentStatus
+from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted
 from core.errors import ApplicationError, NotFound
 
@@ -118,6 +118,9 @@ def document_upload(
         try:
             with transaction.atomic():
                 document.save()
+                DocumentVersion.objects.create(
+                    document=document, number=1, file=document.file.name, original_filename=filename,
+                    mime_type=mime_type, size=size, sha256=sha256, uploaded_by=owner)
                 transaction.on_commit(lambda: announce_index_wanted(document.pk))
         except IntegrityError:
             # The same file uploaded twice at the same moment: the other request won.
@@ -200,16 +203,19 @@ def document_delete(*, document_id: int, user) -> None:
     """Delete the document with its chunks, vectors and stored file (owner or curator only)."""
     with transaction.atomic():
         document = document_locked_for_change(document_id=document_id, user=user)
-        file_name = document.file.name
         storage = document.file.storage
+        # Its versions' files too (the current one's is the document's).
+        names = {document.file.name, *DocumentVersion.objects.filter(document=document).values_list("file", flat=True)}
         document.delete()
-        # The file goes only once the rows are gone for good.
-        transaction.on_commit(lambda: storage.delete(file_name) if file_name else None)
+        # The files go only once the rows are gone for good.
+        transaction.on_commit(lambda: [storage.delete(name) for name in names if name])
 
 
-def copy_to_temp(document: Document) -> Path:
-    """A local copy of the stored file (storage may be remote), for extraction."""
+def copy_to_temp(document: Document, *, file=None) -> Path:
+    """A local copy of the stored file (storage may be remote), for extraction; `file`: one of its
+    versions' files instead of the current one."""
+    stored = file if file is not None else document.file
     handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
-    with os.fdopen(handle, "wb") as out, document.file.open("rb") as source:
+    with os.fdopen(handle, "wb") as out, stored.open("rb") as source:
         shutil.copyfileobj(source, out, COPY_BUFFER)
     return Path(name)

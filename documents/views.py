@@ -17,6 +17,7 @@ from documents.collections import library_collections
 from documents.downloads import original_file_response
 from documents.models import Chunk, Document, DocumentText
 from documents.serializers import DocumentSerializer
+from documents.versions import version_for_citation
 
 LIBRARY_FIRST_PAGE = 100
 MD_HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -48,26 +49,43 @@ def document_view(request, document_id: int):
     whose original is stored also shows its real pages (PDF.js reads them from the download URL,
     so the page view needs no access the download does not already check)."""
     document = get_object_or_404(Document.objects.visible_to(request.user), pk=document_id)
-    text = DocumentText.objects.filter(document=document).first()
+    # ?version=N: a citation of an earlier version opens the text it quoted (documents/versions.py).
+    asked = request.GET.get("version", "")
+    old = version_for_citation(document=document, number=int(asked)) if asked.isdigit() else None
+    version_note = ""
+    if old is not None:
+        version_note = (f"You are reading version {old.number}, which an answer quoted; "
+                        f"a newer version exists (version {document.version}).")
+    elif asked.isdigit() and int(asked) != document.version:
+        version_note = (f"Version {asked} is no longer kept; this is the current version ({document.version}), "
+                        "so the cited passage may have changed.")
+    text = old if old is not None else DocumentText.objects.filter(document=document).first()
     sections: list[dict] = []
     toc: list[dict] = []
     if text is not None:
-        chunks = list(Chunk.objects.visible_to(request.user).filter(document=document)
-                      .order_by("chunk_index").values_list("chunk_index", "start_offset", "end_offset", "heading_path"))
+        if old is not None:
+            chunks = [(c[0], c[1], c[2], c[4] or []) for c in old.segments]
+        else:
+            chunks = list(Chunk.objects.visible_to(request.user).filter(document=document).order_by("chunk_index")
+                          .values_list("chunk_index", "start_offset", "end_offset", "heading_path"))
+        mime_type = old.mime_type if old is not None else document.mime_type
         sections, toc = layout_text(
             text.text, pages=text.pages or [], chunks=chunks,
-            markdown=document.mime_type == "text/markdown",
-            reflow=document.mime_type in ("application/pdf", "text/plain"),
-            pages_total=document.pages_total, empty_pages=document.empty_pages or [],
+            markdown=mime_type == "text/markdown",
+            reflow=mime_type in ("application/pdf", "text/plain"),
+            pages_total=document.pages_total if old is None else None,
+            empty_pages=(document.empty_pages or []) if old is None else [],
         )
     return render(request, "documents/viewer.html", {
         "nav": "library",
         "document": document,
+        "version_note": version_note,
         "has_text": text is not None,
         "sections": sections,
         "toc": toc,
         "paged": any(s["number"] is not None for s in sections),
-        "show_pages": document.mime_type == "application/pdf" and _original_stored(document),
+        # An earlier version's citation opens its kept text: the page view draws the current file only.
+        "show_pages": old is None and document.mime_type == "application/pdf" and _original_stored(document),
         "status_json": DocumentSerializer(document).data,
     })
 

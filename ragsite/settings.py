@@ -231,6 +231,8 @@ else:
 
 # --- ragsite's own settings ---
 MAX_UPLOAD_SIZE = env_int("MAX_UPLOAD_SIZE", 100 * 1024 * 1024)
+# Versions of a document kept (the current one included); older ones are pruned with their text and file.
+DOCUMENT_VERSIONS_KEPT = env_int("DOCUMENT_VERSIONS_KEPT", 10)
 FILE_UPLOAD_TEMP_DIR = env_str("FILE_UPLOAD_TEMP_DIR") or None
 EXTERNAL_AI_DISABLED = env_bool("EXTERNAL_AI_DISABLED", False)
 EMBEDDING_SERVER_URL = env_str("EMBEDDING_SERVER_URL")

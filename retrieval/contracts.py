@@ -19,6 +19,8 @@ class Segment(TypedDict):
     document_id: int | None
     document_name: str  # the file name; "Approved answer" for Q&A pairs
     document_title: NotRequired[str]
+    # The document's version the chunk belongs to: a citation opens that version's text later.
+    document_version: NotRequired[int]
     chunk_index: int | None
     page_number: int | None
     heading_path: list[str]

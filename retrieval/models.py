@@ -116,6 +116,9 @@ class ChunkEmbedding(models.Model):
                                    related_name="+", db_index=False)
     is_active = models.BooleanField(default=True, db_default=True)
     embedding = VectorField()
+    # Its key in EmbeddingCache (retrieval.embedding_cache); NULL for late-chunked vectors, which
+    # depend on the whole document and are never shared.
+    content_hash = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -125,10 +128,29 @@ class ChunkEmbedding(models.Model):
             models.Index(fields=["document", "model"], name="chunkembedding_doc_model"),
             models.Index(fields=["collection", "model"], name="chunkembedding_coll_model",
                          condition=models.Q(collection__isnull=False)),
+            # The cleanup trigger asks "does any chunk vector still hold this key?".
+            models.Index(fields=["content_hash"], name="chunkembedding_content_hash",
+                         condition=models.Q(content_hash__isnull=False)),
         ]
 
     def __str__(self) -> str:
         return f"chunk {self.chunk_id} / {self.model_id}"
+
+
+class EmbeddingCache(models.Model):
+    """One vector per content key (retrieval.embedding_cache): a chunk text, its embedder, its visibility scope.
+
+    Rows whose key no chunk vector holds any more are deleted by a trigger (migration 0014). No
+    row-level security and no grant to the reader role: nothing but indexing reads it.
+    """
+
+    content_hash = models.CharField(max_length=64, primary_key=True)
+    model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+", db_index=False)
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.content_hash[:12]
 
 
 class KnowledgeEntryQuerySet(models.QuerySet):

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, IntegerField, Min, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from documents.models import Document, DocumentStatus
 from core.health import health_report
-from retrieval.models import ChunkEmbedding, EmbeddingModel, EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
+from retrieval.models import ChunkEmbedding, EmbeddingCache, EmbeddingModel, EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.vectors import hnsw_indexes
 
 ERRORS_SHOWN = 20
@@ -88,6 +90,23 @@ def ingest_throughput(now=None) -> dict:
             "bucket_minutes": THROUGHPUT_BUCKET_MINUTES}
 
 
+def embedding_reuse(now=None) -> dict:
+    """How many chunk vectors the embeddings cache supplied: last hour (by indexed_at) and every indexed document."""
+    now = now or timezone.now()
+    embedded = Cast(KeyTextTransform("embedded_chunks", "index_stats"), IntegerField())
+    reused = Cast(KeyTextTransform("reused_chunks", "index_stats"), IntegerField())
+
+    def rate(queryset) -> dict:
+        sums = queryset.aggregate(embedded=Sum(embedded), reused=Sum(reused))
+        done, kept = sums["embedded"] or 0, sums["reused"] or 0
+        return {"embedded": done, "reused": kept,
+                "rate": round(100 * kept / (done + kept), 1) if done + kept else None}
+
+    return {"hour": rate(Document.objects.filter(indexed_at__gte=now - timedelta(hours=1))),
+            "all": rate(Document.objects.filter(status=DocumentStatus.INDEXED)),
+            "cached_vectors": EmbeddingCache.objects.count()}
+
+
 def knowledge_states() -> dict:
     counts = dict(KnowledgeEntry.objects.values_list("embedding_state").annotate(n=Count("id")).order_by())
     return {label: counts.get(value, 0) for value, label in EmbeddingState.choices}
@@ -99,5 +118,5 @@ def dashboard() -> dict:
     return {
         "healthy": healthy, "health": report, "queue": queue_stats(), "documents": documents_by_status(),
         "models": vectors_by_model(), "errors": list(recent_errors()), "throughput": ingest_throughput(),
-        "knowledge": knowledge_states(),
+        "knowledge": knowledge_states(), "reuse": embedding_reuse(),
     }

@@ -33,14 +33,17 @@ from documents.chunking import STRATEGIES, ChunkDraft, build_layout, chunk_layou
 from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
-from documents.models import Chunk, Document, DocumentStatus, DocumentText
+from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.services import copy_to_temp
 from documents.signals import index_finished
+from documents.versions import version_fail, version_indexed, version_switch, version_to_index
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
+                                       embedder_identity)
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -78,6 +81,9 @@ class Built:
     note: str = ""  # why the strategy asked for was not used (late chunking fell back)
     timings: dict = field(default_factory=dict)
     ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
+    keys: list = field(default_factory=list)  # each chunk's embeddings-cache key (None: not cached)
+    embedded: int = 0  # chunks whose vector the embedder computed in this run
+    reused: int = 0  # chunks whose vector came from the embeddings cache
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -101,34 +107,38 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
         return "skipped: not waiting to be indexed"
     attempt = document.index_attempts
     started = time.monotonic()
+    version = None
     try:
+        # The newest waiting version of the document, else its current one (documents/versions.py).
+        version = version_to_index(document=document)
         with _time_limit(settings.INDEX_TIME_LIMIT):
-            built = _build(document, strategy)
-        _commit(document, attempt, built)
+            built = _build(document, strategy, version)
+        _commit(document, attempt, built, version)
     except Superseded:
         return "skipped: superseded"
     except ExtractionError as exc:
-        _fail(document, attempt, exc.message, code=exc.code)
+        _fail(document, attempt, exc.message, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except IndexTimeout:
         limit = settings.INDEX_TIME_LIMIT
         limit_text = f"{limit:g} seconds" if limit < 120 else f"{limit / 60:g} minutes"
         _fail(document, attempt, f"Indexing took longer than the limit of {limit_text} and was stopped. "
-                                 "The file may be malformed or unusually complex.", code="timeout")
+                                 "The file may be malformed or unusually complex.", code="timeout", version=version)
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
             _retry_later(document, attempt, exc, strategy, reschedule)
             return "retrying: embedding server unavailable"
-        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code)
+        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code,
+              version=version)
         return f"failed: {exc.code}"
     except ApplicationError as exc:
-        _fail(document, attempt, exc.message, code=exc.code)
+        _fail(document, attempt, exc.message, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except Exception as exc:  # the worker must go on with the next job
         logger.exception("indexing crashed", extra={"document_id": document_id})
         _fail(document, attempt, f"Unexpected error while indexing ({exc.__class__.__name__}); "
-                                 "the details are in the server log.", code="internal")
+                                 "the details are in the server log.", code="internal", version=version)
         return "failed: internal"
     logger.info("document indexed", extra={"document_id": document_id, "chunks": len(built.drafts),
                                             "seconds": round(time.monotonic() - started, 3), **built.timings})
@@ -182,7 +192,7 @@ class _Progress:
 # --- the slow part: no transaction open -------------------------------------------------
 
 
-def _build(document: Document, strategy: str | None = None) -> Built:
+def _build(document: Document, strategy: str | None = None, version: DocumentVersion | None = None) -> Built:
     with _shield.hold():
         rs = retrieval_settings_get()
         # (Re-)indexing always uses the current default; search follows each document's pinned model.
@@ -193,12 +203,13 @@ def _build(document: Document, strategy: str | None = None) -> Built:
     progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
     t0 = time.monotonic()
-    path = copy_to_temp(document)
+    path = copy_to_temp(document, file=version.file if version is not None else None)
     try:
         def on_pages(done: int, total: int) -> None:
             progress(pages_done=done, pages_total=total)
 
-        extraction = extract(path, document.mime_type, on_progress=on_pages, language=document.language,
+        mime_type = version.mime_type if version is not None else document.mime_type
+        extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
                              on_status=lambda note: progress(progress_note=note[:200]))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
@@ -226,13 +237,25 @@ def _build(document: Document, strategy: str | None = None) -> Built:
 
     t0 = time.monotonic()
     client = embedder_for(server, batch_size=rs.embed_batch_size)
+    keys: list[str | None] = [None] * len(drafts)
     if strategy == "late" and drafts:
+        # Late-chunked vectors depend on the whole document: never cached (retrieval.embedding_cache).
         vectors, facts = late_chunk_embed(server, client, layout.text, drafts,
                                           progress=lambda done: progress(chunks_embedded=done))
         progress(force=True, chunks_embedded=len(drafts))
         timings.update(facts)
+        embedded, reused = len(drafts), 0
     else:
-        vectors = _embed_drafts(client, drafts, rs.embed_batch_size, progress)
+        dim = server.embedding_dim or client.dim
+        identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model, dim=dim)
+        scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
+        text_keys = [cache_key(scope=scope, identity=identity, text=d.embed_text) for d in drafts]
+        with _shield.hold():
+            cached = {k: v for k, v in cache_lookup(text_keys).items() if v.shape == (dim,)}
+        vectors, embedded = embed_missing(client, [d.embed_text for d in drafts], rs.embed_batch_size, progress,
+                                          keys=text_keys, cached=cached)
+        keys = list(text_keys)
+        reused = len(drafts) - embedded
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     return Built(
         text=layout.text, pages=[list(p) for p in layout.pages], drafts=drafts, vectors=vectors,
@@ -240,6 +263,7 @@ def _build(document: Document, strategy: str | None = None) -> Built:
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
+        keys=keys, embedded=embedded, reused=reused,
     )
 
 
@@ -248,17 +272,6 @@ def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
     if strategy == "fixed":
         return rs.fixed_chunk_size, rs.fixed_chunk_overlap
     return rs.chunk_size, rs.chunk_overlap
-
-
-def _embed_drafts(client, drafts: list[ChunkDraft], batch_size: int, progress: _Progress) -> np.ndarray:
-    """Each chunk's own text embedded on its own, in batches (the `tokens` and `fixed` strategies)."""
-    batch = max(1, batch_size)
-    parts = []
-    for start in range(0, len(drafts), batch):
-        texts = [d.embed_text for d in drafts[start:start + batch]]
-        parts.append(np.asarray(client.embed_passages(texts), dtype=np.float32))
-        progress(force=start + batch >= len(drafts), chunks_embedded=min(start + batch, len(drafts)))
-    return np.concatenate(parts) if parts else np.zeros((0, client.dim), dtype=np.float32)
 
 
 class _AlarmShield:
@@ -315,7 +328,7 @@ def _time_limit(seconds: float):
 # --- the commit: one transaction ----------------------------------------------------------
 
 
-def _commit(document: Document, attempt: int, built: Built) -> None:
+def _commit(document: Document, attempt: int, built: Built, version: DocumentVersion | None = None) -> None:
     t0 = time.monotonic()
     model = embedding_model_ensure(name=built.model_name, dim=built.dim)
     config = text_config_for(built.language)
@@ -328,6 +341,8 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None or locked.status != DocumentStatus.PROCESSING or locked.index_attempts != attempt:
             raise Superseded()
+        # A new version: the current one keeps its text and chunk layout for its citations (before the delete).
+        switch = version_switch(document=locked, version=version)
         with connection.cursor() as cursor:
             # Vectors go with their chunks (ON DELETE CASCADE in the database).
             cursor.execute("DELETE FROM documents_chunk WHERE document_id = %s", [document.pk])
@@ -345,13 +360,21 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             batch_size=1000,
         )
         search_vectors_write(chunk_ids=[c.pk for c in chunks], analyses=analyses)
+        keys = built.keys or [None] * len(chunks)
+        if locked.collection_id != document.collection_id:
+            keys = [None] * len(chunks)  # moved meanwhile: its keys name the old scope
         ChunkEmbedding.objects.bulk_create(
             [ChunkEmbedding(chunk=c, model=model, document_id=document.pk, owner_id=owner_id,
-                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v)
-             for c, v in zip(chunks, built.vectors)],
+                            collection_id=locked.collection_id, is_active=locked.is_active, embedding=v,
+                            content_hash=key)
+             for c, v, key in zip(chunks, built.vectors, keys)],
             batch_size=1000,
         )
+        # After the chunk vectors: deleting the old chunks above released the keys nobody held.
+        cache_store(model_id=model.pk, keys=keys, vectors=built.vectors)
         warnings = list(built.warnings)
+        built.timings["commit_s"] = round(time.monotonic() - t0, 3)
+        stats = _stats(built)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
@@ -359,10 +382,18 @@ def _commit(document: Document, attempt: int, built: Built) -> None:
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
-            ocr=built.ocr, progress_note="",
+            ocr=built.ocr, progress_note="", index_stats=stats, **switch,
         )
+        version_indexed(version=version, chunk_count=len(chunks), stats=stats)
         transaction.on_commit(lambda: _announce_finished(document.pk))
-    built.timings["commit_s"] = round(time.monotonic() - t0, 3)
+    built.timings["commit_s"] = round(time.monotonic() - t0, 3)  # the whole transaction, for the benchmark
+
+
+def _stats(built: Built) -> dict:
+    """The document's indexing stats: where vectors came from and the seconds per stage."""
+    seconds = {stage: built.timings.get(f"{stage}_s") for stage in ("extract", "chunk", "embed", "commit")}
+    seconds["total"] = round(sum(v for v in seconds.values() if v is not None), 3)
+    return {"embedded_chunks": built.embedded, "reused_chunks": built.reused, "seconds": seconds}
 
 
 def _context_prefix(draft: ChunkDraft) -> str:
@@ -385,8 +416,15 @@ def _owned(document: Document, attempt: int):
     return Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING, index_attempts=attempt)
 
 
-def _fail(document: Document, attempt: int, message: str, *, code: str) -> None:
+def _fail(document: Document, attempt: int, message: str, *, code: str, version: DocumentVersion | None = None) -> None:
     _reset_connection_if_broken()
+    with transaction.atomic():
+        # A failed new version: the error goes on the version and the current one goes on answering.
+        if _owned(document, attempt).select_for_update().exists() and version_fail(
+                document=document, version=version, message=message):
+            logger.warning("new version failed", extra={"document_id": document.pk, "version": version.number,
+                                                         "code": code, "reason": message})
+            return
     if document.chunk_count:
         message = f"{message} The previous version stays searchable."
     updated = _owned(document, attempt).update(

@@ -15,6 +15,7 @@ from django.db.models import Q
 
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from retrieval.ai.clients import embedder_for
+from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import retrieval_settings_get
@@ -68,13 +69,24 @@ def embed_new_vectors(document: Document, server: AiServer) -> bool:
                                            progress=lambda done: None)
         _store(document, model, [c[0] for c in chunks], vectors)
         return True
-    for start in range(0, len(chunks), BATCH):
-        vectors = np.asarray(client.embed_passages(texts[start:start + BATCH]), dtype=np.float32)
-        _store(document, model, [c[0] for c in chunks[start:start + BATCH]], vectors)
+    # Chunks whose text the new model has embedded in this document's scope take the cached vector.
+    identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model, dim=model.dim)
+    scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
+    keys = [cache_key(scope=scope, identity=identity, text=text) for text in texts]
+    cached = {k: v for k, v in cache_lookup(keys).items() if v.shape == (model.dim,)}
+    hits = [i for i, key in enumerate(keys) if key in cached]
+    if hits:
+        _store(document, model, [chunks[i][0] for i in hits], [cached[keys[i]] for i in hits],
+               keys=[keys[i] for i in hits])
+    todo = [i for i, key in enumerate(keys) if key not in cached]
+    for start in range(0, len(todo), BATCH):
+        part = todo[start:start + BATCH]
+        vectors = np.asarray(client.embed_passages([texts[i] for i in part]), dtype=np.float32)
+        _store(document, model, [chunks[i][0] for i in part], vectors, keys=[keys[i] for i in part])
     return False
 
 
-def _store(document: Document, model, chunk_ids: list[int], vectors) -> None:
+def _store(document: Document, model, chunk_ids: list[int], vectors, *, keys: list[str] | None = None) -> None:
     # The document's row is locked while its copies are written: a deactivation waits, then its
     # trigger updates these rows too (retrieval migration 0012).
     with transaction.atomic():
@@ -85,9 +97,12 @@ def _store(document: Document, model, chunk_ids: list[int], vectors) -> None:
         ChunkEmbedding.objects.bulk_create(
             [ChunkEmbedding(chunk_id=chunk_id, model=model, document_id=document.pk, owner_id=document.owner_id,
                             collection_id=current["collection_id"], is_active=current["is_active"],
-                            embedding=vector) for chunk_id, vector in zip(chunk_ids, vectors)],
-            update_conflicts=True, unique_fields=["chunk", "model"], update_fields=["embedding"],
+                            embedding=vector, content_hash=key)
+             for chunk_id, vector, key in zip(chunk_ids, vectors, keys or [None] * len(chunk_ids))],
+            update_conflicts=True, unique_fields=["chunk", "model"], update_fields=["embedding", "content_hash"],
         )
+        if keys:
+            cache_store(model_id=model.pk, keys=keys, vectors=vectors)
 
 
 def switch_model(document: Document, server: AiServer, *, late: bool = False) -> bool:

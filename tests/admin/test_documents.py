@@ -137,3 +137,28 @@ def test_reembed_with_the_default_model(admin_client, user, fake_embedder, djang
 
 def test_documents_cannot_be_added_in_the_admin(admin_client):
     assert admin_client.get(reverse("admin:documents_document_add")).status_code == 403
+
+
+def test_upload_new_version_from_the_document_page(admin_client, user, fake_embedder):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from documents.models import DocumentVersion
+    from retrieval.tasks import index_document
+
+    document = indexed(user, "Pears are picked before they are ripe.", "pears.txt")
+    change = admin_client.get(reverse("admin:documents_document_change", args=[document.pk])).content.decode()
+    url = reverse("admin:documents_document_upload_version", args=[document.pk])
+    assert url in change and "Upload new version" in change
+    response = admin_client.post(url, {"file": SimpleUploadedFile("pears-v2.txt", b"Pears ripen off the tree.")})
+    assert response.status_code == 302
+    assert DocumentVersion.objects.get(document=document, number=2).uploaded_by == user  # the owner's own upload
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert (document.version, document.original_filename) == (2, "pears-v2.txt")
+    change = admin_client.get(reverse("admin:documents_document_change", args=[document.pk])).content.decode()
+    assert "v2 · pears-v2.txt · Current" in change and "v1 · pears.txt · Superseded" in change
+    # A second version while one waits is refused with the service's message.
+    admin_client.post(url, {"file": SimpleUploadedFile("pears-v3.txt", b"Pears: version three.")})
+    refused = admin_client.post(url, {"file": SimpleUploadedFile("pears-v4.txt", b"Pears: version four.")},
+                                follow=True).content.decode()
+    assert "being indexed" in refused

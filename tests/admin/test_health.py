@@ -11,6 +11,7 @@ from django_q.models import OrmQ, Task
 
 from documents.models import Document
 from retrieval.models import ChunkEmbedding, EmbeddingModel
+from retrieval.tasks import index_document
 from tests.admin.conftest import indexed
 from tests.documents.factories import upload_bytes
 
@@ -72,3 +73,15 @@ def test_dashboard_keeps_only_the_last_twenty_errors(admin_client, user):
 def test_the_django_q_task_admin_stays_available(admin_client):
     for name in ("ormq", "success", "failure", "schedule"):
         assert admin_client.get(reverse(f"admin:django_q_{name}_changelist")).status_code == 200
+
+
+def test_dashboard_shows_the_embeddings_cache_reuse_rate(admin_client, user, fake_embedder):
+    document = indexed(user, "Plums are pruned in summer, never in winter.", "plums.txt")
+    Document.objects.filter(pk=document.pk).update(status="reindexing")
+    index_document(document.pk)  # every vector from the cache
+    indexed(user, "Quinces ripen late and keep for months.", "quinces.txt")  # one new vector
+    response = admin_client.get(URL)
+    reuse = response.context["reuse"]
+    assert (reuse["hour"]["reused"], reuse["hour"]["embedded"], reuse["hour"]["rate"]) == (1, 1, 50.0)
+    assert reuse["cached_vectors"] == 2
+    assert "Embeddings cache reuse rate: <strong>50.0 %</strong>" in response.content.decode()

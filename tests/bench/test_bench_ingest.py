@@ -58,3 +58,32 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     assert ocr["ocr_pages_per_s"] == pytest.approx(2 / ocr["breakdown_s"]["task_extract"], rel=1e-2)
     assert ocr["tesseract_peak_rss_mb"] > 10
     assert ocr["goals"]["worker_peak_rss_mb"]["met"] == (ocr["worker_peak_rss_mb"] < 500)
+
+
+@pytest.mark.slow
+def test_ingest_bench_versions_small_run(tmp_path, sample_data):
+    """--versions at 4 pages: the first index, then the same file, one page and 10% of pages as new versions."""
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--versions", "--version-pages", "4",
+         "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "ingest-versions"
+    runs = report["results"]["runs"]
+    assert list(runs) == ["first", "same", "one_page", "ten_percent"]
+    assert [r["version"] for r in runs.values()] == [1, 2, 3, 4]
+    first = runs["first"]
+    assert first["chunks"] > 0 and first["embedded_chunks"] == first["chunks"] and first["reused_chunks"] == 0
+    # The same file: every vector from the cache. One page changed: some chunks embedded, the rest reused.
+    assert runs["same"]["embedded_chunks"] == 0 and runs["same"]["reused_chunks"] == runs["same"]["chunks"]
+    one = runs["one_page"]
+    assert 0 < one["embedded_chunks"] < one["chunks"] and one["reused_chunks"] == one["chunks"] - one["embedded_chunks"]
+    for name in ("same", "one_page", "ten_percent"):
+        run = runs[name]
+        assert run["ratio"] == pytest.approx(run["wall_s"] / first["wall_s"], abs=1e-3)
+        assert run["goal"]["met"] == (run["ratio"] <= {"same": 0.05, "one_page": 0.10, "ten_percent": 0.20}[name])
+        assert set(run["stage_s"]) == {"extract", "chunk", "embed", "commit", "total"}
+    assert report["all_goals_met"] == all(runs[n]["goal"]["met"] for n in ("same", "one_page", "ten_percent"))

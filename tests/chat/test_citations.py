@@ -25,6 +25,7 @@ TAG_MAP = {
         "source_type": "document",
         "document_id": 3,
         "document_name": "Handbook.pdf",
+        "document_version": 2,
         "chunk_index": 4,
         "page_number": 7,
         "heading_path": ["Safety", "Ladders"],
@@ -90,6 +91,7 @@ def test_made_up_tag_dropped_and_counted_real_tags_become_citations():
         "qa_id": None,
         "document_id": 3,
         "document_name": "Handbook.pdf",
+        "document_version": 2,  # the version quoted: the viewer opens that version's text
         "chunk_index": 4,
         "page_number": 7,
         "heading_path": ["Safety", "Ladders"],

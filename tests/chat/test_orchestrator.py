@@ -64,7 +64,8 @@ def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence
     assert "scaffold" in chunk.content.lower()
     assert citation["document_id"] == document.pk and citation["document_name"] == "safety.pdf"
     assert answer.sources == [{"source_id": "S1", "source_type": "document", "document_id": document.pk,
-                               "document_name": "safety.pdf", "chunk_index": chunk.chunk_index, "page_number": 2,
+                               "document_name": "safety.pdf", "document_version": 1,
+                               "chunk_index": chunk.chunk_index, "page_number": 2,
                                "qa_id": None, "score": meta["retrieved_segments"][0]["score"],
                                "preview": citation["snippet_preview"], "tier": 2, "collection": None,
                                "distance": meta["retrieved_segments"][0]["distance"],

@@ -12,7 +12,7 @@ from pypdf import PdfWriter
 
 from documents.models import Chunk, Document, DocumentText
 from retrieval.tasks import index_document
-from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
+from retrieval.models import AiServer, ChunkEmbedding, EmbeddingCache, RetrievalSettings
 from tests.documents.factories import upload_bytes, upload_path
 from tests.pdfgen import text_pdf
 
@@ -340,6 +340,8 @@ def test_failed_reindex_keeps_the_previous_chunks(user, fake_embedder):
     before = list(Chunk.objects.filter(document=document).values_list("id", flat=True))
     document.status = "reindexing"
     document.save()
+    # Same text: the embeddings cache would serve every vector without asking the failing server.
+    EmbeddingCache.objects.all().delete()
     fake_embedder.fail_next("/v1/embeddings", {"status": 400}, times=5)
     document = index(document)
     assert document.status == "failed"

@@ -149,7 +149,9 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         assert stored.status == "done" and stored.metadata["mode"] == "documents"
         citation = stored.metadata["citations"][0]
         assert citation["document_id"] == document.pk
-        href = f"/documents/{document.pk}/#chunk-{citation['chunk_index']}"
+        # The link names the version the answer quoted (documents/versions.py).
+        href = f"/documents/{document.pk}/?version={citation['document_version']}#chunk-{citation['chunk_index']}"
+        assert citation["document_version"] == 1
         expect(marker).to_have_attribute("href", href)
 
         # Hovering the marker previews the passage; the sources panel lists it with its score.

@@ -59,7 +59,9 @@
   }
 
   function citeHref(c) {
-    return c.document_id ? `/documents/${c.document_id}/#chunk-${c.chunk_index}` : null;
+    // The version the answer quoted: the viewer opens its text even after a newer version came.
+    const version = c.document_version ? `?version=${c.document_version}` : "";
+    return c.document_id ? `/documents/${c.document_id}/${version}#chunk-${c.chunk_index}` : null;
   }
 
   /** Where a source comes from, in the reader's words. */

@@ -61,6 +61,10 @@
       box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => reindex(doc, true),
         "aria-label": `Re-index ${doc.title}` }, "Re-index"));
     }
+    if (doc.status === "indexed" || doc.status === "failed") {
+      box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => uploadVersion(doc),
+        "aria-label": `Upload new version of ${doc.title}` }, "Upload new version"));
+    }
     box.append(el("button", { type: "button", class: "btn btn-sm btn-danger", onclick: () => remove(doc),
       "aria-label": `Delete ${doc.title}` }, "Delete"));
     return box;
@@ -212,6 +216,31 @@
     } catch (err) {
       toast(err.message, "error");
     }
+  }
+
+  // A new file for the same document: the current version answers until the new one is indexed.
+  function uploadVersion(doc) {
+    const picker = el("input", { type: "file", hidden: true });
+    picker.addEventListener("change", async () => {
+      const file = picker.files[0];
+      picker.remove();
+      if (!file) return;
+      const form = new FormData();
+      form.append("file", file);
+      try {
+        const response = await fetch(`/api/documents/${doc.id}/versions/`, { method: "POST", body: form,
+          credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": rag.csrfToken() } });
+        const body = await response.json().catch(() => ({}));
+        if (!response.ok) throw new Error(body.message || "The upload failed.");
+        setDoc(await api("GET", `/api/documents/${doc.id}/`));
+        render();
+        toast(`Version ${body.number} of ${doc.title} is being indexed; version ${doc.version || 1} answers meanwhile.`);
+      } catch (err) {
+        toast(err.message, "error");
+      }
+    });
+    document.body.append(picker);
+    picker.click();
   }
 
   async function remove(doc) {
