@@ -4,14 +4,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from django.conf import settings
-from django.core.files import File
 from django.db import IntegrityError, transaction
 from rest_framework import status
 
@@ -19,6 +17,7 @@ from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus
 from documents.signals import index_wanted
+from documents.storage import delete_stored, save_original
 from core.errors import ApplicationError, NotFound
 
 logger = logging.getLogger(__name__)
@@ -111,15 +110,15 @@ def document_upload(
             subcategory=subcategory.strip(),
             language=language.strip().lower()[:20],
         )
-        with open(path, "rb") as handle:
-            document.file.save(filename, File(handle), save=False)
+        with open(path, "rb") as handle:  # the request's own spooled copy, not a stored file
+            save_original(document, filename=filename, handle=handle)
         try:
             with transaction.atomic():
                 document.save()
                 transaction.on_commit(lambda: announce_index_wanted(document.pk))
         except IntegrityError:
             # The same file uploaded twice at the same moment: the other request won.
-            document.file.delete(save=False)
+            delete_stored(document.file.name, target=document.file.storage)
             return UploadResult(same.get(), True)
         logger.info("document uploaded", extra={"document_id": document.pk, "owner_id": owner.pk,
                                                 "mime_type": mime_type, "size": size})
@@ -185,15 +184,7 @@ def document_delete(*, document_id: int, user) -> None:
     with transaction.atomic():
         document = document_locked_for_change(document_id=document_id, user=user)
         file_name = document.file.name
-        storage = document.file.storage
+        target = document.file.storage
         document.delete()
         # The file goes only once the rows are gone for good.
-        transaction.on_commit(lambda: storage.delete(file_name) if file_name else None)
-
-
-def copy_to_temp(document: Document) -> Path:
-    """A local copy of the stored file (storage may be remote), for extraction."""
-    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
-    with os.fdopen(handle, "wb") as out, document.file.open("rb") as source:
-        shutil.copyfileobj(source, out, COPY_BUFFER)
-    return Path(name)
+        transaction.on_commit(lambda: delete_stored(file_name, target=target))

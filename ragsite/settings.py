@@ -5,6 +5,7 @@ import os
 import secrets
 from pathlib import Path
 
+from core.object_storage import s3_storage_options
 from core.env import env_bool, env_float, env_int, env_list, env_str
 from core import pg
 from core.metrics_access import MetricsAccess
@@ -143,6 +144,40 @@ STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True  # serve app static files without a collectstatic step
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
+
+# --- Documents' files: the local disk, or an S3-compatible bucket for several machines ---
+# With S3_BUCKET (and the endpoint and keys) every node reads and writes the same bucket through
+# django-storages; unset, files stay under MEDIA_ROOT on this machine (documents/storage.py).
+S3_ENDPOINT_URL = env_str("S3_ENDPOINT_URL")
+S3_BUCKET = env_str("S3_BUCKET")
+S3_ACCESS_KEY_ID = env_str("S3_ACCESS_KEY_ID")
+S3_SECRET_ACCESS_KEY = env_str("S3_SECRET_ACCESS_KEY")
+S3_REGION = env_str("S3_REGION", "us-east-1")
+S3_LOCATION = env_str("S3_LOCATION")  # a folder of the bucket for ragsite's files (optional)
+S3_URL_EXPIRE = env_int("S3_URL_EXPIRE", 120)  # seconds a presigned download/upload URL stays valid
+# Downloads from the bucket at least this big are redirects to a presigned URL, never streamed by daphne.
+S3_DOWNLOAD_REDIRECT_MIN_SIZE = env_int("S3_DOWNLOAD_REDIRECT_MIN_SIZE", 256 * 1024)
+_s3_given = {n: v for n, v in {"S3_ENDPOINT_URL": S3_ENDPOINT_URL, "S3_BUCKET": S3_BUCKET,
+                                "S3_ACCESS_KEY_ID": S3_ACCESS_KEY_ID,
+                                "S3_SECRET_ACCESS_KEY": S3_SECRET_ACCESS_KEY}.items() if v}
+_s3_missing = [n for n in ("S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY") if n not in _s3_given]
+if _s3_given and _s3_missing:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"Object storage needs S3_BUCKET, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (and S3_ENDPOINT_URL for a "
+        f"server other than AWS); {', '.join(_s3_missing)} missing.")
+
+
+STORAGES = {
+    "default": ({"BACKEND": "storages.backends.s3.S3Storage",
+                 "OPTIONS": s3_storage_options(endpoint_url=S3_ENDPOINT_URL, bucket=S3_BUCKET or "",
+                                               access_key=S3_ACCESS_KEY_ID, secret_key=S3_SECRET_ACCESS_KEY,
+                                               region=S3_REGION or "us-east-1", expire=S3_URL_EXPIRE,
+                                               location=S3_LOCATION)}
+                if S3_BUCKET else {"BACKEND": "django.core.files.storage.FileSystemStorage"}),
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 # --- REST API ---
 REST_FRAMEWORK = {

@@ -35,7 +35,7 @@ from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from documents.search_vectors import chunk_analysis, search_vectors_write
-from documents.services import copy_to_temp
+from documents.storage import copy_to_temp
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
