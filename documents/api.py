@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
@@ -14,7 +14,9 @@ from documents.collections import collection_curated, collection_get, document_s
 from documents.downloads import original_file_response
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
-from documents.serializers import ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer
+from documents.direct_upload import direct_upload_finalize, direct_upload_start
+from documents.serializers import (ChunkSerializer, DocumentSerializer, DocumentTextSerializer, DocumentUploadSerializer,
+                                   FinalizeRequestSerializer, UploadUrlRequestSerializer, UploadUrlSerializer)
 from documents.services import document_delete, document_reindex, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from core.errors import ApplicationError, NotFound
@@ -91,6 +93,34 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             title=form.validated_data.get("title", ""), category=form.validated_data.get("category", ""),
             subcategory=form.validated_data.get("subcategory", ""), language=form.validated_data.get("language", ""),
         )
+        body = {**DocumentSerializer(result.document).data, "duplicate": result.duplicate}
+        return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
+
+    @extend_schema(request=UploadUrlRequestSerializer, responses={201: UploadUrlSerializer})
+    @action(detail=False, methods=["post"], url_path="upload-url", parser_classes=[JSONParser])
+    def upload_url(self, request):
+        """A presigned POST straight to the bucket for a big file (object storage only; 400 otherwise).
+        Post `fields` and then the file to `url`, then call finalize with the `upload_id`."""
+        form = UploadUrlRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        ref = form.validated_data.get("collection")
+        collection = collection_curated(user=request.user, ref=ref) if ref else None
+        offer = direct_upload_start(owner=request.user, name=form.validated_data["name"],
+                                    size=form.validated_data["size"],
+                                    content_type=form.validated_data["content_type"], collection=collection)
+        body = {"upload_id": offer.upload_id, "url": offer.url, "method": "POST", "fields": offer.fields,
+                "expires_at": offer.expires_at}
+        return Response(UploadUrlSerializer(body).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=FinalizeRequestSerializer, responses={201: DocumentSerializer, 200: DocumentSerializer})
+    @action(detail=False, methods=["post"], parser_classes=[JSONParser])
+    def finalize(self, request):
+        """Check the uploaded object (size, type, sha256) and queue its indexing like a normal upload;
+        200 with `duplicate` when the same bytes are a document already."""
+        form = FinalizeRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        result = direct_upload_finalize(owner=request.user, upload_id=form.validated_data["upload_id"],
+                                        sha256=form.validated_data.get("sha256", ""))
         body = {**DocumentSerializer(result.document).data, "duplicate": result.duplicate}
         return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
 

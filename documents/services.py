@@ -64,6 +64,18 @@ def _spool(source: BinaryIO) -> tuple[Path, str, int]:
     return Path(name), digest.hexdigest(), size
 
 
+def sniff_type(path: Path, *, filename: str) -> str:
+    """The file's type from its content, or UploadRejected saying why it cannot be a document."""
+    try:
+        return detect_type_path(path, filename=filename)
+    except ExtractionError as exc:
+        code, http = {
+            "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
+            "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
+        }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
+        raise UploadRejected(exc.message, code=code, status_code=http) from exc
+
+
 def document_upload(
     *,
     owner,
@@ -90,14 +102,7 @@ def document_upload(
         existing = same.first()
         if existing:
             return UploadResult(existing, True)
-        try:
-            mime_type = detect_type_path(path, filename=filename)
-        except ExtractionError as exc:
-            code, http = {
-                "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
-                "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
-            }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
-            raise UploadRejected(exc.message, code=code, status_code=http) from exc
+        mime_type = sniff_type(path, filename=filename)
         document = Document(
             owner=owner,
             collection=collection,

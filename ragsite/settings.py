@@ -157,6 +157,8 @@ S3_LOCATION = env_str("S3_LOCATION")  # a folder of the bucket for ragsite's fil
 S3_URL_EXPIRE = env_int("S3_URL_EXPIRE", 120)  # seconds a presigned download/upload URL stays valid
 # Downloads from the bucket at least this big are redirects to a presigned URL, never streamed by daphne.
 S3_DOWNLOAD_REDIRECT_MIN_SIZE = env_int("S3_DOWNLOAD_REDIRECT_MIN_SIZE", 256 * 1024)
+# The library page sends files at least this big straight to the bucket (presigned POST, then finalize).
+DIRECT_UPLOAD_MIN_SIZE = env_int("DIRECT_UPLOAD_MIN_SIZE", 8 * 1024 * 1024)
 _s3_given = {n: v for n, v in {"S3_ENDPOINT_URL": S3_ENDPOINT_URL, "S3_BUCKET": S3_BUCKET,
                                 "S3_ACCESS_KEY_ID": S3_ACCESS_KEY_ID,
                                 "S3_SECRET_ACCESS_KEY": S3_SECRET_ACCESS_KEY}.items() if v}
