@@ -220,7 +220,10 @@ SPECTACULAR_SETTINGS = {
                              "core.openapi.add_error_responses"],
 }
 
-# --- Background work (django-q2, ORM broker on the same PostgreSQL) ---
+# --- Background work (django-q2: ORM broker on the same PostgreSQL, or Redis with REDIS_URL) ---
+# REDIS_URL (redis://host:6379/0) carries the queue of both clusters and the live events, for
+# several machines; unset, PostgreSQL does both as on one machine.
+REDIS_URL = env_str("REDIS_URL")
 INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job may take
 INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
 # A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
@@ -254,11 +257,16 @@ Q_CLUSTER["ALT_CLUSTERS"] = {
         "broker_class": "core.broker.ListeningOrmBroker",
     },
 }
+if REDIS_URL:
+    # django-q2's own Redis broker for both clusters (lists named after them); a blocking pop wakes
+    # a worker at once, so the chat cluster needs no NOTIFY listener there.
+    del Q_CLUSTER["orm"]
+    Q_CLUSTER["redis"] = REDIS_URL
+    del Q_CLUSTER["ALT_CLUSTERS"]["chat"]["broker_class"]
 
 # --- Channels (live events across processes) ---
 # Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres
 # app provides the tables). REDIS_URL: Redis, for several machines.
-REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                   "CONFIG": {"hosts": [REDIS_URL]}}}

@@ -138,3 +138,27 @@ def s3_storage(seaweed, settings, monkeypatch):
 
     return SimpleNamespace(server=seaweed, bucket=bucket, location=location, env=env, client=client, keys=keys,
                            key=key)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real Redis (Debian's redis-server) on 127.0.0.1 for the session."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["postgresql", "redis"])
+def broker(request, monkeypatch):
+    """Run the test on both queues and channel layers: PostgreSQL (one machine) and Redis
+    (REDIS_URL in the environment of the processes the test starts after this fixture)."""
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.client().flushall()
+        server.client().config_resetstat()
+        monkeypatch.setenv("REDIS_URL", server.url)
+        return server
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    return None
