@@ -268,8 +268,10 @@ if REDIS_URL:
 # Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres
 # app provides the tables). REDIS_URL: Redis, for several machines.
 if REDIS_URL:
+    # A channel holds up to `capacity` undelivered events; past it channels-redis drops group sends
+    # silently, so a stream read slowly on a busy node would lose tokens with the default 100.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+                                  "CONFIG": {"hosts": [REDIS_URL], "capacity": 5000, "expiry": 120}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "core.layers.PostgresChannelLayer",
                                   "CONFIG": {"database": "default"}}}
