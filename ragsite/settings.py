@@ -268,10 +268,14 @@ if REDIS_URL:
 # Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres
 # app provides the tables). REDIS_URL: Redis, for several machines.
 if REDIS_URL:
+    # channels-redis waits for events with a 5-second BZPOPMIN while redis-py (8.x) reads with a
+    # 5-second socket timeout by default: on a busy node the reply lost that race, the receive
+    # raised TimeoutError inside the stream and the client was left waiting (found by bench/load.py).
     # A channel holds up to `capacity` undelivered events; past it channels-redis drops group sends
     # silently, so a stream read slowly on a busy node would lose tokens with the default 100.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL], "capacity": 5000, "expiry": 120}}}
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                                             "capacity": 5000, "expiry": 120}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "core.layers.PostgresChannelLayer",
                                   "CONFIG": {"database": "default"}}}
