@@ -10,8 +10,9 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # possible (root with apt-get); without them documents still index and say OCR is unavailable.
 OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-ces tesseract-ocr-rus \
 	tesseract-ocr-vie tesseract-ocr-spa tesseract-ocr-fra tesseract-ocr-chi-sim
-# Fonts the tests draw their scanned pages with (Latin, Cyrillic, Vietnamese; Chinese).
-TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk
+# Fonts the tests draw their scanned pages with (Latin, Cyrillic, Vietnamese; Chinese); Redis for the
+# tests of the Redis queue and layer (started by the tests on 127.0.0.1 in a temporary folder).
+TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server
 
 define apt_ensure
 	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \

@@ -431,7 +431,7 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
 PROFILE_STEPS = {
     "claim": ("retrieval/indexing.py", "_claim"),
     "settings_read": ("retrieval/selectors.py", "retrieval_settings_get"),
-    "copy_to_temp": ("documents/services.py", "copy_to_temp"),
+    "copy_to_temp": ("documents/storage.py", "copy_to_temp"),
     "extract_open": ("documents/extraction.py", "extract"),
     "extract_and_layout": ("documents/chunking.py", "build_layout"),
     "chunk_layout": ("documents/chunking.py", "run"),

@@ -15,6 +15,7 @@ from documents.downloads import original_file_response
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
 from documents.moves import document_move
+from documents.direct_upload import direct_upload_finalize, direct_upload_start
 from documents.serializers import (
     ChunkSerializer,
     DocumentSerializer,
@@ -22,6 +23,9 @@ from documents.serializers import (
     DocumentTopicSerializer,
     DocumentUpdateSerializer,
     DocumentUploadSerializer,
+    FinalizeRequestSerializer,
+    UploadUrlRequestSerializer,
+    UploadUrlSerializer,
     VersionSerializer,
     VersionUploadSerializer,
 )
@@ -118,6 +122,34 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         else:
             document = document_get(document_id=_pk(pk), user=request.user)
         return Response(DocumentSerializer(document).data)
+
+    @extend_schema(request=UploadUrlRequestSerializer, responses={201: UploadUrlSerializer})
+    @action(detail=False, methods=["post"], url_path="upload-url", parser_classes=[JSONParser])
+    def upload_url(self, request):
+        """A presigned POST straight to the bucket for a big file (object storage only; 400 otherwise).
+        Post `fields` and then the file to `url`, then call finalize with the `upload_id`."""
+        form = UploadUrlRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        ref = form.validated_data.get("collection")
+        collection = collection_curated(user=request.user, ref=ref) if ref else None
+        offer = direct_upload_start(owner=request.user, name=form.validated_data["name"],
+                                    size=form.validated_data["size"],
+                                    content_type=form.validated_data["content_type"], collection=collection)
+        body = {"upload_id": offer.upload_id, "url": offer.url, "method": "POST", "fields": offer.fields,
+                "expires_at": offer.expires_at}
+        return Response(UploadUrlSerializer(body).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=FinalizeRequestSerializer, responses={201: DocumentSerializer, 200: DocumentSerializer})
+    @action(detail=False, methods=["post"], parser_classes=[JSONParser])
+    def finalize(self, request):
+        """Check the uploaded object (size, type, sha256) and queue its indexing like a normal upload;
+        200 with `duplicate` when the same bytes are a document already."""
+        form = FinalizeRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        result = direct_upload_finalize(owner=request.user, upload_id=form.validated_data["upload_id"],
+                                        sha256=form.validated_data.get("sha256", ""))
+        body = {**DocumentSerializer(result.document).data, "duplicate": result.duplicate}
+        return Response(body, status=status.HTTP_200_OK if result.duplicate else status.HTTP_201_CREATED)
 
     def destroy(self, request, pk=None):
         """Delete the document, its stored file, chunks and vectors."""

@@ -321,3 +321,23 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.chunk_index}"
+
+
+class PendingUpload(models.Model):
+    """A direct upload to the bucket that was offered but not finalised yet (documents/direct_upload.py).
+
+    The object may or may not have arrived; an upload never finalised is removed with its object
+    once `expires_at` and the finalize grace have passed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    name = models.CharField(max_length=255)
+    size = models.BigIntegerField(help_text="Bytes, as declared and signed")
+    content_type = models.CharField(max_length=100)
+    storage_name = models.CharField(max_length=255, unique=True)
+    expires_at = models.DateTimeField(help_text="When the upload URL stops working", db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.pk})"

@@ -60,6 +60,29 @@ class DocumentUpdateSerializer(serializers.Serializer):
                                                  "it private to its uploader (who must be you)")
 
 
+class UploadUrlRequestSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=255, help_text="The file's name")
+    size = serializers.IntegerField(min_value=1, help_text="Bytes; the upload must have exactly this size")
+    content_type = StrictCharField(max_length=100, help_text="The upload must be sent with exactly this type")
+    collection = StrictCharField(required=False, allow_blank=True, max_length=100,
+                                 help_text="Id or slug of a collection you curate: share the document there")
+
+
+class UploadUrlSerializer(serializers.Serializer):
+    upload_id = serializers.UUIDField()
+    url = serializers.URLField(help_text="POST the file here as multipart/form-data, after `fields`")
+    method = serializers.CharField(help_text="Always POST")
+    fields = serializers.DictField(child=serializers.CharField(),
+                                   help_text="Form fields to send before the file (the signed policy)")
+    expires_at = serializers.DateTimeField()
+
+
+class FinalizeRequestSerializer(serializers.Serializer):
+    upload_id = serializers.UUIDField()
+    sha256 = serializers.RegexField(r"^[0-9a-fA-F]{64}$", required=False, allow_blank=True,
+                                    help_text="The file's SHA-256 in hex: checked against the stored bytes")
+
+
 class SegmentSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     chunk_index = serializers.IntegerField()

@@ -4,14 +4,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from django.conf import settings
-from django.core.files import File
 from django.db import IntegrityError, transaction
 from rest_framework import status
 
@@ -19,6 +17,7 @@ from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted
+from documents.storage import delete_stored, save_original
 from core.errors import ApplicationError, NotFound
 
 logger = logging.getLogger(__name__)
@@ -65,6 +64,18 @@ def _spool(source: BinaryIO) -> tuple[Path, str, int]:
     return Path(name), digest.hexdigest(), size
 
 
+def sniff_type(path: Path, *, filename: str) -> str:
+    """The file's type from its content, or UploadRejected saying why it cannot be a document."""
+    try:
+        return detect_type_path(path, filename=filename)
+    except ExtractionError as exc:
+        code, http = {
+            "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
+            "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
+        }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
+        raise UploadRejected(exc.message, code=code, status_code=http) from exc
+
+
 def document_upload(
     *,
     owner,
@@ -93,14 +104,7 @@ def document_upload(
         existing = same.first()
         if existing:
             return UploadResult(existing, True)
-        try:
-            mime_type = detect_type_path(path, filename=filename)
-        except ExtractionError as exc:
-            code, http = {
-                "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
-                "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
-            }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
-            raise UploadRejected(exc.message, code=code, status_code=http) from exc
+        mime_type = sniff_type(path, filename=filename)
         document = Document(
             owner=owner,
             collection=collection,
@@ -113,8 +117,8 @@ def document_upload(
             subcategory=subcategory.strip(),
             language=language.strip().lower()[:20],
         )
-        with open(path, "rb") as handle:
-            document.file.save(filename, File(handle), save=False)
+        with open(path, "rb") as handle:  # the request's own spooled copy, not a stored file
+            save_original(document, filename=filename, handle=handle)
         try:
             with transaction.atomic():
                 document.save()
@@ -124,7 +128,7 @@ def document_upload(
                 transaction.on_commit(lambda: announce_index_wanted(document.pk))
         except IntegrityError:
             # The same file uploaded twice at the same moment: the other request won.
-            document.file.delete(save=False)
+            delete_stored(document.file.name, target=document.file.storage)
             return UploadResult(same.get(), True)
         logger.info("document uploaded", extra={"document_id": document.pk, "owner_id": owner.pk,
                                                 "mime_type": mime_type, "size": size})
@@ -203,19 +207,9 @@ def document_delete(*, document_id: int, user) -> None:
     """Delete the document with its chunks, vectors and stored file (owner or curator only)."""
     with transaction.atomic():
         document = document_locked_for_change(document_id=document_id, user=user)
-        storage = document.file.storage
+        target = document.file.storage
         # Its versions' files too (the current one's is the document's).
         names = {document.file.name, *DocumentVersion.objects.filter(document=document).values_list("file", flat=True)}
         document.delete()
         # The files go only once the rows are gone for good.
-        transaction.on_commit(lambda: [storage.delete(name) for name in names if name])
-
-
-def copy_to_temp(document: Document, *, file=None) -> Path:
-    """A local copy of the stored file (storage may be remote), for extraction; `file`: one of its
-    versions' files instead of the current one."""
-    stored = file if file is not None else document.file
-    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
-    with os.fdopen(handle, "wb") as out, stored.open("rb") as source:
-        shutil.copyfileobj(source, out, COPY_BUFFER)
-    return Path(name)
+        transaction.on_commit(lambda: [delete_stored(name, target=target) for name in names if name])

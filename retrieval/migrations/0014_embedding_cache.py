@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('documents', '0011_document_versions'),
-        ('retrieval', '0012_collections'),
+        ('retrieval', '0013_answer_policy_persona'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -22,7 +22,8 @@ PAGES = [
 ]
 
 
-def test_upload_index_attach_ask_and_stream_through_real_processes(user, fake_ai, qcluster, chat_qcluster, daphne):
+def test_upload_index_attach_ask_and_stream_through_real_processes(broker, user, fake_ai, qcluster, chat_qcluster,
+                                                                   daphne):
     server = AiServer.objects.create(name="fake", kind="openai", base_url=fake_ai.url, read_timeout=10,
                                      capabilities={"embeddings": True, "embedding_model": "fake-embed",
                                                    "embedding_dim": 384, "chat": True, "chat_model": "fake-chat"})
@@ -79,3 +80,8 @@ def test_upload_index_attach_ask_and_stream_through_real_processes(user, fake_ai
     assert stored["sources"][0]["document_id"] == document_id
     assert stored["metadata"]["llm_usage"]["model"] == "fake-chat"
     assert stored["metadata"]["retrieved_segments"]
+    if broker is not None:  # the queue and the live events really went through Redis
+        stats = broker.client().info("commandstats")
+        assert stats.get("cmdstat_rpush", {}).get("calls", 0) >= 2, stats  # indexing task and answer task
+        assert stats.get("cmdstat_blpop", {}).get("calls", 0) > 0, stats  # workers waiting on the lists
+        assert any(name in stats for name in ("cmdstat_bzpopmin", "cmdstat_evalsha", "cmdstat_eval")), stats

@@ -373,52 +373,103 @@
     if (!["indexed", "failed"].includes(badgeEl.dataset.status)) followShared(Number(badgeEl.closest(".doc-row").dataset.docId), badgeEl.closest(".doc-row"));
   }
 
-  function upload({ file, row, collection }) {
+  // What the upload ended with (the same for a normal upload and a direct one's finalize).
+  function finishUpload(row, collection, httpStatus, body) {
+    if ((httpStatus === 200 || httpStatus === 201) && body && body.id && collection) {
+      addShared(collection, body);
+      row.finish(body.duplicate ? "dup" : "done", body.duplicate ? "Already in the collection" : "Uploaded ✓");
+    } else if ((httpStatus === 200 || httpStatus === 201) && body && body.id) {
+      const known = docs.has(body.id);
+      setDoc(body);
+      if (!known) total++;
+      render();
+      if (body.duplicate) {
+        const show = el("a", { href: `#doc-${body.id}`, class: "upload-msg", style: "color:inherit",
+          onclick: (e) => { e.preventDefault(); flashRow(body.id); } }, `Already in your library as “${body.title}” — show it`);
+        row.finish("dup", "Duplicate", show);
+      } else {
+        row.finish("done", "Uploaded ✓");
+        flashRow(body.id);
+      }
+    } else {
+      let message = body && body.message;
+      if (!message) {
+        message = httpStatus === 413 ? `This file is larger than the limit of ${formatBytes(initial.max_upload_size)}.`
+          : httpStatus === 403 ? "Your session has ended. Sign in again." : `Upload failed (the server answered ${httpStatus}).`;
+      }
+      row.finish("error", httpStatus === 415 ? "Not supported" : "Failed", el("span", { class: "upload-msg" }, message));
+    }
+  }
+
+  function interrupted(row) {
+    row.finish("error", "Failed", el("span", { class: "upload-msg" }, "The upload was interrupted. Check your connection and try again."));
+  }
+
+  // POST a form with progress; resolves with [status, parsed JSON body or null], or null when the connection failed.
+  function postForm(url, form, row, headers) {
     return new Promise((resolve) => {
       const xhr = new XMLHttpRequest();
-      const form = new FormData();
-      form.append("file", file, file.name);
-      if (collection) form.append("collection", collection);
-      xhr.open("POST", "/api/documents/");
-      xhr.setRequestHeader("X-CSRFToken", rag.csrfToken());
-      xhr.setRequestHeader("Accept", "application/json");
+      xhr.open("POST", url);
+      for (const [name, value] of Object.entries(headers || {})) xhr.setRequestHeader(name, value);
       xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) row.progress(e.loaded / e.total); });
       xhr.addEventListener("load", () => {
         let body = null;
         try { body = JSON.parse(xhr.responseText); } catch (err) { body = null; }
-        if ((xhr.status === 200 || xhr.status === 201) && body && body.id && collection) {
-          addShared(collection, body);
-          row.finish(body.duplicate ? "dup" : "done", body.duplicate ? "Already in the collection" : "Uploaded ✓");
-        } else if ((xhr.status === 200 || xhr.status === 201) && body && body.id) {
-          const known = docs.has(body.id);
-          setDoc(body);
-          if (!known) total++;
-          render();
-          if (body.duplicate) {
-            const show = el("a", { href: `#doc-${body.id}`, class: "upload-msg", style: "color:inherit",
-              onclick: (e) => { e.preventDefault(); flashRow(body.id); } }, `Already in your library as “${body.title}” — show it`);
-            row.finish("dup", "Duplicate", show);
-          } else {
-            row.finish("done", "Uploaded ✓");
-            flashRow(body.id);
-          }
-        } else {
-          let message = body && body.message;
-          if (!message) {
-            message = xhr.status === 413 ? `This file is larger than the limit of ${formatBytes(initial.max_upload_size)}.`
-              : xhr.status === 403 ? "Your session has ended. Sign in again." : `Upload failed (the server answered ${xhr.status}).`;
-          }
-          row.finish("error", xhr.status === 415 ? "Not supported" : "Failed", el("span", { class: "upload-msg" }, message));
-        }
-        resolve();
+        resolve([xhr.status, body]);
       });
-      xhr.addEventListener("error", () => {
-        row.finish("error", "Failed", el("span", { class: "upload-msg" }, "The upload was interrupted. Check your connection and try again."));
-        resolve();
-      });
+      xhr.addEventListener("error", () => resolve(null));
       xhr.send(form);
       row.progress(0);
     });
+  }
+
+  async function jsonPost(url, payload) {
+    const response = await fetch(url, { method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": rag.csrfToken() } });
+    let body = null;
+    try { body = await response.json(); } catch (err) { body = null; }
+    return [response.status, body];
+  }
+
+  async function upload(job) {
+    const { file, row, collection } = job;
+    const direct = initial.direct_upload_min_size;
+    if (direct !== null && direct !== undefined && file.size >= direct) {
+      if (await directUpload(job)) return;
+    }
+    const form = new FormData();
+    form.append("file", file, file.name);
+    if (collection) form.append("collection", collection);
+    const result = await postForm("/api/documents/", form, row,
+      { "X-CSRFToken": rag.csrfToken(), Accept: "application/json" });
+    if (result === null) interrupted(row); else finishUpload(row, collection, result[0], result[1]);
+  }
+
+  // A big file goes straight to the bucket: ask for a signed form, post the file there, then finalize.
+  // Resolves false when the server has no object storage after all (the normal upload is used).
+  async function directUpload({ file, row, collection }) {
+    let offer;
+    try {
+      offer = await jsonPost("/api/documents/upload-url/", { name: file.name, size: file.size,
+        content_type: file.type || "application/octet-stream", ...(collection ? { collection } : {}) });
+    } catch (err) { interrupted(row); return true; }
+    const [offerStatus, signed] = offer;
+    if (offerStatus === 400 && signed && signed.code === "object_storage_unavailable") return false;
+    if (offerStatus !== 201) { finishUpload(row, collection, offerStatus, signed); return true; }
+    const form = new FormData();
+    for (const [name, value] of Object.entries(signed.fields)) form.append(name, value);
+    form.append("file", file, file.name);
+    const sent = await postForm(signed.url, form, row, {});
+    if (sent === null) { interrupted(row); return true; }
+    if (sent[0] < 200 || sent[0] >= 300) {
+      row.finish("error", "Failed", el("span", { class: "upload-msg" }, `The storage refused the file (it answered ${sent[0]}).`));
+      return true;
+    }
+    try {
+      const [status, body] = await jsonPost("/api/documents/finalize/", { upload_id: signed.upload_id });
+      finishUpload(row, collection, status, body);
+    } catch (err) { interrupted(row); }
+    return true;
   }
 
   for (const input of document.querySelectorAll("input[data-collection-upload]")) {

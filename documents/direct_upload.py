@@ -1,0 +1,204 @@
+"""Direct uploads: big files go from the browser straight to the bucket, never through daphne.
+
+1. `direct_upload_start` signs a POST policy for one key, with the exact size and content type
+   in the signature (the bucket refuses anything else), and remembers it as a PendingUpload.
+2. The client posts the file to the bucket.
+3. `direct_upload_finalize` checks the object (size, type sniffed from its bytes, sha256, the
+   same duplicate rule as a normal upload) and makes it a document queued for indexing, exactly
+   like `document_upload`; a rejected object is deleted at once.
+
+Uploads never finalised are removed with their objects by `direct_uploads_expire` (a schedule,
+documents migration 0012) once the URL has expired and the finalize grace has passed.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path, PurePath
+from types import SimpleNamespace
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework import status
+
+from core.errors import ApplicationError, NotFound
+from documents import storage
+from documents.models import Collection, Document, PendingUpload, document_upload_path
+from documents.services import UploadRejected, UploadResult, _too_large, announce_index_wanted, sniff_type
+
+logger = logging.getLogger(__name__)
+
+# A client may finalise this long after its upload URL expired (a slow upload that started in time).
+FINALIZE_GRACE = timedelta(hours=1)
+CONTENT_TYPE = re.compile(r"^[\w.+-]+/[\w.+-]+$")
+
+
+class ObjectStorageUnavailable(ApplicationError):
+    code = "object_storage_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__("Direct uploads need object storage (S3_BUCKET and its keys); this server keeps files on "
+                         "its own disk. Upload the file with POST /api/documents/ instead.",
+                         code=self.code, status_code=status.HTTP_400_BAD_REQUEST)
+
+
+@dataclass
+class DirectUpload:
+    upload_id: uuid.UUID
+    url: str
+    fields: dict
+    expires_at: datetime
+
+
+def direct_upload_start(*, owner, name: str, size: int, content_type: str,
+                        collection: Collection | None = None) -> DirectUpload:
+    """A presigned POST for one file of exactly `size` bytes and `content_type` (the caller checked
+    that `owner` curates `collection`)."""
+    if not storage.uses_object_storage():
+        raise ObjectStorageUnavailable()
+    if size > settings.MAX_UPLOAD_SIZE:
+        raise _too_large(f"{size / (1024 * 1024):.0f} MB")
+    if size < 1:
+        raise UploadRejected("This file is empty; there is nothing to index.", code="empty_file")
+    content_type = content_type.strip().lower()
+    if not CONTENT_TYPE.match(content_type):
+        raise UploadRejected(f"'{content_type[:100]}' is not a content type (such as application/pdf).",
+                             code="invalid")
+    name = PurePath(name or "upload").name[:255] or "upload"
+    storage_name = document_upload_path(SimpleNamespace(owner_id=owner.pk), name)  # type: ignore[arg-type]
+    expires_at = timezone.now() + timedelta(seconds=settings.S3_URL_EXPIRE)
+    pending = PendingUpload.objects.create(owner=owner, collection=collection, name=name, size=size,
+                                           content_type=content_type, storage_name=storage_name,
+                                           expires_at=expires_at)
+    signed = storage.s3_client().generate_presigned_post(
+        storage.bucket_name(), storage.s3_key(storage_name),
+        Fields={"Content-Type": content_type},
+        Conditions=[{"Content-Type": content_type}, ["content-length-range", size, size]],
+        ExpiresIn=settings.S3_URL_EXPIRE,
+    )
+    return DirectUpload(upload_id=pending.pk, url=signed["url"], fields=signed["fields"], expires_at=expires_at)
+
+
+def direct_upload_finalize(*, owner, upload_id, sha256: str = "") -> UploadResult:
+    """Turn the uploaded object into a document (or the existing one with the same bytes)."""
+    if not storage.uses_object_storage():
+        raise ObjectStorageUnavailable()
+    pending = PendingUpload.objects.filter(owner=owner, pk=upload_id).select_related("collection").first()
+    if pending is None:
+        raise NotFound("No such upload; ask for a new upload URL.")
+    if timezone.now() > pending.expires_at + FINALIZE_GRACE:
+        _discard(pending)
+        raise ApplicationError("This upload expired; ask for a new upload URL.", code="upload_expired",
+                               status_code=status.HTTP_410_GONE)
+    try:
+        return _finalize(pending, sha256.strip().lower())
+    except UploadRejected:
+        _discard(pending)
+        raise
+
+
+def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
+    head = _head(pending.storage_name)
+    if head is None:
+        raise ApplicationError("The file has not arrived in storage yet: post it to the upload URL first.",
+                               code="upload_incomplete", status_code=status.HTTP_409_CONFLICT)
+    if head["ContentLength"] != pending.size:
+        raise UploadRejected(f"The stored file has {head['ContentLength']} bytes, not the {pending.size} announced.",
+                             code="size_mismatch")
+    path, digest = _fetch(pending.storage_name)
+    try:
+        if sha256 and sha256 != digest:
+            raise UploadRejected("The stored file's SHA-256 is not the one given: it was changed or cut on the way.",
+                                 code="checksum_mismatch")
+        owner, collection = pending.owner, pending.collection
+        same = (Document.objects.filter(collection=collection, sha256=digest) if collection is not None
+                else Document.objects.filter(owner=owner, collection__isnull=True, sha256=digest))
+        existing = same.first()
+        if existing is not None:
+            _discard(pending, keep_object=existing.file.name == pending.storage_name)
+            return UploadResult(existing, True)
+        mime_type = sniff_type(path, filename=pending.name)
+    finally:
+        path.unlink(missing_ok=True)
+    document = Document(
+        owner=owner, collection=collection, title=(PurePath(pending.name).stem or pending.name)[:255],
+        original_filename=pending.name, mime_type=mime_type, size=pending.size, sha256=digest,
+    )
+    document.file.name = pending.storage_name  # already in the bucket: nothing is copied
+    try:
+        with transaction.atomic():
+            document.save()
+            PendingUpload.objects.filter(pk=pending.pk).delete()
+            transaction.on_commit(lambda: announce_index_wanted(document.pk))
+    except IntegrityError:
+        # Finalised twice at the same moment, or the same bytes uploaded another way: the other won.
+        existing = same.get()
+        _discard(pending, keep_object=existing.file.name == pending.storage_name)
+        return UploadResult(existing, True)
+    logger.info("document uploaded directly", extra={"document_id": document.pk, "owner_id": owner.pk,
+                                                     "mime_type": mime_type, "size": pending.size})
+    return UploadResult(document, False)
+
+
+def _head(name: str) -> dict | None:
+    from botocore.exceptions import ClientError
+
+    try:
+        return storage.s3_client().head_object(Bucket=storage.bucket_name(), Key=storage.s3_key(name))
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return None
+        raise
+
+
+class _HashingWriter:
+    def __init__(self, out) -> None:
+        self.out, self.digest = out, hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.out.write(data)
+
+
+def _fetch(name: str) -> tuple[Path, str]:
+    """A local copy of the object for sniffing, hashed on the way."""
+    handle, tmp = tempfile.mkstemp(prefix="ragsite-direct-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            writer = _HashingWriter(out)
+            # One stream, in order: the hash must see the parts in sequence (no parallel ranges).
+            body = storage.s3_client().get_object(Bucket=storage.bucket_name(), Key=storage.s3_key(name))["Body"]
+            for block in body.iter_chunks(1024 * 1024):
+                writer.write(block)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return Path(tmp), writer.digest.hexdigest()
+
+
+def _discard(pending: PendingUpload, *, keep_object: bool = False) -> None:
+    if not keep_object:
+        storage.delete_stored(pending.storage_name)
+    PendingUpload.objects.filter(pk=pending.pk).delete()
+
+
+def direct_uploads_expire() -> int:
+    """Remove the uploads never finalised, with their objects (the schedule's task)."""
+    if not storage.uses_object_storage():
+        return 0
+    removed = 0
+    for pending in PendingUpload.objects.filter(expires_at__lt=timezone.now() - FINALIZE_GRACE):
+        # A document made from it keeps its object (finalised between the query and here).
+        keep = Document.objects.filter(file=pending.storage_name).exists()
+        _discard(pending, keep_object=keep)
+        removed += 1
+    if removed:
+        logger.info("expired direct uploads removed", extra={"count": removed})
+    return removed

@@ -1,0 +1,127 @@
+"""Where documents' files live: Django's default storage, the local disk or an S3-compatible bucket.
+
+Every read, write and delete of a stored original goes through here (and so through
+`STORAGES["default"]`), never through a path on the web node's disk: with object storage a
+worker on another machine reads the same file. Extraction libraries want a real file, so a
+worker gets a private temporary copy (`copy_to_temp`), deleted after extraction.
+
+With object storage, big downloads are redirects to a short-lived presigned URL (the bytes never
+pass through daphne) and big uploads can go straight to the bucket (documents/direct_upload.py).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import Storage, default_storage
+
+COPY_BUFFER = 1024 * 1024
+
+
+def storage() -> Storage:
+    """The storage of documents' files (STORAGES["default"])."""
+    return default_storage
+
+
+def uses_object_storage(target: Storage | None = None) -> bool:
+    """True when files live in an S3-compatible bucket (S3_* settings), False on the local disk."""
+    try:
+        from storages.backends.s3 import S3Storage
+    except ImportError:  # pragma: no cover - django-storages is a runtime requirement
+        return False
+    return isinstance(target if target is not None else storage(), S3Storage)
+
+
+def save_original(document: Any, *, filename: str, handle: IO[bytes]) -> None:
+    """Store the bytes of `handle` as the document's original (the row itself is not saved)."""
+    document.file.save(filename, File(handle), save=False)
+
+
+def open_original(document: Any) -> IO[bytes]:
+    """The stored original, opened for reading; FileNotFoundError when it is no longer stored."""
+    if not document.file.name:
+        raise FileNotFoundError("the document has no stored file")
+    target = document.file.storage
+    if not target.exists(document.file.name):  # S3 opens lazily: say it now, not at the first read
+        raise FileNotFoundError(document.file.name)
+    return target.open(document.file.name, "rb")
+
+
+def delete_stored(name: str, *, target: Storage | None = None) -> None:
+    """Delete a stored file by its storage name (nothing happens when it is gone already)."""
+    if name:
+        (target or storage()).delete(name)
+
+
+def copy_to_temp(document: Any, *, file: Any = None) -> Path:
+    """A private local copy of the stored original for extraction (the caller deletes it); `file`:
+    one of its versions' files instead of the current one."""
+    stored = file if file is not None else document.file
+    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            if uses_object_storage(stored.storage):
+                # Streamed from the bucket in parts, never held in memory or spooled twice.
+                _download(stored.name, out)
+            else:
+                with stored.open("rb") as source:
+                    shutil.copyfileobj(source, out, COPY_BUFFER)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
+
+
+def presigned_download_url(document: Any) -> str | None:
+    """A short-lived URL of the bucket serving the original as an attachment; None on the local disk.
+
+    Call only after the caller's permission check: whoever holds the URL can fetch the file
+    until it expires (`S3_URL_EXPIRE` seconds).
+    """
+    target = document.file.storage
+    if not uses_object_storage(target) or not document.file.name:
+        return None
+    filename = document.original_filename or "download"
+    ascii_name = filename.encode("ascii", "replace").decode().replace('"', "_").replace("?", "_")
+    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename)}"
+    return target.url(document.file.name, expire=settings.S3_URL_EXPIRE, parameters={
+        "ResponseContentDisposition": disposition,
+        "ResponseContentType": document.mime_type or "application/octet-stream",
+        "ResponseCacheControl": "private, no-store",
+    })
+
+
+def s3_client() -> Any:
+    """boto3's S3 client of the configured bucket (object storage only)."""
+    target = storage()
+    if not uses_object_storage(target):
+        raise RuntimeError("object storage is not configured")
+    return target.connection.meta.client  # type: ignore[attr-defined]
+
+
+def s3_key(name: str) -> str:
+    """The bucket key of a storage name (the storage may add a location prefix)."""
+    from storages.utils import clean_name
+
+    return storage()._normalize_name(clean_name(name))  # type: ignore[attr-defined]
+
+
+def _download(name: str, out: IO[bytes]) -> None:
+    from botocore.exceptions import ClientError
+
+    try:
+        s3_client().download_fileobj(bucket_name(), s3_key(name), out)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            raise FileNotFoundError(name) from exc
+        raise
+
+
+def bucket_name() -> str:
+    return storage().bucket_name  # type: ignore[attr-defined]

@@ -1,0 +1,48 @@
+"""The library page sends a big file straight to the bucket (real Chromium, daphne, worker, SeaweedFS)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from documents.models import Document
+from tests.pages.test_browser_e2e import _drop
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+@pytest.fixture
+def direct_uploads(s3_storage, monkeypatch):
+    """Object storage for the live site, every file counted as big (set before live_site starts)."""
+    monkeypatch.setenv("DIRECT_UPLOAD_MIN_SIZE", "1")
+    return s3_storage
+
+
+def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site, fake_embedder, user,
+                                                     sample_data, browser):
+    from playwright.sync_api import expect
+
+    pdf = sample_data / "pdf" / "pdflatex-4-pages.pdf"
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.set_default_timeout(20_000)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_site.url}/library/")
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill("alice-pass-123")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{live_site.url}/library/")
+
+    _drop(page, pdf)
+    row = page.locator(".doc", has_text="pdflatex-4-pages")
+    expect(row.locator(".badge")).to_have_text(re.compile(r"^Indexed \(\d+ chunks?\)$"), timeout=60_000)
+    assert not errors, errors
+    api_posts = [u.removeprefix(live_site.url) for u in posts if u.startswith(live_site.url)]
+    assert "/api/documents/upload-url/" in api_posts and "/api/documents/finalize/" in api_posts
+    assert "/api/documents/" not in api_posts  # the bytes never went through daphne...
+    assert any(u.startswith(direct_uploads.server.endpoint) for u in posts)  # ...but to the bucket
+    document = Document.objects.get(owner=user, original_filename="pdflatex-4-pages.pdf")
+    assert document.mime_type == "application/pdf" and document.status == "indexed"
+    assert direct_uploads.keys() == [document.file.name]

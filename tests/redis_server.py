@@ -1,0 +1,63 @@
+"""A real Redis for the tests: Debian's redis-server (the Makefile installs it with the test
+packages), started on 127.0.0.1 with a free port in a temporary folder, with no persistence,
+and stopped afterwards."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.seaweed import free_port
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ragsite-redis-"))
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 20) -> "RedisServer":
+        binary = shutil.which("redis-server")
+        if not binary:
+            raise RuntimeError("redis-server is missing: `make test` installs it (Debian package redis-server)")
+        args = [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
+                "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
+                "--logfile", str(self.dir / "redis.log")]
+        self.proc = subprocess.Popen(args, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited:\n{self.log()[-2000:]}")
+            try:
+                if self.client().ping():
+                    return self
+            except Exception:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer within {timeout}s:\n{self.log()[-2000:]}")
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url, socket_timeout=5)
+
+    def log(self) -> str:
+        path = self.dir / "redis.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
