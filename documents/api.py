@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from documents.collections import collection_curated, collection_get, document_set_active
 from documents.downloads import original_file_response
+from documents.extract_types import SUPPORTED_MIME_TYPES
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
 from documents.moves import document_move
@@ -35,8 +36,7 @@ from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError, NotFound
 
 
-UPLOAD_TYPES = ("application/pdf", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-                "text/plain", "text/markdown")
+UPLOAD_TYPES = SUPPORTED_MIME_TYPES  # the OpenAPI schema's accepted types: what extraction reads
 
 
 class FileRenderer(BaseRenderer):

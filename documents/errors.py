@@ -27,7 +27,7 @@ class ExtractionError(Exception):
 
 
 class UnsupportedTypeError(ExtractionError):
-    """The content is not a PDF, Word (.docx), plain-text or Markdown document."""
+    """The content is none of the types ragsite reads (documents/extract_types.py FILE_TYPES)."""
 
     code = "unsupported_type"
 

@@ -22,8 +22,45 @@ MIME_HTML = "text/html"
 MIME_EML = "message/rfc822"
 MIME_EPUB = "application/epub+zip"
 MIME_ODT = "application/vnd.oasis.opendocument.text"
-SUPPORTED_MIME_TYPES = (MIME_PDF, MIME_DOCX, MIME_TEXT, MIME_MARKDOWN, MIME_XLSX, MIME_PPTX, MIME_CSV, MIME_HTML,
-                        MIME_EML, MIME_EPUB, MIME_ODT)
+
+
+@dataclass(slots=True, frozen=True)
+class FileType:
+    """A kind of file ragsite reads: its content type, its name for people and its file name endings."""
+
+    mime_type: str
+    label: str  # "PowerPoint": what the pages say
+    suffixes: tuple[str, ...]  # ".pptx": the file pickers' `accept` and the error messages
+
+
+# THE list of what ragsite reads, in the order people are told. The library page, the admin's upload
+# pages, the OpenAPI schema and the "not supported" messages are all made from it (upload_accept,
+# upload_types_label), so a format added here is accepted everywhere at once.
+FILE_TYPES = (
+    FileType(MIME_PDF, "PDF", (".pdf",)),
+    FileType(MIME_DOCX, "Word", (".docx",)),
+    FileType(MIME_PPTX, "PowerPoint", (".pptx",)),
+    FileType(MIME_XLSX, "Excel", (".xlsx",)),
+    FileType(MIME_CSV, "CSV", (".csv",)),
+    FileType(MIME_HTML, "HTML", (".html", ".htm")),
+    FileType(MIME_EPUB, "EPUB", (".epub",)),
+    FileType(MIME_ODT, "ODT", (".odt",)),
+    FileType(MIME_EML, "e-mail", (".eml",)),
+    FileType(MIME_TEXT, "text", (".txt", ".text")),
+    FileType(MIME_MARKDOWN, "Markdown", (".md", ".markdown", ".mdown", ".mkd")),
+)
+SUPPORTED_MIME_TYPES = tuple(t.mime_type for t in FILE_TYPES)
+
+
+def upload_accept() -> str:
+    """A file input's `accept`: every file name ending, then every content type."""
+    return ",".join([s for t in FILE_TYPES for s in t.suffixes] + [t.mime_type for t in FILE_TYPES])
+
+
+def upload_types_label(*, suffixes: bool = False) -> str:
+    """"PDF, Word, …, text, Markdown"; with `suffixes`: "PDF (.pdf), Word (.docx), …"."""
+    names = [f"{t.label} ({', '.join(t.suffixes)})" if suffixes else t.label for t in FILE_TYPES]
+    return ", ".join(names[:-1]) + " and " + names[-1] if suffixes else ", ".join(names)
 
 BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
 

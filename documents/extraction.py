@@ -29,6 +29,7 @@ from documents.errors import (
 )
 from documents.extract_types import (
     BLOCK_KINDS,
+    FILE_TYPES,
     MIME_DOCX,
     MIME_MARKDOWN,
     MIME_PDF,
@@ -40,6 +41,7 @@ from documents.extract_types import (
     ProgressCallback,
     StatusCallback,
     human_size,
+    upload_types_label,
 )
 from documents.extract_more import MIME_CSV, MIME_HTML, MIME_PPTX, MIME_XLSX, looks_like_html, sniff_csv
 from documents.extract_books import MIME_EML, MIME_EPUB, MIME_ODT, looks_like_email
@@ -67,9 +69,8 @@ _MORE = {MIME_XLSX: "XlsxExtraction", MIME_PPTX: "PptxExtraction", MIME_CSV: "Cs
 _BOOKS = {MIME_EML: "EmlExtraction", MIME_EPUB: "EpubExtraction", MIME_ODT: "OdtExtraction"}
 HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
 NOT_A_VALID_ZIP = "This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened."
-_SUPPORTED = ("only PDF, Word (.docx), OpenDocument text (.odt), Excel (.xlsx), PowerPoint (.pptx), CSV, "
-              "web pages (HTML), EPUB, e-mail (.eml), plain-text and Markdown files are supported")
-_MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+_SUPPORTED = f"only {upload_types_label(suffixes=True)} files are supported"
+_MARKDOWN_SUFFIXES = next(t.suffixes for t in FILE_TYPES if t.mime_type == MIME_MARKDOWN)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")

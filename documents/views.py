@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
 from documents.downloads import original_file_response
+from documents.extract_types import upload_accept
 from documents.storage import uses_object_storage
 from documents.models import Chunk, Document, DocumentText
 from documents.serializers import DocumentSerializer
@@ -40,7 +41,8 @@ def library(request):
                     "max_upload_size": settings.MAX_UPLOAD_SIZE,
                     # Files this big go straight to the bucket (documents/direct_upload.py); null: never.
                     "direct_upload_min_size": (settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None),
-                    "max_upload_label": f"{settings.MAX_UPLOAD_SIZE / (1024 * 1024):g} MB"},
+                    "max_upload_label": f"{settings.MAX_UPLOAD_SIZE / (1024 * 1024):g} MB",
+                    "upload_accept": upload_accept()},  # the "Upload new version" picker's, as the page's own
         "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
     })
 

@@ -220,7 +220,7 @@
 
   // A new file for the same document: the current version answers until the new one is indexed.
   function uploadVersion(doc) {
-    const picker = el("input", { type: "file", hidden: true });
+    const picker = el("input", { type: "file", hidden: true, accept: initial.upload_accept || "" });
     picker.addEventListener("change", async () => {
       const file = picker.files[0];
       picker.remove();

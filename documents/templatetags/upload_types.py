@@ -1,0 +1,22 @@
+"""`{% upload_accept %}` and `{% upload_types_label %}`: what the upload pages accept and say, made
+from the extraction code's one list of file types (documents/extract_types.py FILE_TYPES)."""
+from __future__ import annotations
+
+from django import template
+
+from documents.extract_types import upload_accept as _accept
+from documents.extract_types import upload_types_label as _label
+
+register = template.Library()
+
+
+@register.simple_tag
+def upload_accept() -> str:
+    """The `accept` attribute of a file input for documents."""
+    return _accept()
+
+
+@register.simple_tag
+def upload_types_label() -> str:
+    """"PDF, Word, PowerPoint, …, text, Markdown"."""
+    return _label()
