@@ -125,3 +125,43 @@ def _download(name: str, out: IO[bytes]) -> None:
 
 def bucket_name() -> str:
     return storage().bucket_name  # type: ignore[attr-defined]
+
+
+CORS_RULE_ID = "ragsite"
+
+
+def bucket_ensure(*, origins: list[str]) -> list[str]:
+    """Create the bucket when it is missing and give it ragsite's CORS rule for `origins`; returns
+    what was done, for people ("created the bucket", "CORS rule for …").
+
+    Why CORS: the PDF viewer reads a big original through the download URL, which redirects to a
+    presigned URL of the bucket, another origin; a browser lets the page read that answer only
+    when the bucket names the page's origin (AWS and MinIO name none until told). Direct uploads
+    POST from the page to the bucket and need the same. Rules of the bucket with another ID are
+    kept; an empty `origins` leaves the CORS configuration alone.
+    """
+    from botocore.exceptions import ClientError
+
+    client, bucket = s3_client(), bucket_name()
+    done: list[str] = []
+    try:
+        client.head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+        client.create_bucket(Bucket=bucket)
+        done.append(f"created the bucket {bucket}")
+    if not origins:
+        return done + ["CORS left alone (no origins)"]
+    try:
+        rules = client.get_bucket_cors(Bucket=bucket).get("CORSRules", [])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("NoSuchCORSConfiguration", "404"):
+            raise
+        rules = []
+    ours = {"ID": CORS_RULE_ID, "AllowedOrigins": sorted(set(origins)), "AllowedMethods": ["GET", "HEAD", "POST", "PUT"],
+            "AllowedHeaders": ["*"], "ExposeHeaders": ["Content-Length", "Content-Type", "ETag"],
+            "MaxAgeSeconds": 3600}
+    kept = [r for r in rules if r.get("ID") != CORS_RULE_ID]
+    client.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": kept + [ours]})
+    return done + [f"CORS rule for {', '.join(ours['AllowedOrigins'])}"]

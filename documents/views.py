@@ -91,6 +91,8 @@ def document_view(request, document_id: int):
         "paged": any(s["number"] is not None for s in sections),
         # An earlier version's citation opens its kept text: the page view draws the current file only.
         "show_pages": old is None and document.mime_type == "application/pdf" and _original_stored(document),
+        # The download redirects to the bucket (another origin): the page says so if the bucket refuses it.
+        "pages_from_bucket": uses_object_storage() and document.size >= settings.S3_DOWNLOAD_REDIRECT_MIN_SIZE,
         "status_json": DocumentSerializer(document).data,
     })
 

@@ -159,6 +159,11 @@ S3_URL_EXPIRE = env_int("S3_URL_EXPIRE", 120)  # seconds a presigned download/up
 S3_DOWNLOAD_REDIRECT_MIN_SIZE = env_int("S3_DOWNLOAD_REDIRECT_MIN_SIZE", 256 * 1024)
 # The library page sends files at least this big straight to the bucket (presigned POST, then finalize).
 DIRECT_UPLOAD_MIN_SIZE = env_int("DIRECT_UPLOAD_MIN_SIZE", 8 * 1024 * 1024)
+# Origins the bucket's CORS rule lets read (the PDF viewer follows the download's redirect to the
+# bucket) and post (direct uploads): set by `manage.py ensure_bucket`, which `serve` runs at start.
+# Default: CSRF_TRUSTED_ORIGINS, else http://HOST:PORT for each of ALLOWED_HOSTS; "none": leave the rule alone.
+S3_CORS_ORIGINS = env_list("S3_CORS_ORIGINS", CSRF_TRUSTED_ORIGINS or [
+    f"http://{host}:{PORT}" for host in ALLOWED_HOSTS if host and "*" not in host and not host.startswith(".")])
 _s3_given = {n: v for n, v in {"S3_ENDPOINT_URL": S3_ENDPOINT_URL, "S3_BUCKET": S3_BUCKET,
                                 "S3_ACCESS_KEY_ID": S3_ACCESS_KEY_ID,
                                 "S3_SECRET_ACCESS_KEY": S3_SECRET_ACCESS_KEY}.items() if v}

@@ -24,6 +24,22 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--no-worker", action="store_true", help="Run the web server only.")
 
+    def _ensure_bucket(self) -> None:
+        """With object storage: the bucket and its CORS rule for the site (the PDF viewer and direct
+        uploads read and post across origins). A key without the right to change CORS only warns:
+        the site works, those two need the rule set by whoever owns the bucket."""
+        from django.core.management import call_command
+
+        from documents.storage import uses_object_storage
+
+        if not uses_object_storage():
+            return
+        try:
+            call_command("ensure_bucket", stdout=self.stdout)
+        except CommandError as exc:
+            self.stderr.write(f"{exc} The PDF viewer and direct uploads need the bucket's CORS rule for this site "
+                              "(see README, Running on several machines).")
+
     def handle(self, *args, host, port, no_worker, **options):
         try:
             version = require_pgvector(connection)
@@ -36,6 +52,7 @@ class Command(BaseCommand):
         except ServerConfigurationError as exc:
             raise CommandError(str(exc)) from exc
         connection.close()
+        self._ensure_bucket()
 
         manage = str(settings.BASE_DIR / "manage.py")
         env = dict(os.environ)

@@ -136,7 +136,12 @@
       } catch (err) {
         const why = err && err.name === "PasswordException" ? "it is protected by a password"
           : err && err.name === "InvalidPDFException" ? "the file is not a valid PDF"
-          : err && err.status === 404 ? "the original file is no longer stored" : "it could not be read";
+          : err && err.status === 404 ? "the original file is no longer stored"
+          // The download redirected to the bucket, another origin, which did not name this site in its
+          // CORS rule (the browser says no more than that): `manage.py ensure_bucket` sets it.
+          : root.dataset.store === "bucket" ? "the file store did not let this page read the file (its CORS rule "
+            + "must name this site; Download still works)"
+          : "it could not be read";
         setStatus(`The original pages cannot be shown: ${why}. The extracted text is still there.`, "error");
         throw err;
       }

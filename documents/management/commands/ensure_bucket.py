@@ -1,0 +1,28 @@
+"""`manage.py ensure_bucket`: the object storage bucket exists and lets the site's pages read and
+upload (CORS for S3_CORS_ORIGINS); `serve` runs it at start. Nothing to do without object storage."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from documents.storage import bucket_ensure, uses_object_storage
+
+
+class Command(BaseCommand):
+    help = "Create the S3 bucket when missing and set its CORS rule for S3_CORS_ORIGINS."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--origin", action="append", dest="origins",
+                            help="An origin to allow (repeatable); default: S3_CORS_ORIGINS.")
+
+    def handle(self, *args, origins=None, **options):
+        if not uses_object_storage():
+            self.stdout.write("No object storage configured (S3_BUCKET unset): nothing to do.")
+            return
+        wanted = origins if origins is not None else list(settings.S3_CORS_ORIGINS)
+        wanted = [o.rstrip("/") for o in wanted if o and o.lower() != "none"]
+        try:
+            done = bucket_ensure(origins=wanted)
+        except Exception as exc:  # noqa: BLE001 - boto3's errors: say what failed, in one line
+            raise CommandError(f"Could not prepare the bucket: {exc}") from exc
+        self.stdout.write("Bucket ready: " + "; ".join(done or ["nothing to change"]) + ".")
