@@ -11,7 +11,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from documents.collections import collection_curated, collection_get, document_set_active
-from documents.downloads import original_file_response
+from documents.downloads import download_response
 from documents.extract_types import SUPPORTED_MIME_TYPES
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
@@ -209,12 +209,13 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         page = self.paginate_queryset(document_chunks(document=document))
         return self.get_paginated_response(ChunkSerializer(page, many=True).data)
 
-    @extend_schema(responses={(200, "*/*"): OpenApiTypes.BINARY})
+    @extend_schema(responses={(200, "*/*"): OpenApiTypes.BINARY}, parameters=[OpenApiParameter(
+        "version", int, description="A superseded version's kept file (404 when it is not kept); default: the current one")])
     @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, FileRenderer])
     def file(self, request, pk=None):
         """The original file as uploaded (404 when it is no longer stored)."""
         document = document_get(document_id=pk, user=request.user)
-        response = original_file_response(document)
+        response = download_response(document, version=request.query_params.get("version"))
         if response is None:
             raise NotFound("The original file is no longer stored.")
         return response

@@ -9,15 +9,16 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
-from documents.downloads import original_file_response
+from documents.downloads import download_response
 from documents.extract_types import upload_accept
 from documents.storage import uses_object_storage
-from documents.models import Chunk, Document, DocumentText
+from documents.models import Chunk, Document, DocumentText, DocumentVersion
 from documents.serializers import DocumentSerializer
 from documents.versions import version_for_citation
 
@@ -81,6 +82,7 @@ def document_view(request, document_id: int):
             pages_total=document.pages_total if old is None else None,
             empty_pages=(document.empty_pages or []) if old is None else [],
         )
+    shown: Document | DocumentVersion = old if old is not None else document
     return render(request, "documents/viewer.html", {
         "nav": "library",
         "document": document,
@@ -89,10 +91,11 @@ def document_view(request, document_id: int):
         "sections": sections,
         "toc": toc,
         "paged": any(s["number"] is not None for s in sections),
-        # An earlier version's citation opens its kept text: the page view draws the current file only.
-        "show_pages": old is None and document.mime_type == "application/pdf" and _original_stored(document),
+        # An earlier version's citation opens its kept text and, for a PDF, its kept file's pages.
+        "show_pages": shown.mime_type == "application/pdf" and _original_stored(shown),
+        "pages_src": reverse("document-download", args=[document.pk]) + (f"?version={old.number}" if old else ""),
         # The download redirects to the bucket (another origin): the page says so if the bucket refuses it.
-        "pages_from_bucket": uses_object_storage() and document.size >= settings.S3_DOWNLOAD_REDIRECT_MIN_SIZE,
+        "pages_from_bucket": uses_object_storage() and shown.size >= settings.S3_DOWNLOAD_REDIRECT_MIN_SIZE,
         "status_json": DocumentSerializer(document).data,
     })
 
@@ -100,15 +103,17 @@ def document_view(request, document_id: int):
 @login_required
 @require_GET
 def document_download(request, document_id: int):
-    """The original file, for its owner only (anyone else gets a 404)."""
+    """The original file (or `?version=N`: a superseded version's), for those who see the document
+    (anyone else gets a 404)."""
     document = get_object_or_404(Document.objects.visible_to(request.user), pk=document_id)
-    response = original_file_response(document)
+    # ?version=N: a superseded version's kept file (the viewer draws the pages an old citation quoted).
+    response = download_response(document, version=request.GET.get("version"))
     if response is None:
         raise Http404("The original file is no longer stored.")
     return response
 
 
-def _original_stored(document: Document) -> bool:
+def _original_stored(document: Document | DocumentVersion) -> bool:
     try:
         return bool(document.file) and document.file.storage.exists(document.file.name)
     except (OSError, ValueError):

@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from documents.models import Chunk, Document
+from documents.versions import document_version_upload
 from tests.documents.factories import upload_bytes
 from tests.pdfgen import text_pdf
 
@@ -25,6 +26,8 @@ PAGES = [
     ["Pressure readings. The pressure is read every Monday morning and written in the blue log book.",
      "A reading under one bar is reported to the heating engineer the same day."],
 ]
+
+PAGES_V2 = [PAGES[0], [PAGES[1][0].replace("blue log book", "green log book"), PAGES[1][1]]]
 
 
 @pytest.fixture
@@ -105,6 +108,26 @@ def test_the_viewer_draws_pages_from_the_bucket_once_its_cors_rule_names_the_sit
         expect(page.locator("#cite-banner")).to_contain_text("Cited passage · page 2")
         assert any(url.startswith(seaweed.endpoint) for url in redirects), redirects  # still from the bucket
         page.screenshot(path=artifacts / "pdf-viewer-bucket.png")
+
+        # A new version changes page 2: the old citation opens version 1's own pages (its kept file,
+        # through the download's ?version=1, from the bucket too) with its passage highlighted.
+        document_version_upload(document_id=document.pk, user=user, source=io.BytesIO(text_pdf(PAGES_V2)),
+                                filename="boiler-room.pdf")
+        wait_for(lambda: Document.objects.get(pk=document.pk).version == 2, timeout=120, interval=0.5,
+                 what="indexing version 2", process=live_site.processes[1])
+        assert "blue log book" in cited.content
+        redirects.clear()
+        page.goto("about:blank")
+        page.goto(f"{live_site.url}/documents/{document.pk}/?version=1#chunk-{cited.chunk_index}")
+        expect(page.locator("#version-banner")).to_contain_text("You are reading version 1")
+        expect(page.locator('.pdf-page[data-page="2"] canvas')).to_be_visible()
+        expect(page.locator('.pdf-page[data-page="2"] .textLayer .highlight').first).to_be_in_viewport()
+        marked = " ".join(page.locator(".textLayer .highlight").all_text_contents())
+        assert "blue" in marked and "green" not in marked, marked
+        drawn = page.locator('.pdf-page[data-page="2"] .textLayer').text_content()
+        assert "blue log book" in drawn and "green" not in drawn, drawn  # version 1's file, not the current one
+        assert any(url.startswith(seaweed.endpoint) for url in redirects), redirects
+        page.screenshot(path=artifacts / "pdf-viewer-old-version.png")
         assert not errors, errors
     finally:
         context.close()
