@@ -159,9 +159,10 @@ def bucket_ensure(*, origins: list[str]) -> list[str]:
         if exc.response.get("Error", {}).get("Code") not in ("NoSuchCORSConfiguration", "404"):
             raise
         rules = []
-    ours = {"ID": CORS_RULE_ID, "AllowedOrigins": sorted(set(origins)), "AllowedMethods": ["GET", "HEAD", "POST", "PUT"],
+    allowed = sorted(set(origins))
+    ours = {"ID": CORS_RULE_ID, "AllowedOrigins": allowed, "AllowedMethods": ["GET", "HEAD", "POST", "PUT"],
             "AllowedHeaders": ["*"], "ExposeHeaders": ["Content-Length", "Content-Type", "ETag"],
             "MaxAgeSeconds": 3600}
     kept = [r for r in rules if r.get("ID") != CORS_RULE_ID]
     client.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": kept + [ours]})
-    return done + [f"CORS rule for {', '.join(ours['AllowedOrigins'])}"]
+    return done + [f"CORS rule for {', '.join(allowed)}"]
