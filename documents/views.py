@@ -93,7 +93,9 @@ def document_view(request, document_id: int):
         "paged": any(s["number"] is not None for s in sections),
         # An earlier version's citation opens its kept text and, for a PDF, its kept file's pages.
         "show_pages": shown.mime_type == "application/pdf" and _original_stored(shown),
+        # The pages and the Download button read the same file: the version the citation quoted.
         "pages_src": reverse("document-download", args=[document.pk]) + (f"?version={old.number}" if old else ""),
+        "download_name": shown.original_filename,
         # The download redirects to the bucket (another origin): the page says so if the bucket refuses it.
         "pages_from_bucket": uses_object_storage() and shown.size >= settings.S3_DOWNLOAD_REDIRECT_MIN_SIZE,
         "status_json": DocumentSerializer(document).data,

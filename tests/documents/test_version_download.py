@@ -50,8 +50,10 @@ def test_an_old_version_is_downloaded_and_its_pages_shown(client, api, user, oth
     # The viewer of version 1 draws version 1's pages (PDF.js reads them from that download).
     page = client.get(f"/documents/{document.pk}/?version=1").content.decode()
     assert f'data-src="{base}?version=1"' in page and "blue log book" in page
+    # ... and its Download button fetches version 1's file, not the current one.
+    assert f'href="{base}?version=1" download=' in page
     current = client.get(f"/documents/{document.pk}/").content.decode()
-    assert f'data-src="{base}"' in current
+    assert f'data-src="{base}"' in current and f'href="{base}" download=' in current
 
     # Someone who cannot see the document cannot fetch any of its versions.
     client.force_login(other_user)
