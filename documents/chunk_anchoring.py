@@ -7,7 +7,7 @@ new text, a new embedding. For a new version this module keeps every previous ch
 still there, unchanged, and chunks only the text between kept chunks afresh (with the same cutter,
 size and overlap), so an edit re-embeds the chunks it touches and at most one or two around them.
 
-* **Alignment.** Both texts are split into sentence/line units and aligned with difflib; a previous
+* **Alignment.** Both texts are split into sentence/line units and aligned (`unchanged_runs`); a previous
   chunk is kept when it lies inside one unchanged run (so its text is identical and its place is
   unambiguous, even when the same sentence occurs elsewhere) and does not cross a section start of
   the new layout. Its offsets, page numbers, heading path and table header are computed again from
@@ -24,8 +24,8 @@ at most ``size`` tokens/characters, never across a section start, and the chunks
 from __future__ import annotations
 
 import bisect
-import difflib
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -36,8 +36,7 @@ from documents.tokens import DEFAULT_ENCODING, get_encoding
 
 # A unit ends after a line break or a sentence terminator, with the whitespace that follows.
 _UNIT_END_RE = re.compile(r"\n\s*|(?<=[.!?…。！？])\s+")
-# Beyond this many units per text the alignment could get slow (difflib is quadratic at worst):
-# chunk such a version the normal way.
+# Beyond this many units per text (a few thousand pages) chunk a version the normal way.
 MAX_UNITS = 400_000
 
 
@@ -58,19 +57,81 @@ def _units(text: str) -> list[int]:
 
 def unchanged_runs(old: str, new: str) -> list[tuple[int, int, int]] | None:
     """(old start, old end, new start) of the runs of text both versions share, in order; None when the
-    texts are too large to align."""
+    texts are too large to align.
+
+    A patience alignment of the units (linear but for a sort): units that occur exactly once in each
+    text are the anchors, the longest chain of them in the same order in both is kept, and each
+    anchor grows into the run of equal units around it — so repeated units (table rows, running
+    headers) join the run of their unique neighbours, and nothing is quadratic (difflib is, with many
+    repeated units: minutes for a long document with tables).
+    """
     if old == new:
         return [(0, len(old), 0)]
     old_ends, new_ends = _units(old), _units(new)
     if len(old_ends) > MAX_UNITS or len(new_ends) > MAX_UNITS:
         return None
-    old_units = [old[s:e] for s, e in zip([0] + old_ends[:-1], old_ends)]
-    new_units = [new[s:e] for s, e in zip([0] + new_ends[:-1], new_ends)]
-    old_starts, new_starts = [0] + old_ends, [0] + new_ends
-    # autojunk off: a repeated unit (a table row, a running header) must still be able to match.
-    matcher = difflib.SequenceMatcher(None, old_units, new_units, autojunk=False)
-    return [(old_starts[i1], old_starts[i2], new_starts[j1])
-            for tag, i1, i2, j1, _j2 in matcher.get_opcodes() if tag == "equal"]
+    a = [old[s:e] for s, e in zip([0] + old_ends[:-1], old_ends)]
+    b = [new[s:e] for s, e in zip([0] + new_ends[:-1], new_ends)]
+    a_starts, b_starts = [0] + old_ends, [0] + new_ends
+    runs: list[tuple[int, int, int]] = []
+    ai = bj = 0  # the units before these are in a run already
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    if prefix:
+        runs.append((0, prefix, 0))
+        ai = bj = prefix
+    for i, j in _anchors(a, b):
+        if i < ai or j < bj:
+            continue  # inside the run of an earlier anchor
+        si, sj = i, j
+        while si > ai and sj > bj and a[si - 1] == b[sj - 1]:
+            si, sj = si - 1, sj - 1
+        ei, ej = i + 1, j + 1
+        while ei < len(a) and ej < len(b) and a[ei] == b[ej]:
+            ei, ej = ei + 1, ej + 1
+        runs.append((si, ei, sj))
+        ai, bj = ei, ej
+    suffix = 0
+    while suffix < min(len(a) - ai, len(b) - bj) and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    if suffix:
+        runs.append((len(a) - suffix, len(a), len(b) - suffix))
+    return [(a_starts[i1], a_starts[i2], b_starts[j1]) for i1, i2, j1 in runs]
+
+
+def _anchors(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """The (i, j) of units unique in both lists, the longest chain increasing in both (patience sort)."""
+    count_a, count_b = Counter(a), Counter(b)
+    where_b = {unit: j for j, unit in enumerate(b) if count_b[unit] == 1}
+    pairs = [(i, where_b[unit]) for i, unit in enumerate(a) if count_a[unit] == 1 and unit in where_b]
+    tails: list[int] = []  # tails[k]: the pair index ending the best chain of length k + 1
+    back: list[int] = [-1] * len(pairs)
+    for n, (_i, j) in enumerate(pairs):
+        k = _bisect_tails(pairs, tails, j)
+        back[n] = tails[k - 1] if k else -1
+        if k == len(tails):
+            tails.append(n)
+        else:
+            tails[k] = n
+    chain: list[tuple[int, int]] = []
+    n = tails[-1] if tails else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = back[n]
+    return chain[::-1]
+
+
+def _bisect_tails(pairs: list[tuple[int, int]], tails: list[int], j: int) -> int:
+    """The first chain length whose tail's j is >= j."""
+    lo, hi = 0, len(tails)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pairs[tails[mid]][1] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def kept_chunks(previous: PreviousChunks, layout: TextLayout) -> list[tuple[int, int]]:

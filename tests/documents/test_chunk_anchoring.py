@@ -158,3 +158,14 @@ def test_unchanged_runs_align_repeated_units_by_position():
     for old_start, old_end, new_start in runs:
         assert old[old_start:old_end] == new[new_start:new_start + old_end - old_start]
     assert sum(e - s for s, e, _ in runs) == len(old) - len("Middle one.\n")
+
+
+def test_unchanged_runs_with_hundreds_of_identical_rows():
+    rows = ["| pear | 0 |\n"] * 300
+    old = "Stock list.\n" + "".join(rows) + "Counted in May.\n" + "".join(rows) + "Signed."
+    new = "Stock list.\n" + "".join(rows) + "Counted in June by two people.\n" + "".join(rows) + "Signed."
+    runs = unchanged_runs(old, new)
+    assert runs is not None
+    for old_start, old_end, new_start in runs:
+        assert old[old_start:old_end] == new[new_start:new_start + old_end - old_start]
+    assert sum(e - s for s, e, _ in runs) == len(old) - len("Counted in May.\n")
