@@ -159,13 +159,17 @@ def kept_chunks(previous: PreviousChunks, layout: TextLayout) -> list[tuple[int,
 
 
 class _GapChunker(_Chunker):
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.section_list = list(self.sections())
+        self.section_ends = [end for _start, end in self.section_list]
+
     def gap(self, lo: int, hi: int, before: tuple[int, int] | None) -> Iterator[tuple[int, int, int]]:
         """The chunks of the text in [lo, hi) as (start, end, token count), section by section; the
         first overlaps `before` (the kept chunk ending at `lo`) when it is in the same section."""
         text = self.text
-        for sec_start, sec_end in self.sections():
-            if sec_end <= lo:
-                continue
+        first = bisect.bisect_right(self.section_ends, lo)  # the first section ending after lo
+        for sec_start, sec_end in self.section_list[first:]:
             if sec_start >= hi:
                 break
             s0, s1 = max(sec_start, lo), min(sec_end, hi)

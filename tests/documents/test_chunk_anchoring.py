@@ -169,3 +169,27 @@ def test_unchanged_runs_with_hundreds_of_identical_rows():
     for old_start, old_end, new_start in runs:
         assert old[old_start:old_end] == new[new_start:new_start + old_end - old_start]
     assert sum(e - s for s, e, _ in runs) == len(old) - len("Counted in May.\n")
+
+
+def test_an_inserted_section_is_chunked_on_its_own():
+    def layout(chapters: list[tuple[str, list[str]]]) -> TextLayout:
+        blocks = []
+        for title, body in chapters:
+            blocks.append(Block(text=title, page_number=None, heading_path=(title,), kind="heading"))
+            blocks += [Block(text=p, page_number=None, heading_path=(title,), kind="paragraph") for p in body]
+        return build_layout(blocks)
+
+    rng = random.Random(6)
+    chapters = [(f"Chapter {n}", page(rng, paragraphs=8)) for n in range(1, 7)]
+    old, previous = previous_of(layout(chapters))
+    inserted = ("Chapter 3a", page(rng, paragraphs=8))
+    v2 = layout(chapters[:3] + [inserted] + chapters[3:])
+    anchored, kept = chunk_layout_anchored(v2, previous)
+    assert_valid(v2, anchored)
+    assert kept == len(old)  # no old chunk crossed into the new chapter
+    heading_starts = [s.start for s in v2.spans if s.kind == "heading"]
+    assert not any(c.start < h < c.end for c in anchored for h in heading_starts)
+    fresh = [c for c in anchored if c.heading_path == ("Chapter 3a",)]
+    assert len(anchored) == len(old) + len(fresh)
+    # The new chapter is cut just as the normal chunker cuts it.
+    assert [c.content for c in fresh] == [c.content for c in chunk_layout(v2) if c.heading_path == ("Chapter 3a",)]
