@@ -22,9 +22,10 @@ from django.utils import timezone
 from rest_framework import status
 
 from core.errors import ApplicationError, NotFound
+from documents.chunk_anchoring import PreviousChunks
 from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
-from documents.models import Document, DocumentStatus, DocumentVersion, VersionStatus
+from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
 from documents.services import UploadRejected, _spool, announce_index_wanted
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,28 @@ def version_to_index(*, document: Document) -> DocumentVersion | None:
             DocumentVersion.objects.filter(pk=waiting.pk).update(status=VersionStatus.PROCESSING)
         return waiting
     return DocumentVersion.objects.filter(document_id=document.pk, number=document.version).first()
+
+
+def version_previous_chunks(*, document: Document, version: DocumentVersion | None,
+                            chunking: dict) -> PreviousChunks | None:
+    """For a new version of an indexed document: the current version's text and chunk offsets, to cut the
+    new one anchored on them (documents/chunk_anchoring.py) — an edit then no longer moves every later
+    chunk boundary, and the embeddings cache serves every chunk the edit did not touch.
+
+    None (chunk the normal way) for a first index, a re-index of the current version, or when
+    `chunking` (the cutter's strategy, size, overlap and tokenizer) differs from what the current
+    version was cut with (its `index_stats["chunking"]`).
+    """
+    if version is None or version.number <= document.version or not document.chunk_count:
+        return None
+    if (document.index_stats or {}).get("chunking") != chunking:
+        return None
+    text = DocumentText.objects.filter(document_id=document.pk).values_list("text", flat=True).first()
+    if text is None:
+        return None
+    spans = list(Chunk.objects.filter(document_id=document.pk).order_by("chunk_index")
+                 .values_list("start_offset", "end_offset"))
+    return PreviousChunks(text=text, spans=spans)
 
 
 def version_switch(*, document: Document, version: DocumentVersion | None) -> dict:

@@ -29,7 +29,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from documents.chunking import STRATEGIES, ChunkDraft, build_layout, chunk_layout
+from documents.chunk_anchoring import chunk_layout_anchored
+from documents.chunking import STRATEGIES, ChunkDraft, build_layout
 from documents.errors import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
@@ -37,7 +38,8 @@ from documents.models import Chunk, Document, DocumentStatus, DocumentText, Docu
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.signals import index_finished
 from documents.storage import copy_to_temp
-from documents.versions import version_fail, version_indexed, version_switch, version_to_index
+from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
+                                version_to_index)
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
@@ -84,6 +86,8 @@ class Built:
     keys: list = field(default_factory=list)  # each chunk's embeddings-cache key (None: not cached)
     embedded: int = 0  # chunks whose vector the embedder computed in this run
     reused: int = 0  # chunks whose vector came from the embeddings cache
+    chunking: dict = field(default_factory=dict)  # the cutter's parameters, kept in the stats for the next version
+    kept: int | None = None  # chunks kept from the previous version (None: chunked afresh)
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -229,8 +233,15 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         strategy = "tokens"
     size, overlap = chunk_sizes(rs, strategy)
     # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
-    drafts = list(chunk_layout(layout, strategy="fixed" if strategy == "fixed" else "tokens", size=size,
-                               overlap=overlap, encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document))
+    cutter = "fixed" if strategy == "fixed" else "tokens"
+    chunking = {"strategy": cutter, "size": size, "overlap": overlap, "tokenizer": rs.tokenizer}
+    # A new version keeps the current one's unchanged chunks (documents/chunk_anchoring.py); late vectors
+    # depend on the whole text, so they gain nothing from it. A first index or a re-index chunks as always.
+    with _shield.hold():
+        previous = version_previous_chunks(document=document, version=version, chunking=chunking) \
+            if strategy != "late" else None
+    drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
+                                         encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document)
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
@@ -263,7 +274,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
-        keys=keys, embedded=embedded, reused=reused,
+        keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept,
     )
 
 
@@ -393,7 +404,11 @@ def _stats(built: Built) -> dict:
     """The document's indexing stats: where vectors came from and the seconds per stage."""
     seconds = {stage: built.timings.get(f"{stage}_s") for stage in ("extract", "chunk", "embed", "commit")}
     seconds["total"] = round(sum(v for v in seconds.values() if v is not None), 3)
-    return {"embedded_chunks": built.embedded, "reused_chunks": built.reused, "seconds": seconds}
+    stats = {"embedded_chunks": built.embedded, "reused_chunks": built.reused, "seconds": seconds,
+             "chunking": built.chunking}
+    if built.kept is not None:
+        stats["kept_chunks"] = built.kept  # anchored on the previous version's chunks
+    return stats
 
 
 def _context_prefix(draft: ChunkDraft) -> str:

@@ -79,6 +79,8 @@ def test_ingest_bench_versions_small_run(tmp_path, sample_data):
     assert first["chunks"] > 0 and first["embedded_chunks"] == first["chunks"] and first["reused_chunks"] == 0
     # The same file: every vector from the cache. One page changed: some chunks embedded, the rest reused.
     assert runs["same"]["embedded_chunks"] == 0 and runs["same"]["reused_chunks"] == runs["same"]["chunks"]
+    # New versions are chunked anchored on the previous one: the same text keeps every chunk.
+    assert first["kept_chunks"] is None and runs["same"]["kept_chunks"] == runs["same"]["chunks"]
     one = runs["one_page"]
     assert 0 < one["embedded_chunks"] < one["chunks"] and one["reused_chunks"] == one["chunks"] - one["embedded_chunks"]
     for name in ("same", "one_page", "ten_percent"):
