@@ -91,12 +91,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @extend_schema(request={"multipart/form-data": OpenApiRequest(DocumentUploadSerializer, encoding={"file": {
         "contentType": ", ".join(UPLOAD_TYPES)}})}, responses={201: DocumentSerializer, 200: DocumentSerializer})
     def create(self, request):
-        """Upload a PDF, DOCX, TXT or Markdown file; it is indexed in the background."""
-        data = request.data  # parses the body through the size-limit handler
-        if getattr(request._request, "upload_too_large", False):
-            limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
-            raise ApplicationError(f"This file is larger than the limit of {limit_mb:.0f} MB.",
-                                   code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        """Upload a document (the types in the request body's encoding); it is indexed in the background."""
+        data = _upload_body(request)
         form = DocumentUploadSerializer(data=data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
@@ -173,14 +169,10 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """GET: the document's versions, newest first. POST: upload a new file as its next version (its owner or
         a curator of its collection); the current version answers until the new one is indexed."""
         if request.method == "GET":
-            document = document_get(document_id=pk, user=request.user)
+            document = document_get(document_id=_pk(pk), user=request.user)
             page = self.paginate_queryset(versions_list(document=document))
             return self.get_paginated_response(VersionSerializer(page, many=True).data)
-        data = request.data  # parses the body through the size-limit handler
-        if getattr(request._request, "upload_too_large", False):
-            limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
-            raise ApplicationError(f"This file is larger than the limit of {limit_mb:.0f} MB.",
-                                   code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        data = _upload_body(request)
         form = VersionUploadSerializer(data=data)
         form.is_valid(raise_exception=True)
         upload = form.validated_data["file"]
@@ -241,3 +233,13 @@ def _pk(value) -> int:
         from core.errors import NotFound
 
         raise NotFound("No such document.") from None
+
+
+def _upload_body(request):
+    """The multipart body, parsed through the size-limit handler: 413 when the file passed the limit."""
+    data = request.data
+    if getattr(request._request, "upload_too_large", False):
+        limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
+        raise ApplicationError(f"This file is larger than the limit of {limit_mb:.0f} MB.",
+                               code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    return data

@@ -23,10 +23,8 @@ from rest_framework import status
 
 from core.errors import ApplicationError, NotFound
 from documents.chunk_anchoring import PreviousChunks
-from documents.errors import ExtractionError
-from documents.extraction import detect_type_path
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
-from documents.services import UploadRejected, _spool, announce_index_wanted
+from documents.services import UploadRejected, _spool, announce_index_wanted, sniff_type
 
 logger = logging.getLogger(__name__)
 
@@ -60,14 +58,7 @@ def document_version_upload(*, document_id: int, user, source: BinaryIO, filenam
     _manageable(document_id=document_id, user=user)  # before reading a large body into storage
     path, sha256, size = _spool(source)
     try:
-        try:
-            mime_type = detect_type_path(path, filename=filename)
-        except ExtractionError as exc:
-            code, http = {
-                "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
-                "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
-            }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
-            raise UploadRejected(exc.message, code=code, status_code=http) from exc
+        mime_type = sniff_type(path, filename=filename)
         document = _manageable(document_id=document_id, user=user)
         version = DocumentVersion(document=document, original_filename=filename, mime_type=mime_type, size=size,
                                   sha256=sha256, uploaded_by=user if user.is_authenticated else None)
