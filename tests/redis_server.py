@@ -52,7 +52,18 @@ class RedisServer:
         path = self.dir / "redis.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def restart(self, *, down: float = 0.0) -> None:
+        """Stop the server, wait `down` seconds and start it again on the same port (empty: it keeps
+        nothing on disk, like a Redis used only for queues and live events may)."""
+        self._terminate()
+        time.sleep(down)
+        self.start()
+
     def stop(self) -> None:
+        self._terminate()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _terminate(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -60,4 +71,3 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
