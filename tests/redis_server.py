@@ -55,15 +55,16 @@ class RedisServer:
     def restart(self, *, down: float = 0.0) -> None:
         """Stop the server, wait `down` seconds and start it again on the same port (empty: it keeps
         nothing on disk, like a Redis used only for queues and live events may)."""
-        self._terminate()
+        self.halt()
         time.sleep(down)
         self.start()
 
     def stop(self) -> None:
-        self._terminate()
+        self.halt()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def _terminate(self) -> None:
+    def halt(self) -> None:
+        """Stop the server, keeping its folder and port for `start()`."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
