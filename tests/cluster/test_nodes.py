@@ -173,6 +173,8 @@ def _stream_to_the_end(url: str, *, auth: dict, message_id: int) -> tuple[str, s
                     text = _merge(text, event)
                 elif event["type"] == "message.status_updated" and event["message"]["status"] in ("done", "failed"):
                     final = event["message"]["status"]
+                    # Answered before the stream opened: it starts with the final state (chat/sse.py).
+                    text = text or event["message"]["content"]
                     break
     return text, final
 
