@@ -37,6 +37,7 @@ def pytest_configure(config):
         socket_dir = pg.ensure_embedded(_pgdata)
         pg.ensure_database(socket_dir, "ragsite")
         os.environ["DATABASE_URL"] = pg.embedded_url(socket_dir, "ragsite")
+        os.environ["RAGSITE_TEST_PGDATA"] = str(_pgdata)  # for the test that restarts it (tests/cluster)
     # The suite signs in and asks far more often than a person: its rate limits are high (the
     # throttle tests set the real defaults themselves); subprocesses inherit them.
     os.environ.setdefault("THROTTLE_SIGNIN", "10000/minute")

@@ -76,14 +76,15 @@ class RagUser(HttpUser):
             document_id = response.json()["id"]
         deadline = time.monotonic() + CONFIG["timeout"]
         while time.monotonic() < deadline:
-            status = self.client.get(f"{self.other}/api/documents/{document_id}/",
-                                     name="GET /api/documents/{id}/").json()["status"]
+            document = self.client.get(f"{self.other}/api/documents/{document_id}/",
+                                       name="GET /api/documents/{id}/").json()
+            status = document["status"]
             if status in ("indexed", "failed"):
                 break
             gevent.sleep(0.25)
         if status != "indexed":
             metric("upload→indexed", started, RuntimeError(f"document ended {status}"))
-            outcome["problem"] = f"document {status}"
+            outcome["problem"] = f"document {status}: {document.get('index_error', '')}"
             return
         metric("upload→indexed", started)
         outcome["indexed"] = True
@@ -117,6 +118,12 @@ class RagUser(HttpUser):
                     answer += event["delta"]
                 elif event["type"] == "message.status_updated" and event["message"]["status"] in ("done", "failed"):
                     final = event["message"]["status"]
+                    if not answer and not first:
+                        # Answered before the stream was opened: the stream starts with the final
+                        # state, whose content is the whole answer (chat/sse.py).
+                        answer = event["message"]["content"]
+                        metric("question→first token", asked)
+                        first = True
                     break
             if final != "done" or answer != CONFIG["answer"]:
                 response.failure(f"answer {final}: {len(answer)} of {len(CONFIG['answer'])} characters")

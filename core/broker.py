@@ -1,4 +1,7 @@
-"""django-q2's ORM broker, woken by PostgreSQL NOTIFY instead of sleeping between polls.
+"""django-q2's brokers as ragsite uses them: the ORM broker woken by PostgreSQL NOTIFY, and the
+Redis broker riding out a Redis restart.
+
+ListeningOrmBroker (one machine): the ORM broker, woken by NOTIFY instead of sleeping between polls.
 
 The chat cluster uses it (`Q_CLUSTER["ALT_CLUSTERS"]["chat"]["broker_class"]`): a trigger on
 django-q2's queue table (migration chat 0002) sends `NOTIFY ragsite_q_<queue>` when a task is
@@ -12,14 +15,18 @@ import os
 import time
 
 import psycopg
+import redis
 from django.utils import timezone
 from django_q.brokers.orm import ORM
+from django_q.brokers.redis_broker import Redis
 from django_q.conf import Conf
 from psycopg import sql
 
 from core.layers import conninfo_for
 
 logger = logging.getLogger(__name__)
+
+RECONNECT_PAUSE = 0.5  # seconds between pops while Redis is away (ReconnectingRedisBroker)
 
 
 def notify_channel(list_key: str) -> str:
@@ -70,3 +77,29 @@ class ListeningOrmBroker(ORM):
             logger.warning("the queue listener connection failed; reconnecting", exc_info=True)
             self._listener.close()
             self._listener = None
+
+
+class ReconnectingRedisBroker(Redis):
+    """django-q2's Redis broker (several machines) whose pop waits out a lost Redis connection.
+
+    django-q2's pusher gives up on the first failed pop: it logs, sleeps 10 s and exits, and the
+    sentinel starts another. A Redis restart thus left every node deaf to new tasks for 10 s or
+    more (found by tests/cluster). Here a failed pop waits a moment and the next one reconnects
+    (redis-py's pool opens a new connection), so tasks flow again as soon as Redis is back.
+    """
+
+    _lost_since: float | None = None
+
+    def dequeue(self):
+        try:
+            tasks = super().dequeue()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            if self._lost_since is None:
+                self._lost_since = time.monotonic()
+                logger.warning("lost the Redis queue (%s); retrying", exc)
+            time.sleep(RECONNECT_PAUSE)
+            return None
+        if self._lost_since is not None:
+            logger.warning("the Redis queue is back after %.1f s", time.monotonic() - self._lost_since)
+            self._lost_since = None
+        return tasks

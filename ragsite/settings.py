@@ -233,6 +233,9 @@ INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job
 INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
 # A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
 INDEX_LEASE_SECONDS = env_int("INDEX_LEASE_SECONDS", 600)
+# How often each indexing worker looks for such documents (another node's worker may have died and
+# never come back); 0 leaves it to worker starts and the minute schedule.
+INDEX_RECOVERY_INTERVAL = env_int("INDEX_RECOVERY_INTERVAL", 60)
 Q_CLUSTER = {
     "name": "ragsite",
     "orm": "default",
@@ -265,9 +268,11 @@ Q_CLUSTER["ALT_CLUSTERS"] = {
 if REDIS_URL:
     # django-q2's own Redis broker for both clusters (lists named after them); a blocking pop wakes
     # a worker at once, so the chat cluster needs no NOTIFY listener there.
+    # core.broker.ReconnectingRedisBroker waits out a Redis restart instead of stopping the pusher.
     del Q_CLUSTER["orm"]
     Q_CLUSTER["redis"] = REDIS_URL
-    del Q_CLUSTER["ALT_CLUSTERS"]["chat"]["broker_class"]
+    Q_CLUSTER["broker_class"] = "core.broker.ReconnectingRedisBroker"
+    Q_CLUSTER["ALT_CLUSTERS"]["chat"]["broker_class"] = "core.broker.ReconnectingRedisBroker"
 
 # --- Channels (live events across processes) ---
 # Default: PostgreSQL LISTEN/NOTIFY on the same database (chat/layers.py; the channels_postgres

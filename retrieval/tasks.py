@@ -7,6 +7,10 @@ Queued through core.tasks, by function, after the commit.
 """
 from __future__ import annotations
 
+import logging
+import random
+import threading
+import time
 from datetime import datetime
 
 from core.tasks import queue, queue_at
@@ -67,9 +71,9 @@ def enqueue_knowledge_embedding(entry_id: int) -> None:
 
 
 def recover_at_worker_start(**kwargs) -> None:
-    """django-q2 post_spawn handler: a restarted worker picks up what a dead one left."""
+    """django-q2 post_spawn handler: a restarted worker picks up what a dead one left, and an
+    indexing worker keeps watching for documents another node's dead worker left (below)."""
     from django.db import connection
-    import logging
 
     try:
         recover_stale_documents()
@@ -77,3 +81,35 @@ def recover_at_worker_start(**kwargs) -> None:
         logging.getLogger(__name__).exception("stale document recovery failed")
     finally:
         connection.close()
+    _start_recovery_watch()
+
+
+def _start_recovery_watch() -> None:
+    """Look for stale documents every INDEX_RECOVERY_INTERVAL seconds in a thread of this worker.
+
+    On several machines the node whose worker died may never start again, and django-q2's
+    scheduler only fires the minute schedule (migration retrieval 0004) once a minute or so:
+    the surviving indexing nodes must notice a lapsed lease themselves. Only the indexing
+    cluster watches (the chat cluster's workers never index). The thread has its own database
+    connection and closes it after each look, so a database restart costs one failed look.
+    """
+    from django.conf import settings
+    from django_q.conf import Conf
+
+    interval = settings.INDEX_RECOVERY_INTERVAL
+    if interval <= 0 or Conf.CLUSTER_NAME != Conf.PREFIX:
+        return
+    threading.Thread(target=_recovery_watch, args=(interval,), name="ragsite-recovery-watch", daemon=True).start()
+
+
+def _recovery_watch(interval: float) -> None:
+    from django.db import connection
+
+    while True:
+        time.sleep(interval * random.uniform(0.8, 1.2))  # several workers and nodes: spread the looks
+        try:
+            recover_stale_documents()
+        except Exception:  # the database or the broker is away for now: look again next time
+            logging.getLogger(__name__).warning("stale document recovery failed; retrying", exc_info=True)
+        finally:
+            connection.close()

@@ -162,3 +162,36 @@ def broker(request, monkeypatch):
         return server
     monkeypatch.delenv("REDIS_URL", raising=False)
     return None
+
+
+@pytest.fixture
+def restart_postgres():
+    """Restart the session's embedded PostgreSQL (same folder, socket and port); the test's own
+    connection is closed so it reconnects. Needs the embedded server (no DATABASE_URL given)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from django.db import connections
+
+    from core import pg
+
+    pgdata = os.environ.get("RAGSITE_TEST_PGDATA")
+    if not pgdata:
+        pytest.fail("restarting PostgreSQL needs the test session's embedded server (DATABASE_URL was given)")
+
+    def restart(*, down: float = 0.0) -> None:
+        import time
+
+        for conn in connections.all():
+            conn.close()
+        ctl = [str(pg._bin("pg_ctl")), "-D", pgdata, "-w", "-t", "60"]
+        kwargs = {"user": pg.SYSTEM_USER} if os.geteuid() == 0 else {}
+        subprocess.run([*ctl, "-m", "fast", "stop"], check=True, capture_output=True, timeout=90, **kwargs)
+        time.sleep(down)
+        # pg_ctl start with the options of the last run (socket folder, port), like `pg_ctl restart`.
+        opts = Path(pgdata, "postmaster.opts").read_text().split(None, 1)[1].strip()
+        subprocess.run([*ctl, "-o", opts, "-l", str(Path(pgdata, "restart.log")), "start"], check=True,
+                       capture_output=True, timeout=90, **kwargs)
+
+    return restart

@@ -52,7 +52,19 @@ class RedisServer:
         path = self.dir / "redis.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def restart(self, *, down: float = 0.0) -> None:
+        """Stop the server, wait `down` seconds and start it again on the same port (empty: it keeps
+        nothing on disk, like a Redis used only for queues and live events may)."""
+        self.halt()
+        time.sleep(down)
+        self.start()
+
     def stop(self) -> None:
+        self.halt()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def halt(self) -> None:
+        """Stop the server, keeping its folder and port for `start()`."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -60,4 +72,3 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        shutil.rmtree(self.dir, ignore_errors=True)
