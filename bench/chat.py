@@ -353,7 +353,7 @@ def main(argv=None) -> int:
             processes.append(Process("chat-worker", ["manage.py", "qcluster"],
                                      {**env, "Q_CLUSTER_NAME": "chat", "LOG_LEVEL": "INFO"}, log_dir))
             base = f"http://127.0.0.1:{port}"
-            _wait_up(base)
+            wait_up(base)
             time.sleep(3)  # the chat workers spawn and warm up
             _, questions = xquad(args.squad)
             log("measuring first-token latency")
@@ -380,7 +380,8 @@ def main(argv=None) -> int:
     return 0 if first_token["goal_met"] and concurrent["all_complete_and_exact"] else 1
 
 
-def _wait_up(base: str, timeout: float = 60) -> None:
+def wait_up(base: str, timeout: float = 60) -> None:
+    """Wait until a daphne node answers (401 from /api/me/ without a session)."""
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -391,7 +392,7 @@ def _wait_up(base: str, timeout: float = 60) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise RuntimeError("daphne did not start")
+    raise RuntimeError(f"daphne at {base} did not start")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite apps importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.chat import Process, free_port  # noqa: E402
+from bench.chat import Process, free_port, wait_up  # noqa: E402
 from bench.common import BenchSite, log  # noqa: E402
 
 BUCKET = "ragsite-cluster"
@@ -76,7 +76,7 @@ class Cluster:
         self.processes.append(Process("chat", ["manage.py", "qcluster"],
                                       env("chat", Q_CLUSTER_NAME="chat", CHAT_WORKERS=str(self.chat_workers)), logs))
         for url in self.web:
-            _wait_up(url)
+            wait_up(url, timeout=90)
         log(f"cluster up: web nodes {self.web}, S3 {self.s3.endpoint}, Redis {self.redis.url}")
 
     def setup_ai(self, *, chunk_size: int = 64) -> None:
@@ -105,20 +105,6 @@ class Cluster:
             if server is not None:
                 server.stop()
         self.site.__exit__(None, None, None)
-
-
-def _wait_up(base: str, timeout: float = 90) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/api/me/", timeout=1).status_code == 401:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"web node {base} did not start")
 
 
 def main(argv=None) -> int:
