@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connection
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
@@ -44,6 +46,20 @@ async def _message(user, conversation_id: int, message_id: int) -> Message | Non
     return await Message.objects.owned(user, conversation_id=conversation_id, message_id=message_id).afirst()
 
 
+async def _release_connection() -> None:
+    """Close this request's database connection while the stream waits.
+
+    Under daphne every request runs in a thread of its own and keeps the connection it opened
+    until the response ends: 50 open streams held 50 PostgreSQL connections (issue #20). The
+    close runs in that same thread (thread-sensitive); the next read opens a new one.
+    """
+    await sync_to_async(_close_connection)()
+
+
+def _close_connection() -> None:
+    connection.close()  # looked up here, in the request's thread: each thread has its own
+
+
 def _sse(event: LiveEvent) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 
@@ -61,6 +77,7 @@ async def message_stream(request, conversation_id: int, message_id: int):
     await layer.group_add(group, channel)
     # Subscribed first, read second: whatever was sent before is in the saved text.
     message = await _message(user, conversation_id, message_id)
+    await _release_connection()
 
     async def events():
         tracker = TextTracker()
@@ -85,6 +102,7 @@ async def message_stream(request, conversation_id: int, message_id: int):
                 if not done:
                     # Quiet for a while: make sure the answer still exists and has not ended unseen.
                     current = await _message(user, conversation_id, message_id)
+                    await _release_connection()
                     if current is None:
                         return
                     if current.status in FINAL_STATUSES:

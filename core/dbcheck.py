@@ -40,3 +40,37 @@ def require_pgvector(connection) -> str:
 def check_pgvector_version(apps, schema_editor) -> None:
     """Migration step: refuse to go on with a pgvector that is too old."""
     require_pgvector(schema_editor.connection)
+
+
+# SQLSTATEs of database errors that are over once the connection is new or the transaction runs
+# again: connection exceptions (class 08), serialization failure, deadlock, too many clients,
+# the server terminating or shutting down (pg_terminate_backend, a restart).
+_TRANSIENT_SQLSTATES = {
+    "40001": "a serialization conflict with another transaction",
+    "40P01": "a deadlock with another transaction",
+    "53300": "the database has no free connection (too many clients)",
+    "57P01": "the database connection was closed by the server",
+    "57P02": "the database server restarted",
+    "57P03": "the database server was starting up or shutting down",
+}
+
+
+def transient_database_error(exc: BaseException) -> str | None:
+    """A readable reason when `exc` is a temporary database problem worth retrying, else None.
+
+    Only Django's OperationalError/InterfaceError count (never a programming or data error):
+    with a SQLSTATE from the list above or class 08, or with none at all — psycopg raises those
+    without a code when the connection is lost or cannot be made ("server closed the
+    connection unexpectedly", "connection refused").
+    """
+    from django.db import InterfaceError, OperationalError
+
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return None
+    cause = exc.__cause__ if exc.__cause__ is not None else exc
+    sqlstate = getattr(cause, "sqlstate", None)
+    if sqlstate in _TRANSIENT_SQLSTATES:
+        return _TRANSIENT_SQLSTATES[sqlstate]
+    if sqlstate is None or sqlstate.startswith("08"):
+        return "the connection to the database was lost"
+    return None

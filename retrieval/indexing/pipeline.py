@@ -40,6 +40,7 @@ from documents.signals import index_finished
 from documents.storage import copy_to_temp
 from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
                                 version_to_index)
+from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
@@ -131,7 +132,7 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
-            _retry_later(document, attempt, exc, strategy, reschedule)
+            _retry_later(document, attempt, str(exc), strategy, reschedule)
             return "retrying: embedding server unavailable"
         _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code,
               version=version)
@@ -140,6 +141,9 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
         _fail(document, attempt, exc.message, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except Exception as exc:  # the worker must go on with the next job
+        reason = transient_database_error(exc)
+        if reason is not None:  # lost connection, too many clients, deadlock: over on a new try
+            return _database_problem(document, attempt, exc, reason, strategy, reschedule, version)
         logger.exception("indexing crashed", extra={"document_id": document_id})
         _fail(document, attempt, f"Unexpected error while indexing ({exc.__class__.__name__}); "
                                  "the details are in the server log.", code="internal", version=version)
@@ -459,7 +463,26 @@ def _announce_finished(document_id: int) -> None:
         logger.exception("index_finished listener failed", extra={"document_id": document_id})
 
 
-def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy: str | None,
+def _database_problem(document: Document, attempt: int, exc: Exception, reason: str, strategy: str | None,
+                      reschedule: Reschedule, version: DocumentVersion | None) -> str:
+    """A temporary database error: retry like a busy AI server, fail readably after the last attempt.
+
+    The connection may be dead (terminated, server restarted): it is closed so that the next
+    statement opens a new one. Nothing was committed — the chunks are written in one transaction.
+    """
+    logger.warning("database error while indexing", exc_info=exc, extra={"document_id": document.pk,
+                                                                          "attempt": attempt})
+    if not connection.in_atomic_block:
+        connection.close()
+    if attempt < settings.INDEX_MAX_ATTEMPTS:
+        _retry_later(document, attempt, f"{reason}.", strategy, reschedule)
+        return "retrying: database unavailable"
+    _fail(document, attempt, f"Indexing stopped because {reason} (after {attempt} attempts). "
+                             "Try re-indexing the document later.", code="database_unavailable", version=version)
+    return "failed: database_unavailable"
+
+
+def _retry_later(document: Document, attempt: int, reason: str, strategy: str | None,
                  reschedule: Reschedule) -> None:
     _reset_connection_if_broken()
     delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)]
@@ -468,13 +491,13 @@ def _retry_later(document: Document, attempt: int, exc: AiServerError, strategy:
         updated = _owned(document, attempt).update(
             status=waiting, heartbeat_at=None, updated_at=timezone.now(),
             index_error=f"Temporary problem, retrying in {delay} s (attempt {attempt + 1} of "
-                        f"{settings.INDEX_MAX_ATTEMPTS}): {exc}",
+                        f"{settings.INDEX_MAX_ATTEMPTS}): {reason}",
         )
         if updated:  # the schedule row commits with the status, or neither does
             reschedule(document.pk, strategy, next_run=timezone.now() + timedelta(seconds=delay),
                        name=f"retry indexing {document.pk} #{attempt + 1}")
     logger.warning("indexing will retry", extra={"document_id": document.pk, "attempt": attempt, "delay_s": delay,
-                                                 "reason": str(exc)})
+                                                 "reason": reason})
 
 
 def recover_stale_documents(*, enqueue: Callable[[int], None]) -> int:

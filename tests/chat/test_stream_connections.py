@@ -1,0 +1,72 @@
+"""An open SSE stream holds no database connection while it waits (issue #20).
+
+Under daphne each request runs in its own thread (Django's ASGI handler gives every request a
+thread-sensitive context), and a connection opened there stays open until the response ends:
+50 streams open for an answer would hold 50 PostgreSQL connections, a third of what one
+server allows. The streams here go through Django's real ASGI handler, each in its own context
+as under daphne; the count comes from pg_stat_activity.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import psycopg
+import pytest
+from asgiref.testing import ApplicationCommunicator
+from django.core.asgi import get_asgi_application
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from chat.services import conversation_create, message_send
+from tests.chat.helpers import run
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+STREAMS = 4  # opened after the first
+
+
+def _backends(params: dict) -> int:
+    """Client connections to the test database, other than the one asking."""
+    with psycopg.connect(**params, autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+
+
+def test_waiting_streams_hold_no_database_connection(user):
+    conversation = conversation_create(user=user, document_ids=[])
+    _, answer = message_send(conversation_id=conversation.pk, user=user, content="Still there?", enqueue=False)
+    token = Token.objects.create(user=user).key
+    path = f"/api/conversations/{conversation.pk}/messages/{answer.pk}/stream/"
+    params = connection.get_connection_params()
+    connection.close()  # the test's own connection is not counted
+    application = get_asgi_application()
+
+    async def scenario():
+        streams = []
+        before = None
+        for _ in range(STREAMS + 1):
+            stream = ApplicationCommunicator(application, {
+                "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                "headers": [(b"host", b"testserver"), (b"authorization", f"Token {token}".encode())],
+                "client": ("127.0.0.1", 50000), "server": ("testserver", 80)})
+            await stream.send_input({"type": "http.request", "body": b"", "more_body": False})
+            start = await stream.receive_output(timeout=10)
+            assert start["type"] == "http.response.start" and start["status"] == 200
+            first = await stream.receive_output(timeout=10)  # the answer's state: the stream is open
+            event = json.loads(first["body"].decode().split("data: ", 1)[1])
+            assert event["message"]["status"] == "pending"
+            streams.append(stream)
+            if before is None:  # after the first: the channel layer's own two connections are open
+                before = await asyncio.to_thread(_backends, params)
+        during = await asyncio.to_thread(_backends, params)
+        for stream in streams:
+            await stream.send_input({"type": "http.disconnect"})
+            await stream.wait(timeout=10)
+        return before, during
+
+    before, during = run(scenario)
+    assert during == before  # 4 more streams, no more connections (before the fix: one each)
