@@ -28,6 +28,7 @@ from chat.events import status_event, writer
 from chat.generation import AnswerFailed, Outcome, context_sources, source_origin
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
+from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x43484154  # "CHAT": the first key of the conversation's advisory lock
 MAX_ATTEMPTS = 3
 STALE_AFTER = timedelta(seconds=60)
+DATABASE_RETRY_DELAY = 1.0  # seconds before answering again after a temporary database error
 UNEXPECTED = "Something went wrong while answering; it has been logged. Try again."
 
 
@@ -46,10 +48,12 @@ def conversation_lock(conversation_id: int):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s::int, %s::int)", [LOCK_NAMESPACE, key])
         locked = cursor.fetchone()[0]
+    session = connection.connection
     try:
         yield locked
     finally:
-        if locked:
+        # A session lost to a database error took its lock with it: nothing to unlock.
+        if locked and connection.connection is session:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s::int, %s::int)", [LOCK_NAMESPACE, key])
 
@@ -64,7 +68,8 @@ def answer_conversation(conversation_id: int) -> str:
                 return f"answered {answered}; the rest is being answered by another worker"
             _requeue_interrupted(conversation_id)
             while (message_id := _next_pending(conversation_id)) is not None:
-                answer_message(message_id)
+                if answer_message(message_id) == RETRY:
+                    break  # a new database session: take the conversation's lock again first
                 answered += 1
     return f"answered {answered}"
 
@@ -140,22 +145,55 @@ class Job:
         writer.sources(self.conversation.pk, self.message.pk, sources)
 
 
-def answer_message(message_id: int) -> None:
-    """Produce one pending answer (call with the conversation's lock held)."""
+RETRY = "retry"
+
+
+def answer_message(message_id: int) -> str | None:
+    """Produce one pending answer (call with the conversation's lock held).
+
+    Returns RETRY when a temporary database error put the answer back in the queue: the database
+    session (and with it the conversation's lock) was replaced, so the caller locks again.
+    """
     claimed = _claim(message_id)
     if claimed is None:
-        return
+        return None
     job = Job(*claimed)
     try:
-        outcome = produce(job)
-    except (AnswerFailed, AiServerError, ApplicationError) as exc:
-        _fail(job, str(exc))
-    except Exception:
+        try:
+            outcome = produce(job)
+        except (AnswerFailed, AiServerError, ApplicationError) as exc:
+            _fail(job, str(exc))
+        else:
+            _finish(job, outcome)
+    except Exception as exc:
+        if (reason := transient_database_error(exc)) is not None:
+            return _database_problem(job, exc, reason)
         logger.exception("answering failed", extra={"message_id": message_id})
         _fail(job, UNEXPECTED)
-    else:
-        _finish(job, outcome)
     writer.flush()  # the final event is out before the worker may stop
+    return None
+
+
+def _database_problem(job: Job, exc: Exception, reason: str) -> str:
+    """A temporary database error (connection lost, server restarted, deadlock): answer again from
+    the start on a new session, up to MAX_ATTEMPTS answers; clients replace the text from offset 0.
+
+    Should the database still be away, the write below fails too and the task ends with the answer
+    `streaming`: the recovery schedule answers it again once the database is back.
+    """
+    logger.warning("database error while answering", exc_info=exc, extra={"message_id": job.message.pk})
+    if not connection.in_atomic_block:
+        connection.close()  # a terminated session: the next statement opens a new one
+    time.sleep(DATABASE_RETRY_DELAY)
+    attempts = int(job.message.metadata.get("attempts", 1))
+    if attempts >= MAX_ATTEMPTS:
+        _fail(job, f"The answer was interrupted because {reason} (attempt {attempts} of {MAX_ATTEMPTS}); "
+                   "try again later.")
+        writer.flush()
+        return RETRY
+    Message.objects.filter(pk=job.message.pk, status=MessageStatus.STREAMING).update(
+        status=MessageStatus.PENDING, content="", updated_at=timezone.now())
+    return RETRY
 
 
 def _claim(message_id: int) -> tuple[Message, Message, Conversation] | None:
