@@ -15,10 +15,7 @@ with the reason in Document.chunking_note.
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Callable
@@ -45,6 +42,7 @@ from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
                                        embedder_identity)
 from retrieval.models import AiServer, ChunkEmbedding
@@ -56,11 +54,6 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
-
-
-class IndexTimeout(BaseException):
-    """Raised by the time limit's alarm. A BaseException, so no `except Exception` on the way
-    (a parser skipping one bad page, say) can swallow it."""
 
 
 class Superseded(Exception):
@@ -116,7 +109,7 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
     try:
         # The newest waiting version of the document, else its current one (documents/versions.py).
         version = version_to_index(document=document)
-        with _time_limit(settings.INDEX_TIME_LIMIT):
+        with time_limit(settings.INDEX_TIME_LIMIT):
             built = _build(document, strategy, version)
         _commit(document, attempt, built, version)
     except Superseded:
@@ -189,7 +182,7 @@ class _Progress:
         if not force and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
-        with _shield.hold():
+        with shield.hold():
             updated = Document.objects.filter(
                 pk=self.document.pk, status=DocumentStatus.PROCESSING, index_attempts=self.attempt
             ).update(heartbeat_at=timezone.now(), **fields)
@@ -201,7 +194,7 @@ class _Progress:
 
 
 def _build(document: Document, strategy: str | None = None, version: DocumentVersion | None = None) -> Built:
-    with _shield.hold():
+    with shield.hold():
         rs = retrieval_settings_get()
         # (Re-)indexing always uses the current default; search follows each document's pinned model.
         server = default_embedding_server(rs)
@@ -241,7 +234,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     chunking = {"strategy": cutter, "size": size, "overlap": overlap, "tokenizer": rs.tokenizer}
     # A new version keeps the current one's unchanged chunks (documents/chunk_anchoring.py); late vectors
     # depend on the whole text, so they gain nothing from it. A first index or a re-index chunks as always.
-    with _shield.hold():
+    with shield.hold():
         previous = version_previous_chunks(document=document, version=version, chunking=chunking) \
             if strategy != "late" else None
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
@@ -265,7 +258,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model, dim=dim)
         scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
         text_keys = [cache_key(scope=scope, identity=identity, text=d.embed_text) for d in drafts]
-        with _shield.hold():
+        with shield.hold():
             cached = {k: v for k, v in cache_lookup(text_keys).items() if v.shape == (dim,)}
         vectors, embedded = embed_missing(client, [d.embed_text for d in drafts], rs.embed_batch_size, progress,
                                           keys=text_keys, cached=cached)
@@ -287,57 +280,6 @@ def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
     if strategy == "fixed":
         return rs.fixed_chunk_size, rs.fixed_chunk_overlap
     return rs.chunk_size, rs.chunk_overlap
-
-
-class _AlarmShield:
-    """Holds the alarm's exception back while a database statement is on the wire.
-
-    An exception raised by the SIGALRM handler in the middle of psycopg sending a query leaves
-    the connection half-way through the protocol ("another command is already in progress"), so
-    the failure could not even be recorded (seen under load). Inside `hold()` the handler only
-    notes that time is up; the exception is raised as soon as the statement is done.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.expired = False
-
-    @contextmanager
-    def hold(self):
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-        if self.depth == 0 and self.expired:
-            self.expired = False
-            raise IndexTimeout()
-
-
-_shield = _AlarmShield()
-
-
-@contextmanager
-def _time_limit(seconds: float):
-    """Raise IndexTimeout in this thread after `seconds` (SIGALRM; only in a main thread)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(signum, frame):
-        if _shield.depth:
-            _shield.expired = True  # raised when the statement in flight is done (_AlarmShield.hold)
-            return
-        raise IndexTimeout()
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        _shield.expired = False
 
 
 # --- the commit: one transaction ----------------------------------------------------------

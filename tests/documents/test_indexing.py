@@ -384,10 +384,10 @@ def test_the_time_limit_never_interrupts_a_statement_on_the_wire(user):
     import os
     import signal
 
-    from retrieval.indexing.pipeline import IndexTimeout, _shield, _time_limit
+    from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 
-    with pytest.raises(IndexTimeout), _time_limit(60):
-        with _shield.hold():
+    with pytest.raises(IndexTimeout), time_limit(60):
+        with shield.hold():
             os.kill(os.getpid(), signal.SIGALRM)  # time is up while a statement runs
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_sleep(0.05), 1")
@@ -396,7 +396,7 @@ def test_the_time_limit_never_interrupts_a_statement_on_the_wire(user):
     with connection.cursor() as cursor:  # and the connection is fine afterwards
         cursor.execute("SELECT 2")
         assert cursor.fetchone() == (2,)
-    with pytest.raises(IndexTimeout), _time_limit(60):
+    with pytest.raises(IndexTimeout), time_limit(60):
         os.kill(os.getpid(), signal.SIGALRM)  # outside a statement it stops at once
         for _ in range(1000):
             pass
