@@ -26,8 +26,10 @@ def test_database_url() -> str:
 class ManagedProcess:
     """A subprocess with its own process group, its output kept in a log file for failures."""
 
-    def __init__(self, args: list[str], *, database_url: str, name: str, env: dict | None = None):
-        self.args = [sys.executable, *args]
+    def __init__(self, args: list[str], *, database_url: str, name: str, env: dict | None = None,
+                 prefix: list[str] | None = None):
+        # `prefix`: a command that execs the rest, e.g. `ip netns exec NS` (tests/netns.py)
+        self.args = [*(prefix or []), sys.executable, *args]
         self.name = name
         self.env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.env.pop("DJANGO_SETTINGS_MODULE", None)

@@ -16,6 +16,7 @@ class RedisServer:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ragsite-redis-"))
         self.port = free_port()
+        self.also_bind: list[str] = []
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -26,8 +27,9 @@ class RedisServer:
         binary = shutil.which("redis-server")
         if not binary:
             raise RuntimeError("redis-server is missing: `make test` installs it (Debian package redis-server)")
-        args = [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
-                "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
+        args = [binary, "--bind", " ".join(["127.0.0.1", *self.also_bind]), "--port", str(self.port), "--dir", str(self.dir),
+                "--save", "", "--appendonly", "no", "--daemonize", "no",
+                "--protected-mode", "no" if self.also_bind else "yes",
                 "--logfile", str(self.dir / "redis.log")]
         self.proc = subprocess.Popen(args, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -42,6 +44,19 @@ class RedisServer:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"redis-server did not answer within {timeout}s:\n{self.log()[-2000:]}")
+
+    def listen_also(self, *addresses: str) -> None:
+        """Listen on these addresses too (besides 127.0.0.1), now and after restarts: the cluster
+        test's nodes in their own network namespaces reach Redis on the bridge's address. Protected
+        mode (no password: loopback clients only) is off meanwhile: the bridge is private to this
+        machine's namespaces, reached by nothing else."""
+        self.also_bind = list(addresses)
+        client = self.client()
+        client.config_set("bind", " ".join(["127.0.0.1", *self.also_bind]))
+        client.config_set("protected-mode", "no" if self.also_bind else "yes")
+
+    def url_on(self, host: str) -> str:
+        return f"redis://{host}:{self.port}/0"
 
     def client(self):
         import redis

@@ -141,3 +141,35 @@ class SeaweedS3:
             port = getattr(self, "ports", {}).get(f"{kind}.grpc")
             if port:
                 Path(f"/tmp/seaweedfs-{kind}-grpc-{port}.sock").unlink(missing_ok=True)
+
+
+def s3_storage_on(seaweed, settings, monkeypatch):
+    """The s3_storage fixture's work, on the given SeaweedS3 (the cluster test has one of its own)."""
+    import uuid
+    from types import SimpleNamespace
+
+    from core.object_storage import s3_storage_options
+
+    # One bucket for the session (each new bucket makes SeaweedFS grow volumes of its own), a
+    # folder of it per test: the storage's `location` prefixes every key.
+    bucket, location = seaweed.session_bucket, f"t-{uuid.uuid4().hex[:12]}"
+    env = {**seaweed.env(bucket), "S3_LOCATION": location}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": s3_storage_options(endpoint_url=env["S3_ENDPOINT_URL"], bucket=bucket,
+                                      access_key=env["S3_ACCESS_KEY_ID"], secret_key=env["S3_SECRET_ACCESS_KEY"],
+                                      region=env["S3_REGION"], expire=settings.S3_URL_EXPIRE, location=location)}}
+    client = seaweed.client()
+
+    def keys() -> list[str]:
+        """The storage names under this test's folder."""
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=location + "/").get("Contents", [])
+        return sorted(o["Key"].removeprefix(location + "/") for o in listed)
+
+    def key(name: str) -> str:
+        return f"{location}/{name}"
+
+    return SimpleNamespace(server=seaweed, bucket=bucket, location=location, env=env, client=client, keys=keys,
+                           key=key)

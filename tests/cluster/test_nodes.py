@@ -7,9 +7,12 @@ node; a stream followed across a SIGKILL of its web node; a SIGKILL of the index
 mid-document (the other indexing node finishes it, no duplicate chunks); a restart of Redis and
 of PostgreSQL while idle (every node goes on by itself).
 
-Loopback ports, not network namespaces: each node still reaches the others only through
-PostgreSQL, Redis and the bucket (its own RAGSITE_DATA_DIR and MEDIA_ROOT), which is what the
-test is about (see README, "Running on several machines").
+Each node runs in a network namespace of its own with its own address (tests/netns.py; the
+test checks that a node cannot reach this machine's loopback), reaching Redis, SeaweedFS and the
+AI server on the bridge's address and PostgreSQL through its Unix socket; each has its own
+RAGSITE_DATA_DIR and MEDIA_ROOT (no shared disk). Where namespaces are not available (not root,
+no iproute2, RAGSITE_TEST_NETNS=0) the nodes listen on loopback ports instead (README, "Running
+on several machines").
 """
 from __future__ import annotations
 
@@ -34,11 +37,18 @@ LEASE = 8  # seconds (INDEX_LEASE_SECONDS of the indexing nodes)
 ANSWER = ("Scaffolds are inspected every seven days by a competent person [S1]. " * 6).strip()
 
 
-def _cluster(*, indexing: tuple[str, ...], database_url, settings, tmp_path, redis_server, monkeypatch):
+def _cluster(*, indexing: tuple[str, ...], database_url, settings, tmp_path, redis_server, monkeypatch, node_network):
     redis_server.client().flushall()
     redis_server.client().config_resetstat()
-    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    network = node_network.network
+    monkeypatch.setenv("REDIS_URL", redis_server.url_on(node_network.host))
     nodes: dict[str, ManagedProcess] = {}
+
+    def place(name: str) -> tuple[str, list[str]]:
+        """The node's address and the command prefix that puts it in its namespace."""
+        if network is None:
+            return "127.0.0.1", []
+        return network.add(name), network.command(name)
 
     def env(name: str, **more) -> dict:
         data = tmp_path / name
@@ -48,16 +58,18 @@ def _cluster(*, indexing: tuple[str, ...], database_url, settings, tmp_path, red
                 "AI_BACKOFF_BASE": "0.01", "INDEX_LEASE_SECONDS": str(LEASE), "INDEX_RECOVERY_INTERVAL": "1", **more}
 
     for name in ("web1", "web2"):
-        port = free_port()
-        node = ManagedProcess(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "ragsite.asgi:application"],
-                              database_url=database_url, name=f"cluster-{name}", env=env(name))
-        node.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+        address, prefix = place(name)
+        port = 8000 if network is not None else free_port()  # a namespace has every port to itself
+        node = ManagedProcess(["-m", "daphne", "-b", address, "-p", str(port), "ragsite.asgi:application"],
+                              database_url=database_url, name=f"cluster-{name}",
+                              env=env(name, ALLOWED_HOSTS=address), prefix=prefix)
+        node.url = f"http://{address}:{port}"  # type: ignore[attr-defined]
         nodes[name] = node
     for name in indexing:
         nodes[name] = ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name=f"cluster-{name}",
-                                     env=env(name, WORKERS="1" if len(indexing) > 1 else "2"))
+                                     env=env(name, WORKERS="1" if len(indexing) > 1 else "2"), prefix=place(name)[1])
     nodes["chat"] = ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name="cluster-chat",
-                                   env=env("chat", Q_CLUSTER_NAME="chat", CHAT_WORKERS="2"))
+                                   env=env("chat", Q_CLUSTER_NAME="chat", CHAT_WORKERS="2"), prefix=place("chat")[1])
     for name, node in nodes.items():
         node.data_dir = tmp_path / name  # type: ignore[attr-defined]
         node.start()
@@ -78,15 +90,16 @@ def _cluster(*, indexing: tuple[str, ...], database_url, settings, tmp_path, red
 
 
 @pytest.fixture
-def cluster(s3_storage, redis_server, monkeypatch, database_url, settings, tmp_path):
+def cluster(s3_storage, redis_server, monkeypatch, database_url, settings, tmp_path, node_network):
     yield from _cluster(indexing=("indexing",), database_url=database_url, settings=settings, tmp_path=tmp_path,
-                        redis_server=redis_server, monkeypatch=monkeypatch)
+                        redis_server=redis_server, monkeypatch=monkeypatch, node_network=node_network)
 
 
 @pytest.fixture
-def cluster_two_indexing(s3_storage, redis_server, monkeypatch, database_url, settings, tmp_path):
+def cluster_two_indexing(s3_storage, redis_server, monkeypatch, database_url, settings, tmp_path, node_network):
     yield from _cluster(indexing=("indexing1", "indexing2"), database_url=database_url, settings=settings,
-                        tmp_path=tmp_path, redis_server=redis_server, monkeypatch=monkeypatch)
+                        tmp_path=tmp_path, redis_server=redis_server, monkeypatch=monkeypatch,
+                        node_network=node_network)
 
 
 def _ai_and_token(*, fake_ai, user, **retrieval) -> dict:
@@ -109,7 +122,14 @@ def _merge(text: str, event: dict) -> str:
 
 
 def test_upload_on_one_node_index_on_another_download_and_stream_after_a_kill(cluster, user, fake_ai, s3_storage,
-                                                                               redis_server):
+                                                                               redis_server, node_network):
+    network = node_network.network
+    if network is not None:  # each node has an address of its own and no way to this machine's loopback
+        assert len({node.url for node in (cluster["web1"], cluster["web2"])}) == 2
+        assert network.can_connect("web1", node_network.host, redis_server.port)
+        assert not network.can_connect("web1", "127.0.0.1", redis_server.port)
+        assert not network.can_connect("indexing", "127.0.0.1", s3_storage.server.s3_port)
+        assert network.can_connect("indexing", node_network.host, s3_storage.server.s3_port)
     auth = _ai_and_token(fake_ai=fake_ai, user=user)
     web1 = httpx.Client(base_url=cluster["web1"].url, headers=auth, timeout=20)
     web2 = httpx.Client(base_url=cluster["web2"].url, headers=auth, timeout=20)
