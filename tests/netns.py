@@ -39,13 +39,21 @@ def available() -> str | None:
         return "creating network namespaces needs root"
     if not shutil.which("ip"):
         return "iproute2 (`ip`) is not installed"
-    probe = f"{PREFIX}{os.getpid()}-probe"
+    # Everything the network needs, once: a namespace, a bridge, a veth pair with one end moved in.
+    tag = f"{PREFIX}{os.getpid()}"
+    probe, bridge, outside, inside = f"{tag}-probe", f"{tag}x", f"{tag}y", f"{tag}z"
+    steps = [("netns", "add", probe), ("link", "add", bridge, "type", "bridge"),
+             ("link", "add", outside, "type", "veth", "peer", "name", inside), ("link", "set", inside, "netns", probe),
+             ("link", "set", outside, "master", bridge, "up")]
     try:
-        made = _ip("netns", "add", probe, check=False)
-        if made.returncode:
-            return f"`ip netns add` failed: {made.stderr.strip()}"
+        for step in steps:
+            made = _ip(*step, check=False)
+            if made.returncode:
+                return f"`ip {' '.join(step)}` failed: {made.stderr.strip()}"
     finally:
         _ip("netns", "del", probe, check=False)
+        _ip("link", "del", outside, check=False)
+        _ip("link", "del", bridge, check=False)
     return None
 
 
@@ -78,7 +86,10 @@ class NodeNetwork:
     def __init__(self) -> None:
         pid = os.getpid()
         self.tag = f"{PREFIX}{pid}"
-        self.subnet = 10 + pid % 240  # the third octet: test processes running side by side differ
+        taken = _ip("-o", "addr", "show", check=False).stdout
+        # The third octet: one no other test process (or anything else) on this machine uses now.
+        self.subnet = next((n for n in (10 + (pid + i) % 240 for i in range(240)) if f" 10.213.{n}." not in taken),
+                           10 + pid % 240)
         self.gateway = f"10.213.{self.subnet}.1"
         self.bridge = f"{self.tag}b"
         self.namespaces: dict[str, str] = {}  # node name -> namespace
