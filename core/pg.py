@@ -53,12 +53,12 @@ def _prune_dead_handles(pgdata: Path) -> None:
         pids = json.loads(handles.read_text() or "[]")
     except ValueError:
         pids = []
-    alive = [pid for pid in pids if _pid_alive(pid)]
+    alive = [pid for pid in pids if pid_alive(pid)]
     if alive != pids:
         handles.write_text(json.dumps(alive))
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -119,7 +119,7 @@ def embedded_running(pgdata: Path) -> int | None:
         pid = int(pidfile.read_text().splitlines()[0])
     except (ValueError, IndexError, OSError):
         return None
-    return pid if _pid_alive(pid) else None
+    return pid if pid_alive(pid) else None
 
 
 def stop_embedded(pgdata: Path, *, timeout: float = 30.0) -> bool:
@@ -141,9 +141,9 @@ def stop_embedded(pgdata: Path, *, timeout: float = 30.0) -> bool:
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + timeout
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         os.kill(pid, signal.SIGKILL)
     (pgdata / ".handle_pids.json").unlink(missing_ok=True)
     return True

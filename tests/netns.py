@@ -21,6 +21,8 @@ import subprocess
 import sys
 from functools import lru_cache
 
+from core.pg import pid_alive
+
 PREFIX = "rg"
 
 
@@ -57,26 +59,16 @@ def available() -> str | None:
     return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_leftovers() -> None:
     """Namespaces and links of test processes that are gone (killed before their teardown)."""
     pattern = re.compile(rf"^{PREFIX}(\d+)")
     for line in _ip("netns", "list", check=False).stdout.splitlines():
         name = line.split()[0] if line.split() else ""
-        if (m := pattern.match(name)) and not _alive(int(m.group(1))):
+        if (m := pattern.match(name)) and not pid_alive(int(m.group(1))):
             _ip("netns", "del", name, check=False)
     for line in _ip("-o", "link", "show", check=False).stdout.splitlines():
         name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
-        if (m := pattern.match(name)) and not _alive(int(m.group(1))):
+        if (m := pattern.match(name)) and not pid_alive(int(m.group(1))):
             _ip("link", "del", name, check=False)
 
 

@@ -8,9 +8,6 @@ which the test-case transaction of the plain `django_db` mark would not survive.
 """
 from __future__ import annotations
 
-import threading
-import time
-
 import psycopg
 import pytest
 from django.db import connection
@@ -19,34 +16,13 @@ from chat import orchestrator
 from chat.orchestrator import LOCK_NAMESPACE, answer_conversation
 from chat.services import conversation_create, message_send
 from tests.chat.helpers import indexed
+from tests.dbfaults import backend_pid, terminate_when
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 HARBOUR = ("The harbour master assigns berths to arriving ships. Tide tables are published every Monday. "
            "Pilots must board ships longer than 80 metres.")
 ANSWER = "Pilots board ships longer than 80 metres [S1]."
-
-
-def _backend_pid() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
-def _terminate_while_waiting_for_the_model(chat_ai, pid: int) -> threading.Thread:
-    """Terminate backend `pid` once the (slow) chat request has arrived, before its answer comes."""
-    params = connection.get_connection_params()
-
-    def run() -> None:
-        deadline = time.monotonic() + 20
-        while not chat_ai.requests_to("/v1/chat/completions") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        with psycopg.connect(**params, autocommit=True) as other:
-            assert other.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
 
 
 def _ask_with_connection_killed(user, chat_ai):
@@ -57,13 +33,14 @@ def _ask_with_connection_killed(user, chat_ai):
     chat_ai.reset()
     chat_ai.script_chat(ANSWER, ANSWER)
     chat_ai.fail_next("/v1/chat/completions", {"delay_first_byte": 1.0})
-    pid = _backend_pid()
-    killer = _terminate_while_waiting_for_the_model(chat_ai, pid)
+    pid = backend_pid()
+    # Killed once the (slow) chat request has arrived, before its answer comes.
+    killer = terminate_when(lambda: bool(chat_ai.requests_to("/v1/chat/completions")), pid)
     try:
         answer_conversation(conversation.pk)
     finally:
         killer.join()
-    assert _backend_pid() != pid  # the answering session really was the one terminated, and replaced
+    assert backend_pid() != pid  # the answering session really was the one terminated, and replaced
     answer.refresh_from_db()
     return conversation, answer
 

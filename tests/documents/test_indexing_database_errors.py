@@ -8,18 +8,16 @@ reopened, which the test-case transaction of the plain `django_db` mark would no
 """
 from __future__ import annotations
 
-import threading
-import time
-
 import psycopg
 import pytest
 from django.db import DataError, OperationalError, ProgrammingError, connection
 from django_q.models import Schedule
 
 from core.dbcheck import transient_database_error
-from documents.models import Chunk, Document
+from documents.models import Chunk
 from retrieval.models import ChunkEmbedding
 from retrieval.tasks import index_document
+from tests.dbfaults import backend_pid, terminate_when
 from tests.documents.factories import upload_bytes
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -27,38 +25,17 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 TEXT = ("Crane inspections happen every seven days. " * 60).encode()
 
 
-def _backend_pid() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
-def _terminate_when_embedding(fake_embedder, pid: int) -> threading.Thread:
-    """Terminate backend `pid` as soon as the (slow) embedding request has arrived."""
-    params = connection.get_connection_params()
-
-    def run() -> None:
-        deadline = time.monotonic() + 20
-        while not fake_embedder.requests_to("/v1/embeddings") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        with psycopg.connect(**params, autocommit=True) as other:
-            assert other.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0] is True
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread
-
-
 def _index_with_connection_killed(fake_embedder, document) -> str:
     fake_embedder.reset()
     fake_embedder.fail_next("/v1/embeddings", {"delay_first_byte": 1.0})
-    pid = _backend_pid()
-    killer = _terminate_when_embedding(fake_embedder, pid)
+    pid = backend_pid()
+    # Killed once the (slow) embedding request has arrived.
+    killer = terminate_when(lambda: bool(fake_embedder.requests_to("/v1/embeddings")), pid)
     try:
         result = index_document(document.pk)
     finally:
         killer.join()
-    assert _backend_pid() != pid  # the job's connection really was the one terminated, and replaced
+    assert backend_pid() != pid  # the job's connection really was the one terminated, and replaced
     return result
 
 
