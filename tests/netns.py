@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from functools import lru_cache
@@ -41,21 +42,20 @@ def available() -> str | None:
         return "creating network namespaces needs root"
     if not shutil.which("ip"):
         return "iproute2 (`ip`) is not installed"
-    # Everything the network needs, once: a namespace, a bridge, a veth pair with one end moved in.
-    tag = f"{PREFIX}{os.getpid()}"
-    probe, bridge, outside, inside = f"{tag}-probe", f"{tag}x", f"{tag}y", f"{tag}z"
-    steps = [("netns", "add", probe), ("link", "add", bridge, "type", "bridge"),
-             ("link", "add", outside, "type", "veth", "peer", "name", inside), ("link", "set", inside, "netns", probe),
-             ("link", "set", outside, "master", bridge, "up")]
+    # A trial of everything the cluster test does: a bridge, a node's namespace joined to it, a
+    # command run inside it (`ip netns exec` mounts a /sys of its own, which some containers
+    # refuse) connecting to a listener on the bridge's address.
+    trial = NodeNetwork()
     try:
-        for step in steps:
-            made = _ip(*step, check=False)
-            if made.returncode:
-                return f"`ip {' '.join(step)}` failed: {made.stderr.strip()}"
+        trial.start()
+        trial.add("probe")
+        with socket.create_server((trial.gateway, 0)) as listener:
+            if not trial.can_connect("probe", trial.gateway, listener.getsockname()[1]):
+                return "a network namespace could not reach the bridge's address"
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        return f"network namespaces cannot be set up here: {exc}"
     finally:
-        _ip("netns", "del", probe, check=False)
-        _ip("link", "del", outside, check=False)
-        _ip("link", "del", bridge, check=False)
+        trial.stop()
     return None
 
 
