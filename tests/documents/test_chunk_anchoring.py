@@ -150,25 +150,26 @@ def test_fixed_strategy_and_too_many_chunks():
         chunk_layout_anchored(v2, previous, strategy="fixed", size=400, overlap=80, max_chunks=len(anchored) - 1)
 
 
-def test_unchanged_runs_align_repeated_units_by_position():
-    old = "Intro.\nRow A.\nRow A.\nMiddle one.\nRow A.\nEnd."
-    new = "Intro.\nRow A.\nRow A.\nMiddle two changed.\nRow A.\nEnd."
+def _assert_runs_keep_all_but(old: str, new: str, removed: str) -> None:
+    """Every run maps identical text, and together they cover all of `old` except `removed`."""
     runs = unchanged_runs(old, new)
     assert runs is not None
     for old_start, old_end, new_start in runs:
         assert old[old_start:old_end] == new[new_start:new_start + old_end - old_start]
-    assert sum(e - s for s, e, _ in runs) == len(old) - len("Middle one.\n")
+    assert sum(e - s for s, e, _ in runs) == len(old) - len(removed)
+
+
+def test_unchanged_runs_align_repeated_units_by_position():
+    old = "Intro.\nRow A.\nRow A.\nMiddle one.\nRow A.\nEnd."
+    new = "Intro.\nRow A.\nRow A.\nMiddle two changed.\nRow A.\nEnd."
+    _assert_runs_keep_all_but(old, new, "Middle one.\n")
 
 
 def test_unchanged_runs_with_hundreds_of_identical_rows():
     rows = ["| pear | 0 |\n"] * 300
     old = "Stock list.\n" + "".join(rows) + "Counted in May.\n" + "".join(rows) + "Signed."
     new = "Stock list.\n" + "".join(rows) + "Counted in June by two people.\n" + "".join(rows) + "Signed."
-    runs = unchanged_runs(old, new)
-    assert runs is not None
-    for old_start, old_end, new_start in runs:
-        assert old[old_start:old_end] == new[new_start:new_start + old_end - old_start]
-    assert sum(e - s for s, e, _ in runs) == len(old) - len("Counted in May.\n")
+    _assert_runs_keep_all_but(old, new, "Counted in May.\n")
 
 
 def test_an_inserted_section_is_chunked_on_its_own():

@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from documents.models import Chunk, Document
 from documents.versions import document_version_upload
+from tests.browser import desktop_page
 from tests.documents.factories import upload_bytes
 from tests.pdfgen import text_pdf
 
@@ -70,9 +71,8 @@ def test_the_viewer_draws_pages_from_the_bucket_once_its_cors_rule_names_the_sit
     assert document.status == "indexed", document.index_error
     cited = Chunk.objects.filter(document=document, page_number=2).order_by("chunk_index").first()
 
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    page = context.new_page()
+    page = desktop_page(browser, width=1280, height=800)
+    page.set_default_timeout(20_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     redirects: list[str] = []
@@ -130,4 +130,4 @@ def test_the_viewer_draws_pages_from_the_bucket_once_its_cors_rule_names_the_sit
         page.screenshot(path=artifacts / "pdf-viewer-old-version.png")
         assert not errors, errors
     finally:
-        context.close()
+        page.context.close()
