@@ -80,10 +80,13 @@ ROOT_URLCONF = "ragsite.urls"
 ASGI_APPLICATION = "ragsite.asgi.application"
 WSGI_APPLICATION = "ragsite.wsgi.application"
 
+# Each app keeps its templates in <app>/templates/ (APP_DIRS); the site-wide ones (base.html, home,
+# sign-in, icons) are ragsite's. ragsite/templates is also in DIRS, searched before every app,
+# because its admin/index.html overrides django.contrib.admin's, which INSTALLED_APPS lists first.
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "ragsite" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -1,4 +1,4 @@
-"""The chat page's collection picker (templates/chat/_collection_control.html): only collections the
+"""The chat page's collection picker (chat/templates/chat/_collection_control.html): only collections the
 user reads, "all my documents and collections" by default, the conversation's choice selected, and a
 collection the user no longer reads shown without its name."""
 from __future__ import annotations
