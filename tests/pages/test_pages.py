@@ -192,10 +192,12 @@ def test_new_conversation_opens_it_with_an_optional_document(alice_client, user,
 def test_pages_load_their_scripts_and_styles_from_ragsite(alice_client, user):
     document = upload_bytes(user, b"x", "x.txt")
     conversation = Conversation.objects.create(owner=user)
-    for url, script in [("/library/", "library.js"), (f"/documents/{document.pk}/", "viewer.js"),
-                        ("/", "conversations.js"), (f"/c/{conversation.pk}/", "chat.js")]:
+    # Each page's script from its app's static files, the site-wide style and helpers from ragsite's.
+    for url, script in [("/library/", "documents/library.js"), (f"/documents/{document.pk}/", "documents/viewer.js"),
+                        ("/", "chat/conversations.js"), (f"/c/{conversation.pk}/", "chat/chat.js")]:
         html = alice_client.get(url).content.decode()
-        assert f'src="/static/ragsite/{script}"' in html and 'href="/static/ragsite/app.css"' in html
+        assert f'src="/static/{script}"' in html and 'href="/static/ragsite/app.css"' in html
+        assert 'src="/static/ragsite/app.js"' in html
         assert "cdn." not in html and "unpkg" not in html
         assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
 
@@ -220,8 +222,8 @@ def test_viewer_of_a_pdf_shows_its_pages_from_the_checked_download_and_other_for
     assert 'role="tab" id="tab-pages"' in html and "Extracted text" in html
     # PDF.js reads the file from the download URL (its access check), the library from ragsite's static files.
     assert f'data-src="/documents/{pdf.pk}/download/"' in html
-    assert 'data-pdfjs="/static/vendor/pdfjs/"' in html
-    assert 'src="/static/ragsite/pdfpages.js"' in html and "cdn." not in html
+    assert 'data-pdfjs="/static/documents/vendor/pdfjs/"' in html
+    assert 'src="/static/documents/pdfpages.js"' in html and "cdn." not in html
     assert re.search(r'<div id="text-view" role="tabpanel" aria-labelledby="tab-text" hidden>', html)
 
     text = upload_bytes(user, b"Tides rise twice a day.", "tides.txt")
@@ -240,13 +242,13 @@ def test_vendored_pdfjs_is_served_by_ragsite_with_the_types_browsers_require(cli
     """Module scripts, the module worker and WebAssembly are refused by browsers under a wrong type."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "ragsite/static/vendor/pdfjs/README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "documents/static/documents/vendor/pdfjs/README.md").read_text()
     version = re.search(r"pdfjs-dist (\d+\.\d+\.\d+)", readme).group(1)
     for path, kind in [("build/pdf.min.mjs", "text/javascript"), ("build/pdf.worker.min.mjs", "text/javascript"),
                        ("wasm/jbig2.wasm", "application/wasm"), ("wasm/openjpeg.wasm", "application/wasm"),
                        ("standard_fonts/LiberationSans-Regular.ttf", ""), ("cmaps/UniGB-UCS2-H.bcmap", ""),
                        ("LICENSE", "")]:
-        response = client.get(f"/static/vendor/pdfjs/{path}")
+        response = client.get(f"/static/documents/vendor/pdfjs/{path}")
         assert response.status_code == 200, path
         assert response["Content-Type"].startswith(kind), (path, response["Content-Type"])
         body = b"".join(response.streaming_content) if response.streaming else response.content

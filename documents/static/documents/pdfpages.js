@@ -1,5 +1,5 @@
 /* The document viewer's "Original pages": a PDF's real pages drawn by PDF.js (vendored in
-   static/vendor/pdfjs, no CDN) with their text layer, and the cited passage highlighted on it.
+   documents/static/documents/vendor/pdfjs, no CDN) with their text layer, and the cited passage highlighted on it.
 
    The PDF is read from the document's download URL, which checks the reader's access like any
    download. Pages are drawn when they come near the screen and a few at most are kept as canvases
