@@ -2,7 +2,7 @@
 
 The live events are produced by chat.events (and chat.orchestrator through it) and consumed by
 the WebSocket consumer (chat.consumers), the SSE view (chat.sse) and the pages' JavaScript
-(static/chat/chat.js); the README's "Live events" section describes the same shapes.
+(chat/static/chat/live.js); the README's "Live events" section describes the same shapes.
 """
 from __future__ import annotations
 

@@ -194,12 +194,35 @@ def test_pages_load_their_scripts_and_styles_from_ragsite(alice_client, user):
     conversation = Conversation.objects.create(owner=user)
     # Each page's script from its app's static files, the site-wide style and helpers from ragsite's.
     for url, script in [("/library/", "documents/library.js"), (f"/documents/{document.pk}/", "documents/viewer.js"),
-                        ("/", "chat/conversations.js"), (f"/c/{conversation.pk}/", "chat/chat.js")]:
+                        ("/", "chat/conversations.js"), (f"/c/{conversation.pk}/", "chat/main.js")]:
         html = alice_client.get(url).content.decode()
         assert f'src="/static/{script}"' in html and 'href="/static/ragsite/app.css"' in html
         assert 'src="/static/ragsite/app.js"' in html
         assert "cdn." not in html and "unpkg" not in html
         assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+
+
+def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app(alice_client, user):
+    """chat.html loads chat/main.js as a module; every module it imports, directly or not, is served
+    with the type browsers require of a module, by the relative path the importing module names."""
+    conversation = Conversation.objects.create(owner=user)
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert '<script type="module" src="/static/chat/main.js"></script>' in html
+    # The classic scripts the modules read globals of run before them: app.js (window.rag), topics.js.
+    assert html.index('src="/static/ragsite/app.js"') < html.index('src="/static/chat/topics.js"') < html.index(
+        'src="/static/chat/main.js"')
+    seen, todo = set(), ["main.js"]
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        response = alice_client.get(f"/static/chat/{name}")
+        assert response.status_code == 200, name
+        assert response["Content-Type"].startswith("text/javascript"), (name, response["Content-Type"])
+        body = (b"".join(response.streaming_content) if response.streaming else response.content).decode()
+        imports = re.findall(r'^import (?:[^"]* from )?"([^"]+)";$', body, re.M)
+        assert all(i.startswith("./") and i.endswith(".js") for i in imports), (name, imports)  # no CDN, no bare names
+        todo += [i[2:] for i in imports if i[2:] not in seen]
+    assert {"state.js", "citations.js", "messages.js", "live.js", "sources.js", "composer.js", "attachments.js"} <= seen
 
 
 def test_upload_page_flow_matches_the_api_it_calls(api):

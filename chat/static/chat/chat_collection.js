@@ -1,6 +1,6 @@
 /* The conversation header's collection picker: narrows the conversation's questions to one collection
    the user reads, or searches everything again. Saved with PATCH /api/conversations/{id}/; tells the
-   chat page (chat.js) with a "rag:collection" event so its "Searching: …" line follows. */
+   chat page (attachments.js) with a "rag:collection" event so its "Searching: …" line follows. */
 (function () {
   "use strict";
   const { api, toast } = window.rag;

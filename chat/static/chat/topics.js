@@ -1,5 +1,5 @@
 /* The chat page's topic picker: the topics in use (GET /api/topics/), saved on the conversation
-   (PATCH /api/conversations/{id}/) when changed; chat.js sends the current one with each question. */
+   (PATCH /api/conversations/{id}/) when changed; composer.js sends the current one with each question. */
 (function () {
   "use strict";
   const { api, el, toast } = window.rag;
