@@ -225,6 +225,32 @@ def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app
     assert {"state.js", "citations.js", "messages.js", "live.js", "sources.js", "composer.js", "attachments.js"} <= seen
 
 
+def test_the_chat_modules_can_be_hashed_by_the_manifest_storage_with_their_imports(tmp_path):
+    """Relative imports between modules are rewritten to the hashed names when static files are hashed
+    (ManifestStaticFilesStorage's module support): possible only while no module imports another in a
+    cycle, whose hashes would depend on each other."""
+    from django.conf import settings
+    from django.contrib.staticfiles.storage import ManifestStaticFilesStorage
+    from django.core.files.storage import FileSystemStorage
+
+    class Hashing(ManifestStaticFilesStorage):
+        support_js_module_import_aggregation = True
+
+    source = FileSystemStorage(location=settings.BASE_DIR / "chat" / "static")
+    target = Hashing(location=tmp_path)
+    paths = {}
+    for name in source.listdir("chat")[1]:
+        with source.open(f"chat/{name}") as f:
+            target.save(f"chat/{name}", f)  # collectstatic copies, then post-processes
+        paths[f"chat/{name}"] = (source, f"chat/{name}")
+    failed = [(name, result) for name, _, result in target.post_process(paths) if isinstance(result, Exception)]
+    assert not failed
+    main = (tmp_path / target.stored_name("chat/main.js")).read_text()
+    imports = re.findall(r'^import (?:[^"]* from )?"([^"]+)";$', main, re.M)
+    assert "./messages.js" not in imports and len(imports) >= 5
+    assert all(re.fullmatch(r"\./\w+\.[0-9a-f]{12}\.js", i) for i in imports), imports
+
+
 def test_upload_page_flow_matches_the_api_it_calls(api):
     """The library posts files to /api/documents/ and reads `duplicate` from the 200 answer."""
     body = {"file": SimpleUploadedFile("a.txt", b"same bytes")}

@@ -1,11 +1,14 @@
 /* The chat page: history, live answers (WebSocket, SSE as fallback), citations, sources, attachments.
    ES modules without a build step, loaded by chat.html with <script type="module">; app.js (window.rag)
-   and topics.js (window.ragTopic) are classic scripts that run before them. Each module wires its
-   own controls when it is first imported; this one draws the page and starts following answers. */
+   and topics.js (window.ragTopic) are classic scripts that run before them. The modules import one
+   way, never in a cycle (ManifestStaticFilesStorage could not hash a cycle): state; citations, waiting
+   and title on it; sources; messages; live and attachments; retry and composer; this one. Each wires
+   its own controls when first imported; this one draws the page and starts following answers. */
 import { renderScope } from "./attachments.js";
 import "./composer.js";
 import { connect, ensureLive } from "./live.js";
 import { emptyState, renderMessage, toBottom } from "./messages.js";
+import "./retry.js";
 import "./sources.js";
 import { boot, IN_FLIGHT, liveText, messages, question, thread } from "./state.js";
 import { showTitle } from "./title.js";

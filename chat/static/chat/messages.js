@@ -1,12 +1,12 @@
 /* The thread's messages: a question, an answer streaming in, a final answer with its footer, a failed
-   one with Retry; upsert() puts a message in its place, renderLive() redraws answers in flight. */
+   one with Retry (handled by retry.js); upsert() puts a message in its place, renderLive() redraws
+   answers in flight. */
 import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
-import { ensureLive } from "./live.js";
 import { showSources, toggleSources } from "./sources.js";
-import { convId, IN_FLIGHT, liveSources, liveText, messages, panel, scroller, shared, thread } from "./state.js";
+import { IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
 import { waitBox } from "./waiting.js";
 
-const { api, el, toast, icon, timeAgo, plural } = window.rag;
+const { el, icon, timeAgo, plural } = window.rag;
 
 function thinking(label) {
   return el("div", { class: "thinking" }, el("span", { class: "dots", "aria-hidden": "true" }, el("span"), el("span"), el("span")), label);
@@ -85,20 +85,7 @@ function footer(m) {
 }
 
 function errorBox(m) {
-  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), "Retry");
-  retry.addEventListener("click", async () => {
-    retry.disabled = true;
-    try {
-      const fresh = await api("POST", `/api/conversations/${convId}/messages/${m.id}/retry/`);
-      liveText.delete(m.id);
-      liveSources.delete(m.id);
-      upsert(fresh);
-      ensureLive();
-    } catch (err) {
-      retry.disabled = false;
-      toast(err.message, "error");
-    }
-  });
+  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), "Retry"); // retry.js handles it
   return el("div", { class: "msg-error", role: "alert" }, icon("alert"),
     el("p", {}, m.error || "The answer could not be produced."), retry);
 }
