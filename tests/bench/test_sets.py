@@ -1,0 +1,75 @@
+"""The development sets in bench/sets/ load, hold together and reach their minimum sizes (issues #30, #31).
+
+No database: the sets are files read by bench/setdata.py, which the evaluation commands use too.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import setdata
+
+LANGUAGES = {"cs", "en", "de", "ru"}
+
+
+def test_approved_qa_set_is_valid_and_big_enough():
+    data = setdata.load_approved_qa()
+    assert setdata.validate_approved_qa(data) == []
+    assert len(data.pairs) >= 60
+    by_lang = {lang: sum(p.lang == lang for p in data.pairs) for lang in LANGUAGES}
+    assert by_lang["cs"] >= 30 and min(by_lang.values()) > 0, by_lang
+    counts = setdata.approved_qa_counts(data)
+    minimum = {"paraphrase": 120, "cross_language": 60, "near_miss": 60, "number_variant": 50,
+               "negation_variant": 40, "unrelated": 60}
+    for kind, least in minimum.items():
+        assert counts[kind]["total"] >= least, (kind, counts[kind])
+        assert all(counts[kind][lang] > 0 for lang in LANGUAGES), (kind, counts[kind])
+    assert len(data.questions) >= 400
+
+
+def test_approved_qa_pairs_have_close_siblings():
+    """Near-misses exist inside the pairs themselves: some subcategories hold more than one pair."""
+    data = setdata.load_approved_qa()
+    subcategories = [(p.category, p.subcategory) for p in data.pairs]
+    siblings = {s for s in subcategories if subcategories.count(s) > 1}
+    assert len(siblings) >= 3, siblings
+
+
+def test_czech_questions_are_written_with_and_without_diacritics():
+    data = setdata.load_approved_qa()
+    czech = [q.question for q in data.questions if q.lang == "cs"]
+    with_marks = [q for q in czech if any(c in q for c in "áčďéěíňóřšťúůýž")]
+    assert len(with_marks) > len(czech) // 2
+    assert len(czech) - len(with_marks) >= 15
+
+
+@pytest.mark.parametrize("problem, expected", [
+    ({"kind": "paraphrase", "pair_id": "missing"}, "needs a pair_id that exists"),
+    ({"kind": "near_miss", "pair_id": None, "note": "no id here"}, "must name the closest pair"),
+    ({"kind": "unrelated", "pair_id": "P1"}, "must have pair_id null"),
+    ({"kind": "guess", "pair_id": None}, "unknown kind"),
+    ({"lang": "fr"}, "unknown language"),
+    ({"kind": "cross_language", "pair_id": "P1", "lang": "cs"}, "not in its pair's language"),
+    ({"question": "Kolik dní dovolené mám?"}, "repeats a pair's question"),
+])
+def test_approved_qa_validation_names_each_problem(problem, expected):
+    pair = setdata.QAPair("P1", "cs", "leave", "annual", "Kolik dní dovolené mám?", "25 dní.")
+    fields = {"id": "Q1", "lang": "cs", "question": "Kolik mám dovolené?", "kind": "paraphrase",
+              "pair_id": "P1", "note": ""} | problem
+    data = setdata.ApprovedQASet([pair], [setdata.QAQuestion(**fields)])
+    problems = setdata.validate_approved_qa(data)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_broken_line_is_reported_with_its_file_and_line(tmp_path):
+    folder = tmp_path / "approved_qa"
+    folder.mkdir()
+    pair = {"id": "P1", "lang": "cs", "category": "c", "subcategory": "s", "question": "q", "answer": "a"}
+    (folder / "pairs.jsonl").write_text(json.dumps(pair) + "\n{not json\n", encoding="utf-8")
+    (folder / "questions.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(setdata.SetFormatError, match=r"pairs\.jsonl:2: not JSON"):
+        setdata.load_approved_qa(tmp_path)
+    (folder / "pairs.jsonl").write_text(json.dumps(pair | {"extra": 1}) + "\n", encoding="utf-8")
+    with pytest.raises(setdata.SetFormatError, match=r"pairs\.jsonl:1: .*unexpected \['extra'\]"):
+        setdata.load_approved_qa(tmp_path)
