@@ -73,3 +73,36 @@ def test_a_broken_line_is_reported_with_its_file_and_line(tmp_path):
     (folder / "pairs.jsonl").write_text(json.dumps(pair | {"extra": 1}) + "\n", encoding="utf-8")
     with pytest.raises(setdata.SetFormatError, match=r"pairs\.jsonl:1: .*unexpected \['extra'\]"):
         setdata.load_approved_qa(tmp_path)
+
+
+def test_czech_retrieval_set_is_valid_and_big_enough():
+    data = setdata.load_czech_retrieval()
+    assert setdata.validate_czech_retrieval(data) == []
+    assert len(data.passages) >= 120 and len(data.questions) >= 200
+    documents = {p.doc for p in data.passages}
+    assert 10 <= len(documents) <= 14, documents
+    assert all(sum(p.doc == doc for p in data.passages) >= 8 for doc in documents)
+    assert {d for q in data.questions for d in q.gold_documents} == documents
+
+
+def test_czech_retrieval_questions_mostly_use_other_word_forms_than_their_passage():
+    """Most questions share under half of their words, as typed, with their gold passage."""
+    data = setdata.load_czech_retrieval()
+    text = {p.id: p.text for p in data.passages}
+
+    def words(s: str) -> set[str]:
+        return {w.strip(".,;:?!()„“\"").lower() for w in s.split()} - {""}
+
+    low = [q for q in data.questions
+           if len(words(q.question) & words(" ".join(text[g] for g in q.gold))) < len(words(q.question)) / 2]
+    assert len(low) > len(data.questions) * 0.6
+
+
+def test_czech_retrieval_validation_names_each_problem():
+    passage = setdata.Passage("d-01", "d", "Dokument", " ".join(["slovo"] * 60))
+    short = setdata.Passage("d-02", "d", "Jiný titul", "krátký text")
+    questions = [setdata.RetrievalQuestion("Q1", "Otázka?", ["d-09"], ["d"], ""),
+                 setdata.RetrievalQuestion("Q2", "Jiná otázka?", ["d-01"], ["x"], "")]
+    problems = setdata.validate_czech_retrieval(setdata.RetrievalSet([passage, short], questions))
+    for expected in ["d-02: 2 words", "several titles", "unknown gold passages ['d-09']", "gold_documents ['x'] should be ['d']"]:
+        assert any(expected in p for p in problems), (expected, problems)
