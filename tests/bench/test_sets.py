@@ -106,3 +106,32 @@ def test_czech_retrieval_validation_names_each_problem():
     problems = setdata.validate_czech_retrieval(setdata.RetrievalSet([passage, short], questions))
     for expected in ["d-02: 2 words", "several titles", "unknown gold passages ['d-09']", "gold_documents ['x'] should be ['d']"]:
         assert any(expected in p for p in problems), (expected, problems)
+
+
+def test_dialogue_set_is_valid_and_big_enough():
+    dialogues = setdata.load_dialogues()
+    assert setdata.validate_dialogues(dialogues, setdata.load_dialogue_passages()) == []
+    counts = setdata.dialogue_counts(dialogues)
+    assert counts["dialogues"] >= 60
+    assert counts["later_standalone"] >= 0.3 * counts["later_turns"], counts
+    assert counts["later_turns"] - counts["later_standalone"] >= 60, counts
+    assert {d.lang for d in dialogues} == LANGUAGES
+    for lang in LANGUAGES:
+        later = [t for d in dialogues if d.lang == lang for t in d.turns[1:]]
+        assert any(t.standalone for t in later) and any(not t.standalone for t in later), lang
+
+
+def test_dialogue_validation_names_each_problem():
+    passages = {"czech_retrieval": [setdata.Passage("d-01", "d", "Dokument", " ".join(["slovo"] * 60))]}
+    turn = setdata.Turn("Kolik?", "Kolik?", True, ["d-01"])
+    dialogues = [
+        setdata.Dialogue("A", "cs", "czech_retrieval", [setdata.Turn("A co dál?", "A co dál?", False, ["d-01"]), turn]),
+        setdata.Dialogue("B", "cs", "czech_retrieval", [turn, setdata.Turn("A tam?", "Jiné znění", True, ["d-02"])]),
+        setdata.Dialogue("C", "cs", "elsewhere", [turn]),
+    ]
+    problems = setdata.validate_dialogues(dialogues, passages)
+    for expected in ["dialogue A turn 1: a first turn stands alone", "dialogue A turn 1: a follow-up needs a rewrite",
+                     "dialogue B turn 2: a standalone turn's rewrite is the question unchanged",
+                     "dialogue B turn 2: unknown gold passages ['d-02']", "dialogue C: unknown corpus",
+                     "dialogue C: 1 turns"]:
+        assert any(expected in p for p in problems), (expected, problems)
