@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +107,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _build(cls: type, row: dict[str, Any], path: Path, number: int) -> Any:
-    fields = set(cls.__dataclass_fields__)
-    missing, extra = fields - set(row), set(row) - fields
+    names = {field.name for field in fields(cls)}
+    missing, extra = names - set(row), set(row) - names
     if missing or extra:
         raise SetFormatError(f"{path}:{number}: missing {sorted(missing)}, unexpected {sorted(extra)}")
     return cls(**row)
@@ -188,12 +188,12 @@ def validate_approved_qa(data: ApprovedQASet) -> list[str]:
         if q.question.casefold() in pair_texts:
             problems.append(f"{where}: repeats a pair's question word for word")
         if q.kind in KINDS_WITH_PAIR:
-            pair = pairs.get(q.pair_id or "")
-            if pair is None:
+            target = pairs.get(q.pair_id or "")
+            if target is None:
                 problems.append(f"{where}: {q.kind} needs a pair_id that exists, got {q.pair_id!r}")
-            elif q.kind == "paraphrase" and pair.lang != q.lang:
-                problems.append(f"{where}: a paraphrase is in its pair's language ({pair.lang})")
-            elif q.kind == "cross_language" and pair.lang == q.lang:
+            elif q.kind == "paraphrase" and target.lang != q.lang:
+                problems.append(f"{where}: a paraphrase is in its pair's language ({target.lang})")
+            elif q.kind == "cross_language" and target.lang == q.lang:
                 problems.append(f"{where}: a cross-language question is not in its pair's language")
         elif q.pair_id is not None:
             problems.append(f"{where}: {q.kind} must have pair_id null")
