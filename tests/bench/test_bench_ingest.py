@@ -99,3 +99,26 @@ def test_ingest_bench_versions_small_run(tmp_path, sample_data):
         assert run["goal"]["met"] == (run["ratio"] <= {"same": 0.05, "one_page": 0.10, "ten_percent": 0.20}[name])
         assert set(run["stage_s"]) == {"extract", "chunk", "embed", "commit", "total"}
     assert report["all_goals_met"] == all(runs[n]["goal"]["met"] for n in ("same", "one_page", "ten_percent"))
+
+
+def test_profile_summary_finds_steps_by_their_functions(tmp_path):
+    """A step is counted from the profile entry of its function's code object, wherever its module lives."""
+    import cProfile
+
+    from bench.ingest_profile import profile_summary, profiled_steps
+    from documents.language import detect_language
+
+    steps = profiled_steps()
+    assert all(callable(f) for functions in steps.values() for f in functions)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(3):
+        detect_language("The council met on Tuesday to discuss the river and the new market.")
+    profiler.disable()
+    profiler.dump_stats(tmp_path / "run.prof")
+
+    summary = profile_summary(tmp_path / "run.prof")["steps"]
+    assert set(summary) == set(steps)
+    assert summary["detect_language"]["calls"] == 3
+    assert summary["detect_language"]["functions"] == [f"{detect_language.__module__}.{detect_language.__qualname__}"]
+    assert summary["claim"]["calls"] == summary["commit"]["calls"] == 0
