@@ -18,21 +18,24 @@ Two data sets:
   seconds) and ``tesseract_peak_rss_mb`` (the largest Tesseract child, apart from the worker;
   sampled every 50 ms from /proc).
 
-For each: a fresh *worker* process (bench/ingest_worker.py; Django set up, ``retrieval.indexing.pipeline`` imported, nothing
-warmed) receives every document id as soon as `documents.services.document_upload` returns
-and runs `retrieval.tasks.index_document` on it — exactly what a django-q2 worker does with
-the task. Wall time runs from the first upload until the last document is indexed (committed).
+For each: a fresh *worker* process (bench/ingest_worker.py; Django set up,
+``retrieval.indexing.pipeline`` imported, nothing warmed) receives every document id as soon as
+`documents.services.document_upload` returns and runs `retrieval.tasks.index_document` on it —
+exactly what a django-q2 worker does with the task. Wall time runs from the first upload until
+the last document is indexed (committed).
 Then a second fresh process embeds the stored chunks' embed texts again — the same client, the
 same batch size and the same per-document batches as the indexer — after one warm-up call
 (untimed). **Efficiency** = embedder-alone seconds ÷ wall seconds. The worker reports its own
-peak RSS (VmHWM, `bench.common.peak_rss_mb`). Neither child gets ``OMP_NUM_THREADS``: OpenMP uses every core.
+peak RSS (VmHWM, `bench.common.peak_rss_mb`). Neither child gets ``OMP_NUM_THREADS``: OpenMP uses
+every core.
 
 Everything runs on an embedded PostgreSQL in a temporary folder (stopped and deleted at the end,
 ``--keep`` keeps it), or on ``--database-url`` (a throw-away database: it is migrated and gets
 benchmark users and documents). Progress goes to stderr, the JSON result to stdout.
 
 ``--profile`` runs the worker under cProfile and adds the calls and cumulative time of the indexing
-steps to the JSON (bench/ingest_profile.py names each step's function; profiling slows the Python parts down, so use its wall figures only relatively).
+steps to the JSON (bench/ingest_profile.py names each step's function; profiling slows the Python
+parts down, so use its wall figures only relatively).
 """
 from __future__ import annotations
 
@@ -48,7 +51,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite apps importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import REPO, XQUAD_EN, BenchSite, contention, log, machine_cpu_s, machine_info, process_cpu_s, squad_file
+from bench.common import (REPO, XQUAD_EN, BenchSite, contention, log, machine_cpu_s, machine_info, process_cpu_s,
+                          squad_file)
 from bench.ingest_data import write_pdf, xquad_articles
 from bench.ingest_profile import profile_summary, profiled_steps
 from bench.ingest_versions import GOALS, run_versions
