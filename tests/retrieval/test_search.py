@@ -106,6 +106,36 @@ def test_conversation_attachments_limit_the_scope(user, fake_embedder):
     assert len({s["document_id"] for s in retrieve(user, "apples", scope_for(user, conversation=unattached)).segments}) == 2
 
 
+def first_document_only(user, conversation):
+    """A conversation-scope resolver the CONVERSATION_SCOPE setting can name: the user's first document."""
+    from retrieval.search.scope import documents_scope
+
+    return documents_scope(user, [Document.objects.filter(owner=user).order_by("id").values_list("id", flat=True)[0]],
+                           conversation_id=int(getattr(conversation, "pk", conversation)))
+
+
+def test_the_conversation_scope_is_the_extension_point_the_setting_names(user, fake_embedder, settings):
+    """No start-up registry: scope_for(conversation=) calls what settings.CONVERSATION_SCOPE names, and
+    with none named no conversation exists, for the search API too."""
+    from core.errors import NotFound
+
+    first = indexed(user, "Apples are harvested in autumn.", "apples.txt")
+    indexed(user, "Apples are also used for cider in Normandy.", "cider.txt")
+    conversation = Conversation.objects.create(owner=user)  # nothing attached: the chat's scope is "all"
+    assert settings.CONVERSATION_SCOPE == "chat.selectors.conversation_scope"
+    assert scope_for(user, conversation=conversation).kind == "all"
+    settings.CONVERSATION_SCOPE = f"{__name__}.first_document_only"
+    scope = scope_for(user, conversation=conversation.pk)
+    assert (scope.kind, scope.attached_ids, scope.conversation_id) == ("attached", [first.pk], conversation.pk)
+    settings.CONVERSATION_SCOPE = ""
+    with pytest.raises(NotFound):
+        scope_for(user, conversation=conversation)
+    api = APIClient()
+    api.force_authenticate(user)
+    response = api.get("/api/search/", {"q": "apples", "conversation": conversation.pk})
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
 def test_users_never_see_each_others_chunks(user, other_user, fake_embedder):
     secret = indexed(user, "The launch code is tango seven seven alpha.", "secret.txt")
     indexed(other_user, "A public note about gardening and tomatoes.", "garden.txt")
