@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from core.errors import ApplicationError
+from core.errors import NotFound
 from retrieval.knowledge.services import knowledge_entry_approve
 from retrieval.models import EmbeddingState, KnowledgeEntry
 from retrieval.tasks import enqueue_knowledge_embedding
@@ -34,7 +34,7 @@ def knowledge_entry_update(*, entry_id: int, user, **changes) -> KnowledgeEntry:
     with transaction.atomic():
         entry = KnowledgeEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
-            raise ApplicationError("No such Q&A pair.", code="not_found", status_code=404)
+            raise NotFound("No such Q&A pair.")
         question_changed = "question" in changes and changes["question"].strip() != entry.question
         for name in EDITABLE_FIELDS:
             if name in changes:
@@ -51,7 +51,7 @@ def knowledge_entry_approve_and_embed(*, entry_id: int, user) -> KnowledgeEntry:
     with transaction.atomic():
         entry = KnowledgeEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
-            raise ApplicationError("No such Q&A pair.", code="not_found", status_code=404)
+            raise NotFound("No such Q&A pair.")
         knowledge_entry_approve(entry=entry, user=user)
         if entry.embedding_state != EmbeddingState.READY:
             _queue_embedding(entry.pk)
