@@ -197,6 +197,31 @@ def test_approved_qa_comes_first_then_documents_of_the_subcategory(user, staff_u
     assert result.trace["answered_by_tier"] == 1
 
 
+def _keys_fit(row: dict, typed) -> None:
+    from typing import NotRequired, get_origin, get_type_hints
+
+    hints = get_type_hints(typed, include_extras=True)  # the contract's annotations are strings (PEP 563)
+    required = {name for name, hint in hints.items() if get_origin(hint) is not NotRequired}
+    assert required <= set(row), required - set(row)
+    assert set(row) <= set(hints), set(row) - set(hints)
+
+
+def test_the_trace_is_the_typed_contract(user, staff_user, fake_embedder):
+    """retrieve()'s trace holds exactly what retrieval.contracts.RetrievalTrace (and TierTrace) declare, so the
+    type mypy checks is the trace the API, the admin and the messages show."""
+    from retrieval.contracts import RetrievalTrace, TierTrace
+
+    _qa(staff_user, "How often do everbearing raspberries fruit?", "Twice a year.", "fruit", "raspberry, everbearing")
+    indexed(user, "Everbearing raspberries fruit twice: in summer and autumn.", "rasp.txt", category="fruit",
+            subcategory="raspberry, everbearing")
+    for result in (retrieve(user, "How often do raspberries fruit?", category="fruit", subcategory="raspberry, everbearing"),
+                   retrieve(user, "raspberries", k=1)):
+        _keys_fit(result.trace, RetrievalTrace)
+        assert {t["kind"] for t in result.trace["tiers"]} <= {"qa", "documents"} and result.trace["tiers"]
+        for tier in result.trace["tiers"]:
+            _keys_fit(tier, TierTrace)
+
+
 def test_qa_outside_the_threshold_is_dropped_and_said(user, staff_user, fake_embedder):
     _qa(staff_user, "What is the capital of France?", "Paris.", "geo")
     RetrievalSettings.objects.filter(pk=1).update(qa_distance_threshold=0.2)
