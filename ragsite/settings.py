@@ -79,6 +79,10 @@ MIDDLEWARE = [
 ROOT_URLCONF = "ragsite.urls"
 ASGI_APPLICATION = "ragsite.asgi.application"
 WSGI_APPLICATION = "ragsite.wsgi.application"
+# The one edge that points up the layers, declared here with the rest of the wiring: retrieval's
+# `?conversation=` search (GET /api/search/, the admin's retrieval test) asks the chat for a
+# conversation's scope through this dotted path (retrieval/search/scope.py); "" means no conversations.
+CONVERSATION_SCOPE = "chat.selectors.conversation_scope"
 
 # Each app keeps its templates in <app>/templates/ (APP_DIRS); the site-wide ones (base.html, home,
 # sign-in, icons) are ragsite's. ragsite/templates is also in DIRS, searched before every app,

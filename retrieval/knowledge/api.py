@@ -1,8 +1,8 @@
 """`/api/knowledge/`: staff curate approved Q&A pairs over REST, as they do in the admin.
 
 Staff may list and read; creating, changing, approving and retiring need the curator permission
-(`retrieval.curate_knowledgeentry`, the `curator` group), as in the admin. Approving queues the
-question's embedding like the admin's save does.
+(`retrieval.curate_knowledgeentry`, the `curator` group), as in the admin. Every write goes through
+retrieval.knowledge.services, as the admin's do, so both re-embed a pair by the same rule.
 """
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from rest_framework.views import APIView
 
 from core.errors import NotFound
 from core.pagination import StrictCharField
-from retrieval import curation as services
-from retrieval.knowledge.services import knowledge_entry_retire
+from retrieval.knowledge import services
 from retrieval.models import KnowledgeEntry
 
 CURATE_PERMISSION = "retrieval.curate_knowledgeentry"
@@ -149,5 +148,5 @@ class KnowledgeRetireView(APIView):
     @extend_schema(request=None, responses=KnowledgeEntrySerializer)
     def post(self, request, entry_id: int):
         """Retire it: it stops answering (kept, and can be approved again)."""
-        entry = knowledge_entry_retire(entry=_entry(entry_id))
+        entry = services.knowledge_entry_retire(entry=_entry(entry_id))
         return Response(KnowledgeEntrySerializer(entry).data)

@@ -6,10 +6,9 @@ import io
 import json
 from dataclasses import dataclass, field
 
-from django.db import transaction
 from django.utils import timezone
 
-from retrieval.tasks import enqueue_knowledge_embedding
+from retrieval.knowledge.services import knowledge_entries_create_many
 from retrieval.models import KnowledgeEntry
 
 FIELDS = ("question", "answer", "category", "subcategory")
@@ -159,8 +158,5 @@ def knowledge_entries_import(*, data: bytes, filename: str, user, approve: bool 
         seen.add(key)
         report.accepted.append(KnowledgeEntry(
             **values, is_active=True, approved_by=user if approve else None, approved_at=now if approve else None))
-    with transaction.atomic():
-        KnowledgeEntry.objects.bulk_create(report.accepted)
-        for entry in report.accepted:
-            enqueue_knowledge_embedding(entry.pk)
+    knowledge_entries_create_many(entries=report.accepted)
     return report
