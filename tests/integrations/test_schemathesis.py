@@ -18,6 +18,8 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+# Left out in schemathesis.toml: they end the run's own token (tests/ragsite/test_api_tokens.py).
+SIGNS_OUT = {("/api/auth/token/", "delete"), ("/api/auth/token/rotate/", "post")}
 
 
 def test_schemathesis_finds_nothing_for_either_user(fake_embedder, daphne, user, other_user, tokens, tmp_path):
@@ -40,6 +42,7 @@ def test_schemathesis_finds_nothing_for_either_user(fake_embedder, daphne, user,
         )
         output = run.stdout + run.stderr
         assert run.returncode == 0, output[-6000:]
-        operations = sum(1 for methods in httpx.get(f"{daphne.url}/api/schema/?format=json").json()["paths"].values()
-                         for method in methods if method in ("get", "post", "put", "patch", "delete"))
+        operations = sum(1 for path, methods in httpx.get(f"{daphne.url}/api/schema/?format=json").json()["paths"].items()
+                         for method in methods if method in ("get", "post", "put", "patch", "delete")
+                         and (path, method) not in SIGNS_OUT)
         assert f"Tested: {operations}" in output and " passed" in output, output[-3000:]  # every operation ran
