@@ -9,7 +9,8 @@ is the client.
 `ClientAddressMiddleware` puts that address into the ASGI scope (`scope["client"]`, which Django
 turns into ``REMOTE_ADDR``), so the throttles, the metrics check and the access log all see the
 same address; a trusted proxy's forwarding headers are consumed (removed), so nothing downstream
-reads them again. It also writes the access log (logger ``ragsite.access``): one line per HTTP
+reads them again. A trusted proxy's `X-Forwarded-Proto: https` makes the request HTTPS (the
+scope's scheme), for Secure cookies, HSTS and CSRF's origin checks; from anyone else it is ignored. It also writes the access log (logger ``ragsite.access``): one line per HTTP
 response and per WebSocket, with the path but never the query string (it may hold secrets).
 """
 from __future__ import annotations
@@ -89,12 +90,16 @@ def resolve_scope(scope: dict, trusted: tuple[Network, ...]) -> dict:
     if not client or not trusted or not is_trusted(str(client[0]), trusted):
         return scope
     headers = scope.get("headers") or []
+    resolved = dict(scope)
+    proto = [value.decode("latin-1") for name, value in headers if name == b"x-forwarded-proto"]
+    if proto and proto[-1].split(",")[-1].strip().lower() == "https":  # TLS ended at the proxy
+        resolved["scheme"] = "wss" if scope["type"] == "websocket" else "https"
     forwarded = [value.decode("latin-1") for name, value in headers if name == b"x-forwarded-for"]
-    if not forwarded:
-        return scope
-    address = client_address(str(client[0]), forwarded, trusted)
-    kept = [(name, value) for name, value in headers if name not in FORWARDING_HEADERS]
-    return dict(scope, client=[address, 0], headers=kept, ragsite_peer=list(client))
+    if forwarded:
+        resolved["client"] = [client_address(str(client[0]), forwarded, trusted), 0]
+        resolved["headers"] = [(name, value) for name, value in headers if name not in FORWARDING_HEADERS]
+        resolved["ragsite_peer"] = list(client)
+    return resolved
 
 
 class ClientAddressMiddleware:

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -82,6 +83,20 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Deployment behind TLS (docs/security.md) ---
+# SECURE_COOKIES: the session and CSRF cookies are sent over HTTPS only. HSTS (SECURE_HSTS_SECONDS > 0)
+# is sent on HTTPS responses; a request is HTTPS when daphne serves TLS itself or a trusted proxy
+# (TRUSTED_PROXIES) says `X-Forwarded-Proto: https` (core/client_address.py).
+SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Content-Security-Policy (core/csp.py): on every response; report-only to try it out first.
+CSP_REPORT_ONLY = env_bool("CSP_REPORT_ONLY", False)
+CSP_REPORT_URI = env_str("CSP_REPORT_URI")
 
 ROOT_URLCONF = "ragsite.urls"
 ASGI_APPLICATION = "ragsite.asgi.application"
@@ -97,6 +112,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "core.csp.nonce",
             ],
         },
     },

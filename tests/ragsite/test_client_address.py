@@ -53,7 +53,7 @@ def _serve(database_url, *, trusted: str):
     port = _free_port()
     proc = ManagedProcess(["manage.py", "serve", "--no-worker", "--port", str(port)], database_url=database_url,
                           name="serve-proxy", env={"TRUSTED_PROXIES": trusted, "THROTTLE_SIGNIN": "3/hour",
-                                                   "SIGNIN_FREE_FAILURES": "100"})
+                                                   "SIGNIN_FREE_FAILURES": "100", "SECURE_HSTS_SECONDS": "3600"})
     proc.start()
     url = f"http://127.0.0.1:{port}"
 
@@ -97,6 +97,11 @@ def test_a_forged_forwarded_for_neither_escapes_the_sign_in_limit_nor_enters_the
         assert {entry["client"] for entry in logged} == {"127.0.0.1"}
         assert [entry["status"] for entry in logged] == codes
         assert "198.51.100." not in proc.log()
+        import httpx
+
+        # A client's own X-Forwarded-Proto is no HTTPS: no HSTS on plain HTTP.
+        claimed = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
+        assert claimed.status_code == 200 and "strict-transport-security" not in claimed.headers
     finally:
         proc.stop()
 
@@ -120,5 +125,10 @@ def test_behind_a_trusted_proxy_each_client_is_counted_and_logged_by_its_own_add
         public = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}, timeout=10)
         private = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "10.1.2.3"}, timeout=10)
         assert public.status_code == 403 and private.status_code == 200
+        # TLS ended at the trusted proxy: the request is HTTPS, so HSTS is sent.
+        tls = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
+        plain = httpx.get(f"{proc.url}/accounts/login/", timeout=10)
+        assert tls.headers["strict-transport-security"] == "max-age=3600"
+        assert "strict-transport-security" not in plain.headers
     finally:
         proc.stop()
