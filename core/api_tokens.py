@@ -36,6 +36,9 @@ def end_tokens_on_credential_change(sender, instance, raw=False, **kwargs) -> No
     """`pre_save` of the user model: a new password or a disabled account ends the API token."""
     if raw or instance.pk is None:
         return
+    update_fields = kwargs.get("update_fields")
+    if update_fields is not None and not {"password", "is_active"} & set(update_fields):
+        return  # e.g. `last_login` at every sign-in: no extra query
     before = type(instance).objects.filter(pk=instance.pk).values("password", "is_active").first()
     if before is None:
         return
