@@ -53,7 +53,8 @@ def _serve(database_url, *, trusted: str):
     port = _free_port()
     proc = ManagedProcess(["manage.py", "serve", "--no-worker", "--port", str(port)], database_url=database_url,
                           name="serve-proxy", env={"TRUSTED_PROXIES": trusted, "THROTTLE_SIGNIN": "3/hour",
-                                                   "SIGNIN_FREE_FAILURES": "100", "SECURE_HSTS_SECONDS": "3600"})
+                                                   "SIGNIN_FREE_FAILURES": "100", "SECURE_HSTS_SECONDS": "3600",
+                                                   "SECURE_COOKIES": "true"})
     proc.start()
     url = f"http://127.0.0.1:{port}"
 
@@ -129,6 +130,7 @@ def test_behind_a_trusted_proxy_each_client_is_counted_and_logged_by_its_own_add
         tls = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
         plain = httpx.get(f"{proc.url}/accounts/login/", timeout=10)
         assert tls.headers["strict-transport-security"] == "max-age=3600"
+        assert "; secure" in tls.headers["set-cookie"].lower()  # SECURE_COOKIES: the CSRF cookie
         assert "strict-transport-security" not in plain.headers
     finally:
         proc.stop()
