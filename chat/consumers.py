@@ -90,7 +90,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def _recheck_sign_in(self) -> None:
         """Close the socket once its token or session no longer signs its user in."""
         while True:
-            await asyncio.sleep(settings.WEBSOCKET_AUTH_RECHECK)
+            await asyncio.sleep(max(0.1, settings.WEBSOCKET_AUTH_RECHECK))
             try:
                 signed_in = await still_signed_in(self.scope)
             except Exception:  # the database is away for a moment: the socket stays, asked again later

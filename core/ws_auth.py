@@ -85,7 +85,8 @@ def url_token_refused(scope) -> str | None:
     # The close reason travels in a close frame of at most 123 bytes: kept short.
     from django.utils.translation import gettext
 
-    return gettext("Send the token in Sec-WebSocket-Protocol (ragsite.bearer, <token>), not ?token=.")
+    reason = gettext("Send the token in Sec-WebSocket-Protocol (ragsite.bearer, <token>), not ?token=.")
+    return reason.encode()[:123].decode(errors="ignore")  # a translation must fit too
 
 
 @database_sync_to_async
