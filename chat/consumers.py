@@ -69,7 +69,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         refused = url_token_refused(self.scope)
         if refused:
-            await self.accept()  # accepted only to say why: a refused handshake carries no reason
+            # Accepted only to say why (a refused handshake carries no reason): as a message, since
+            # daphne drops a close frame's reason, and as the reason for servers that keep it.
+            await self.accept()
+            await self.send_json({"type": "error", "code": "token_in_url", "message": refused})
             await self.close(code=URL_TOKEN_CLOSE_CODE, reason=refused)
             return
         user = self.scope.get("user")

@@ -9,8 +9,10 @@ URL (which lands in access logs and browser history):
   ``ragsite.bearer`` only, never echoing the token;
 * ``Authorization: Token <key>`` (or ``Bearer``) — for clients that can set headers.
 
-A ``?token=`` in the URL is refused: the consumer accepts and closes at once with code 4400 and a
-reason that says how to send it instead (`url_token_refused`).
+A ``?token=`` in the URL is refused: the consumer accepts, sends one message
+``{"type": "error", "code": "token_in_url", "message": …}`` saying how to send it instead
+(`url_token_refused`), and closes with code 4400 (the same text as the close reason, which daphne
+does not pass on).
 
 An open socket outlives the request that opened it, so `still_signed_in` is asked again on a short
 interval (``WEBSOCKET_AUTH_RECHECK`` seconds): a deleted or rotated token, a logged-out session, a

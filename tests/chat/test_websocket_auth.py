@@ -25,11 +25,14 @@ def test_a_token_in_the_url_is_refused_with_a_reason(user):
     async def scenario():
         communicator = ws(f"/ws/conversations/{conversation.pk}/?token={key}")
         connected, _ = await communicator.connect()
+        error = await communicator.receive_json_from(timeout=5)
         closing = await communicator.receive_output(timeout=5)
         await communicator.wait()
-        return connected, closing
+        return connected, error, closing
 
-    connected, closing = run(scenario)
+    connected, error, closing = run(scenario)
+    assert error["type"] == "error" and error["code"] == "token_in_url"
+    assert "Sec-WebSocket-Protocol" in error["message"]
     assert closing["type"] == "websocket.close" and closing["code"] == 4400
     assert "Sec-WebSocket-Protocol" in closing["reason"] and len(closing["reason"].encode()) <= 123
 
@@ -89,3 +92,34 @@ def test_an_open_websocket_closes_when_its_session_logs_out(user, quick_recheck)
         return closing
 
     assert run(scenario) == {"type": "websocket.close", "code": 4401}
+
+
+def test_through_daphne_the_token_travels_as_a_subprotocol_and_never_in_the_url(daphne, user):
+    """The real server: daphne hands the offered subprotocols to the consumer, the handshake names
+    `ragsite.bearer` (never the token), and a `?token=` URL ends with the close frame's reason."""
+    import asyncio
+
+    from tests.chat.wsclient import WebSocket
+
+    conversation = conversation_create(user=user)
+    key = Token.objects.create(user=user).key
+    url = f"{daphne.url.replace('http', 'ws')}/ws/conversations/{conversation.pk}/"
+    origin = {"Origin": daphne.url}
+
+    async def scenario():
+        socket = await WebSocket.connect(url, headers=origin, subprotocols=["ragsite.bearer", key])
+        await socket.send_json({"type": "ping"})
+        pong = await socket.receive_json()
+        await socket.close()
+        refused = await WebSocket.connect(f"{url}?token={key}", headers=origin)
+        error = await refused.receive_json()
+        with pytest.raises(ConnectionError):
+            await refused.receive_json()
+        await refused.close()
+        return socket.head, pong, error, refused.close_code
+
+    head, pong, error, code = asyncio.run(scenario())
+    assert pong == {"type": "pong"}
+    assert "sec-websocket-protocol: ragsite.bearer\r\n" in head.lower() and key not in head
+    assert error["code"] == "token_in_url" and "Sec-WebSocket-Protocol" in error["message"]
+    assert code == 4400
