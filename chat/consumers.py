@@ -6,14 +6,21 @@ conversation.
 """
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events
 from chat.models import Conversation, Message
 from chat.selectors import messages_in_flight
 from chat.serializers import message_data
+from core.ws_auth import SIGNED_OUT_CLOSE_CODE, URL_TOKEN_CLOSE_CODE, still_signed_in, url_token_refused
+
+logger = logging.getLogger(__name__)
 
 
 @database_sync_to_async
@@ -60,6 +67,14 @@ async def forward(event: LiveEvent, tracker: TextTracker, send, *, load_content=
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
+        refused = url_token_refused(self.scope)
+        if refused:
+            # Accepted only to say why (a refused handshake carries no reason): as a message, since
+            # daphne drops a close frame's reason, and as the reason for servers that keep it.
+            await self.accept()
+            await self.send_json({"type": "error", "code": "token_in_url", "message": refused})
+            await self.close(code=URL_TOKEN_CLOSE_CODE, reason=refused)
+            return
         user = self.scope.get("user")
         self.conversation_id = int(self.scope["url_route"]["kwargs"]["conversation_id"])
         if user is None or not user.is_authenticated or not await _owned(user, self.conversation_id):
@@ -68,13 +83,29 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         self.group = group_name(self.conversation_id)
         self.tracker = TextTracker()
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        await self.accept(subprotocol=self.scope.get("ragsite_subprotocol"))
+        self.recheck = asyncio.ensure_future(self._recheck_sign_in())
         # Subscribed first, read second: whatever was sent before is in the saved text.
         for message in await _in_flight(self.conversation_id):
             for event in snapshot_events(message, self.tracker):
                 await self.send_json(event)
 
+    async def _recheck_sign_in(self) -> None:
+        """Close the socket once its token or session no longer signs its user in."""
+        while True:
+            await asyncio.sleep(max(0.1, settings.WEBSOCKET_AUTH_RECHECK))
+            try:
+                signed_in = await still_signed_in(self.scope)
+            except Exception:  # the database is away for a moment: the socket stays, asked again later
+                logger.warning("could not re-check a WebSocket's sign-in", exc_info=True)
+                continue
+            if not signed_in:
+                await self.close(code=SIGNED_OUT_CLOSE_CODE)
+                return
+
     async def disconnect(self, code):
+        if hasattr(self, "recheck"):
+            self.recheck.cancel()
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

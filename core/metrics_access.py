@@ -7,9 +7,11 @@ deployment protects it with ``METRICS_TOKEN`` and/or ``METRICS_ALLOWED_IPS``:
 * Otherwise the client's address must lie in ``METRICS_ALLOWED_IPS`` (addresses or networks,
   comma-separated; ``none`` lets no address in, ``*`` every one). Unset, the default is loopback
   and private networks — unless ``METRICS_TOKEN`` is set, which then is the only way in.
-* A request that came through a proxy (``X-Forwarded-For``, ``Forwarded`` or ``X-Real-IP``) is
-  never let in by address: behind a proxy every request comes from the proxy's (private)
-  address, and the forwarded address is whatever the client wrote. It needs the token.
+* Through one of the ``TRUSTED_PROXIES`` the address is the client's own, as decided by
+  `core.client_address` (which consumes that proxy's forwarding headers). Any other request that
+  carries a forwarding header (``X-Forwarded-For``, ``Forwarded`` or ``X-Real-IP``) is never let in
+  by address: it came through a proxy nobody said to trust, whose (private) address says nothing
+  about the client, and the forwarded address is whatever the client wrote. It needs the token.
 
 Django-free: the view passes the configuration and the request's facts in.
 """

@@ -1,4 +1,5 @@
-"""Rate limits with DRF's own throttles: sign-in (token and login page) and asking questions.
+"""Rate limits: asking questions (a DRF throttle per user) and the three password sign-ins
+(the login page, the admin's login, `POST /api/auth/token/`) through `core.signin`.
 
 Rates come from settings at every check (`THROTTLE_RATES`, from `THROTTLE_SIGNIN` and
 `THROTTLE_QUESTIONS`), not from DRF's import-time copy, so a deployment (and a test) can change
@@ -10,9 +11,16 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import ValidationError
+from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
+
+from core.api_tokens import TokenRevokeMixin
+from core.signin import signin_record, signin_wait, wait_message
 
 
 class _RateFromSettings:
@@ -21,15 +29,6 @@ class _RateFromSettings:
     def get_rate(self):
         rate = (settings.THROTTLE_RATES.get(self.scope) or "").strip()
         return None if rate.lower() in ("", "off", "none") else rate
-
-
-class SignInThrottle(_RateFromSettings, SimpleRateThrottle):
-    """Sign-in attempts per client address (`/api/auth/token/` and the login page count together)."""
-
-    scope = "signin"
-
-    def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
 class QuestionThrottle(_RateFromSettings, UserRateThrottle):
@@ -43,22 +42,74 @@ def retry_after(throttle: SimpleRateThrottle) -> int:
     return max(1, math.ceil(wait)) if wait is not None else 1
 
 
-class ThrottledObtainAuthToken(ObtainAuthToken):
-    """`POST /api/auth/token/`: DRF's token view, throttled per client address."""
+class _SignInLimit:
+    """A sign-in form checked against `core.signin`: refused with the wait while one runs."""
 
-    throttle_classes = [SignInThrottle]
+    request: object
+    cleaned_data: dict
+    wait = 0
+
+    def clean(self):
+        username = self.cleaned_data.get("username") or ""
+        address = self.request.META.get("REMOTE_ADDR", "") if self.request is not None else ""
+        checked = bool(username and self.cleaned_data.get("password"))
+        if checked:
+            self.wait = signin_wait(username=username, address=address)
+            if self.wait:
+                raise ValidationError(wait_message(self.wait), code="throttled")
+        try:
+            cleaned = super().clean()  # type: ignore[misc]
+        except ValidationError:
+            if checked:
+                signin_record(username=username, address=address, succeeded=False)
+            raise
+        if checked:
+            signin_record(username=username, address=address, succeeded=True)
+        return cleaned
+
+
+class LimitedAuthenticationForm(_SignInLimit, AuthenticationForm):
+    """The login page's form, with the sign-in limits."""
+
+
+class LimitedAdminAuthenticationForm(_SignInLimit, AdminAuthenticationForm):
+    """The admin's login form, with the sign-in limits (it had none)."""
+
+
+class ThrottledObtainAuthToken(TokenRevokeMixin, ObtainAuthToken):
+    """`POST /api/auth/token/`: DRF's token view with the sign-in limits (429 and Retry-After);
+    `DELETE` ends the caller's token."""
+
+    def post(self, request, *args, **kwargs):
+        data = request.data if isinstance(request.data, dict) else {}
+        username = str(data.get("username") or "")
+        address = request.META.get("REMOTE_ADDR", "")
+        checked = bool(username and data.get("password"))
+        if checked:
+            wait = signin_wait(username=username, address=address)
+            if wait:
+                raise exceptions.Throttled(wait=wait, detail=wait_message(wait))
+        try:
+            response = super().post(request, *args, **kwargs)
+        except exceptions.ValidationError:
+            if checked:
+                signin_record(username=username, address=address, succeeded=False)
+            raise
+        if checked:
+            signin_record(username=username, address=address, succeeded=True)
+        return response
 
 
 class ThrottledLoginView(auth_views.LoginView):
-    """The login page; a POST over the sign-in rate gets the page again with 429 and the wait."""
+    """The login page; a sign-in refused by the limits gets the page again with 429 and the wait."""
 
-    def post(self, request, *args, **kwargs):
-        throttle = SignInThrottle()
-        if not throttle.allow_request(request, self):
-            seconds = retry_after(throttle)
-            context = self.get_context_data(form=self.get_form_class()(request))
-            context["throttled"] = f"Too many sign-in attempts; try again in {seconds} seconds."
-            response = self.render_to_response(context, status=429)
-            response["Retry-After"] = str(seconds)
-            return response
-        return super().post(request, *args, **kwargs)
+    authentication_form = LimitedAuthenticationForm
+
+    def form_invalid(self, form):
+        if not form.wait:
+            return super().form_invalid(form)
+        context = self.get_context_data(form=form)
+        context["throttled"] = wait_message(form.wait)
+        response = self.render_to_response(context, status=429)
+        response["Retry-After"] = str(form.wait)
+        return response

@@ -14,12 +14,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from core.asgi_limits import BodySizeLimitMiddleware  # noqa: E402
+from core.client_address import ClientAddressMiddleware  # noqa: E402
 from integrations.mcp_asgi import McpMount  # noqa: E402
 from ragsite.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+# The client address (trusted proxies only) and the access log come first, for both protocols.
+application = ClientAddressMiddleware(ProtocolTypeRouter(
     {
         "http": BodySizeLimitMiddleware(McpMount(django_asgi_app)),  # /mcp: the MCP server
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
-)
+))

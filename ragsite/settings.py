@@ -6,7 +6,8 @@ import secrets
 from pathlib import Path
 
 from core.object_storage import s3_storage_options
-from core.env import env_bool, env_float, env_int, env_list, env_str
+from core.client_address import parse_networks
+from core.env import ConfigurationError, env_bool, env_float, env_int, env_list, env_str
 from core import pg
 from core.metrics_access import MetricsAccess
 
@@ -41,6 +42,12 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # /metrics: a bearer token and/or allowed networks; by default loopback and private addresses only.
 METRICS_ACCESS = MetricsAccess.from_settings(env_str("METRICS_TOKEN"), os.environ.get("METRICS_ALLOWED_IPS"))
 PORT = env_int("PORT", 8000)
+# Proxies (addresses or networks, comma-separated) whose X-Forwarded-For is believed: the client is
+# the rightmost hop that is not one of them (core/client_address.py). Empty: no header is believed.
+try:
+    TRUSTED_PROXIES = parse_networks(env_str("TRUSTED_PROXIES"))
+except ValueError as _exc:
+    raise ConfigurationError(str(_exc)) from None
 
 INSTALLED_APPS = [
     "daphne",  # must come first: its runserver replaces Django's
@@ -67,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -75,6 +83,20 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# --- Deployment behind TLS (docs/security.md) ---
+# SECURE_COOKIES: the session and CSRF cookies are sent over HTTPS only. HSTS (SECURE_HSTS_SECONDS > 0)
+# is sent on HTTPS responses; a request is HTTPS when daphne serves TLS itself or a trusted proxy
+# (TRUSTED_PROXIES) says `X-Forwarded-Proto: https` (core/client_address.py).
+SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = SECURE_COOKIES
+CSRF_COOKIE_SECURE = SECURE_COOKIES
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Content-Security-Policy (core/csp.py): on every response; report-only to try it out first.
+CSP_REPORT_ONLY = env_bool("CSP_REPORT_ONLY", False)
+CSP_REPORT_URI = env_str("CSP_REPORT_URI")
 
 ROOT_URLCONF = "ragsite.urls"
 ASGI_APPLICATION = "ragsite.asgi.application"
@@ -97,6 +119,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "core.csp.nonce",
             ],
         },
     },
@@ -205,17 +228,25 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "PAGE_SIZE": 20,
-    # Throttles count per REMOTE_ADDR (daphne sets it from the proxy's header when started with
-    # --proxy-headers), never per a client's own X-Forwarded-For, which anyone can vary.
+    # Throttles count per REMOTE_ADDR: the client address decided by core.client_address (from a
+    # trusted proxy's header only), never a client's own X-Forwarded-For, which anyone can vary.
     "NUM_PROXIES": 0,
 }
-# Rate limits (ragsite/throttles.py), read at every check: "N/second|minute|hour|day"; "off" = none.
-# Sign-in counts per client address (token and login page together), questions per user (chat
+# Rate limits (core/throttles.py, core/signin.py), read at every check: "N/second|minute|hour|day";
+# "off" = none. `signin`: failed sign-ins per client address (the login page, the admin's login and
+# /api/auth/token/ together; high enough for an office behind one NAT); questions per user (chat
 # API, /v1/chat/completions, the MCP ask tool).
 THROTTLE_RATES = {
-    "signin": env_str("THROTTLE_SIGNIN", "10/minute"),
+    "signin": env_str("THROTTLE_SIGNIN", "100/hour"),
     "questions": env_str("THROTTLE_QUESTIONS", "30/minute"),
 }
+# Failed sign-ins per (account, client address): the first SIGNIN_FREE_FAILURES are free, then each
+# waits SIGNIN_BACKOFF seconds, doubling, at most SIGNIN_BACKOFF_MAX; a successful sign-in clears them.
+SIGNIN_FREE_FAILURES = env_int("SIGNIN_FREE_FAILURES", 5)
+SIGNIN_BACKOFF = env_float("SIGNIN_BACKOFF", 2.0)
+SIGNIN_BACKOFF_MAX = env_int("SIGNIN_BACKOFF_MAX", 900)
+# Seconds between the checks that an open WebSocket's token or session still signs its user in.
+WEBSOCKET_AUTH_RECHECK = env_float("WEBSOCKET_AUTH_RECHECK", 5.0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "ragsite API",
     "DESCRIPTION": "Answers from your own documents, with citations.",

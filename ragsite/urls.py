@@ -1,15 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from ragsite import views
-from core.throttles import ThrottledLoginView, ThrottledObtainAuthToken
+from core.api_tokens import TokenRotateView
+from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView, ThrottledObtainAuthToken
+
+# The admin's own login form had no limit at all: the sign-in limits of the login page apply there too.
+admin.site.login_form = LimitedAdminAuthenticationForm
 
 api_patterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
+    path("auth/token/rotate/", TokenRotateView.as_view(), name="api-token-rotate"),
     path("me/", views.MeView.as_view(), name="api-me"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start-up script as a file: no inline script under the CSP.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("documents.urls")),
     path("", include("retrieval.urls")),
     path("", include("chat.urls")),

@@ -54,7 +54,7 @@ def session_cookie(user) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-def ws(path: str, *, cookie: bytes | None = None, headers: list | None = None):
+def ws(path: str, *, cookie: bytes | None = None, headers: list | None = None, subprotocols: list | None = None):
     from channels.testing import WebsocketCommunicator
 
     from ragsite.asgi import application
@@ -62,7 +62,7 @@ def ws(path: str, *, cookie: bytes | None = None, headers: list | None = None):
     base = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
     if cookie:
         base.append((b"cookie", cookie))
-    return WebsocketCommunicator(application, path, headers=base + (headers or []))
+    return WebsocketCommunicator(application, path, headers=base + (headers or []), subprotocols=subprotocols)
 
 
 async def events_until_final(communicator, message_id: int, timeout: float = 10) -> list[dict]:

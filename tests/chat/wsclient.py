@@ -20,12 +20,17 @@ class HandshakeRefused(Exception):
 
 
 class WebSocket:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes = b""):
         self.reader = reader
         self.writer = writer
+        self.head = head.decode("latin-1")  # the handshake's response (status line and headers)
+        self.close_code: int | None = None
+        self.close_reason = ""
 
     @classmethod
-    async def connect(cls, url: str, *, headers: dict[str, str] | None = None, timeout: float = 10) -> "WebSocket":
+    async def connect(cls, url: str, *, headers: dict[str, str] | None = None, timeout: float = 10,
+                      subprotocols: list[str] | None = None) -> "WebSocket":
+        """Open the socket; a token goes in `subprotocols=["ragsite.bearer", token]`, never in the URL."""
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port or 80
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
@@ -33,6 +38,8 @@ class WebSocket:
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         lines = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Upgrade: websocket", "Connection: Upgrade",
                  f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+        if subprotocols:
+            lines.append(f"Sec-WebSocket-Protocol: {', '.join(subprotocols)}")
         lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await writer.drain()
@@ -41,7 +48,7 @@ class WebSocket:
         if " 101 " not in status_line:
             writer.close()
             raise HandshakeRefused(status_line)
-        return cls(reader, writer)
+        return cls(reader, writer, head)
 
     async def _frame(self) -> tuple[bool, int, bytes]:
         first, second = await self.reader.readexactly(2)
@@ -76,7 +83,10 @@ class WebSocket:
             if opcode == 0x9:
                 await self._send_frame(0xA, payload)
             elif opcode == 0x8:
-                raise ConnectionError("the server closed the WebSocket")
+                if len(payload) >= 2:
+                    (self.close_code,) = struct.unpack("!H", payload[:2])
+                    self.close_reason = payload[2:].decode(errors="replace")
+                raise ConnectionError(f"the server closed the WebSocket ({self.close_code} {self.close_reason})")
             elif opcode in (0x1, 0x0):
                 buffer += payload
                 if fin:

