@@ -64,6 +64,7 @@ def path_candidate(token: str, top_level: set[str]) -> str | None:
     token = token.strip().rstrip(".,;:")
     if token.startswith("./"):
         token = token[2:]
+    token = token.split("::", 1)[0]  # a pytest node id (`tests/x.py::test_y`) names its file
     if not token or any(c in token for c in " \t…{}<>$|\"'=()[]") or "://" in token:
         return None
     if token.startswith(("/", "~", "-", "#")) or token in NOT_PATHS:
@@ -157,6 +158,13 @@ def test_checker_finds_a_made_up_path(tmp_path):
         "```\n`documents/inside_a_code_block.py` is not prose\n```\n"
     )
     assert missing_paths(markdown, tmp_path) == [(1, "documents/no_such_module.py"), (1, ".no_such_folder/run")]
+
+
+def test_checker_reads_a_pytest_node_id_as_its_file(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    markdown = "`tests/test_a.py::test_one` and `tests/test_b.py::test_two`\n"
+    assert missing_paths(markdown, tmp_path) == [(1, "tests/test_b.py")]
 
 
 def test_checker_ignores_what_is_not_a_repository_path(tmp_path):
