@@ -6,9 +6,10 @@ import secrets
 from pathlib import Path
 
 from core.object_storage import s3_storage_options
-from core.env import env_bool, env_float, env_int, env_list, env_str
+from core.env import ConfigurationError, env_bool, env_float, env_int, env_list, env_str
 from core import pg
 from core.metrics_access import MetricsAccess
+from identity import config as identity_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = pg.data_dir()
@@ -63,6 +64,8 @@ INSTALLED_APPS = [
     "retrieval",
     "chat",
     "integrations",
+    "identity",
+    "mozilla_django_oidc",
 ]
 
 MIDDLEWARE = [
@@ -72,6 +75,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Directory users' sessions follow the directory: re-checked every DIRECTORY_RECHECK_SECONDS.
+    "identity.recheck.DirectoryRecheckMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -90,6 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "identity.context_processors.sign_in",
             ],
         },
     },
@@ -132,6 +138,21 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# --- Sign-in: local accounts, OpenID Connect, LDAP / Active Directory (docs/identity.md) ---
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)  # false: no password sign-in for local accounts
+DIRECTORY_RECHECK_SECONDS = env_int("DIRECTORY_RECHECK_SECONDS", 300)
+_oidc = identity_config.oidc_settings()
+_ldap = identity_config.ldap_settings()
+globals().update(_oidc)
+globals().update(_ldap)
+AUTHENTICATION_BACKENDS = [
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN else []),
+    *([identity_config.LDAP_BACKEND] if _ldap["LDAP_ENABLED"] else []),
+    *([identity_config.OIDC_BACKEND] if _oidc["OIDC_ENABLED"] else []),
+]
+if not AUTHENTICATION_BACKENDS:
+    raise ConfigurationError("LOCAL_LOGIN=false needs OIDC_ISSUER or LDAP_SERVER_URI: nobody could sign in")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -1,9 +1,11 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ragsite import views
 from core.throttles import ThrottledLoginView, ThrottledObtainAuthToken
+from identity.views import DirectoryLogoutView
 
 api_patterns = [
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
@@ -21,6 +23,7 @@ urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/logout/", DirectoryLogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
     path("", include("integrations.urls")),  # /v1/: the OpenAI-compatible API
@@ -28,5 +31,8 @@ urlpatterns = [
     path("", include("documents.page_urls")),
     path("", include("chat.page_urls")),
 ]
+
+if settings.OIDC_ENABLED:  # /oidc/authenticate/, /oidc/callback/ (docs/identity.md)
+    urlpatterns.append(path("", include("identity.urls")))
 
 handler404 = "ragsite.views.not_found"
