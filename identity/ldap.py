@@ -45,7 +45,7 @@ class DirectoryLDAPBackend(LDAPBackend):
         return user
 
     def _after_read(self, user) -> None:
-        DirectoryIdentity.objects.get_or_create(source=DirectorySource.LDAP, subject=user.ldap_username,
+        DirectoryIdentity.objects.get_or_create(source=DirectorySource.LDAP, subject=user.username,
                                                 defaults={"user": user})
         names = user.ldap_user.group_names if getattr(settings, "AUTH_LDAP_GROUP_SEARCH", None) else set()
         directory_groups_sync(user=user, source=DirectorySource.LDAP, directory_names=names,

@@ -12,7 +12,9 @@ import httpx
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
+from django.http import HttpResponseRedirect
 from django.urls import reverse
+from django.views import View
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import absolutify, import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationRequestView
@@ -68,9 +70,22 @@ def oidc_setting(attr: str, *default: Any) -> Any:
 
 
 class AuthenticationRequestView(OIDCAuthenticationRequestView):
-    """Redirects to the provider (state, nonce and PKCE by mozilla-django-oidc)."""
+    """Redirects to the provider (state, nonce and PKCE by mozilla-django-oidc); a provider whose
+    discovery cannot be read sends the browser back to the sign-in page with a message."""
 
     get_settings = staticmethod(oidc_setting)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        View.__init__(self, *args, **kwargs)  # the endpoint is read in get(), where failure is handled
+        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
+
+    def get(self, request):
+        try:
+            self.OIDC_OP_AUTH_ENDPOINT = oidc_setting("OIDC_OP_AUTHORIZATION_ENDPOINT")
+        except DiscoveryError as exc:
+            log.error("OpenID Connect sign-in unavailable: %s", exc)
+            return HttpResponseRedirect(settings.LOGIN_REDIRECT_URL_FAILURE)
+        return super().get(request)
 
 
 class DirectoryOIDCBackend(OIDCAuthenticationBackend):
@@ -113,6 +128,14 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
         super().store_tokens(access_token, id_token)
         # The refresh token lets the re-check (identity.recheck) ask the provider again later.
         self.request.session["oidc_refresh_token"] = getattr(self, "_refresh_token", "")
+
+    def get_userinfo(self, access_token, id_token, payload):
+        claims = super().get_userinfo(access_token, id_token, payload)
+        groups_claim = settings.OIDC_GROUPS_CLAIM
+        if groups_claim not in claims and groups_claim in payload:
+            # Some providers (Entra ID) put the groups in the ID token only.
+            claims = {**claims, groups_claim: payload[groups_claim]}
+        return claims
 
     def verify_claims(self, claims) -> bool:
         return bool(claims.get("sub"))

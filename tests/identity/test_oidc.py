@@ -93,3 +93,23 @@ def test_local_accounts_are_neither_taken_over_nor_signed_in_with_a_password(oid
         "csrfmiddlewaretoken": csrf_of(client, url), "username": "oidclocal", "password": "local-pass-4711"})
     assert refused.url.path == "/accounts/login/"
     assert client.get(f"{url}/api/me/").status_code in (401, 403)
+
+
+def test_discovery_reads_the_endpoints_and_an_unreachable_provider_sends_back_to_sign_in(oidc_provider, settings, rf):
+    from identity import oidc
+    from tests.seaweed import free_port
+
+    settings.OIDC_TIMEOUT, settings.OIDC_VERIFY_SSL = 5, True
+    settings.OIDC_ISSUER = oidc_provider.issuer
+    oidc._discovery.clear()
+    meta = oidc.discovery()
+    assert meta["token_endpoint"] == f"{oidc_provider.issuer}/token/"
+    assert oidc.oidc_setting("OIDC_OP_JWKS_ENDPOINT") == meta["jwks_uri"] and meta["end_session_endpoint"]
+
+    settings.OIDC_ISSUER = f"http://127.0.0.1:{free_port()}/o"
+    settings.OIDC_RP_CLIENT_ID = "ragsite"
+    settings.LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+    with pytest.raises(oidc.DiscoveryError, match="could not read"):
+        oidc.discovery()
+    response = oidc.AuthenticationRequestView.as_view()(rf.get("/oidc/authenticate/"))
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/?sso=failed"
