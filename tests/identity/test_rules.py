@@ -80,3 +80,22 @@ def test_oidc_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("OIDC_GROUP_MAP", "staff")
     with pytest.raises(ConfigurationError, match="OIDC_GROUP_MAP"):
         config.oidc_settings()
+
+
+def test_local_login_off_without_a_directory_refuses_to_start(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OIDC_", "LDAP_"))}
+    env.update(LOCAL_LOGIN="false", RAGSITE_DATA_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", "import ragsite.settings"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "LOCAL_LOGIN=false needs OIDC_ISSUER or LDAP_SERVER_URI" in done.stderr
+    env["OIDC_ISSUER"], env["OIDC_CLIENT_ID"] = "https://id.example.org", "ragsite"
+    done = subprocess.run([sys.executable, "-c", "import ragsite.settings as s; print(s.AUTHENTICATION_BACKENDS)"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['identity.oidc.DirectoryOIDCBackend']"
