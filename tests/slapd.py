@@ -1,6 +1,6 @@
 """A real OpenLDAP for the tests: Debian's slapd (the Makefile installs it with the test packages),
-started on 127.0.0.1 with a free port in a temporary folder, with a self-signed certificate for
-StartTLS, loaded with the people and nested groups below, and stopped afterwards."""
+started on 127.0.0.1 with free ports (ldap:// and ldaps://) in a temporary folder, with a
+self-signed certificate for StartTLS and LDAPS, loaded with the people and nested groups below, and stopped afterwards."""
 from __future__ import annotations
 
 import shutil
@@ -79,12 +79,17 @@ class Slapd:
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ragsite-slapd-"))
         self.port = free_port()
+        self.tls_port = free_port()  # ldaps:// (TLS from the first byte)
         self.proc: subprocess.Popen | None = None
         self.ca_file = self.dir / "cert.pem"
 
     @property
     def uri(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
+
+    @property
+    def ldaps_uri(self) -> str:
+        return f"ldaps://127.0.0.1:{self.tls_port}"
 
     def _certificate(self) -> None:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
@@ -122,7 +127,7 @@ class Slapd:
         subprocess.run(["slapadd", "-f", str(conf), "-l", str(self.dir / "data.ldif")], check=True,
                        capture_output=True, timeout=60)
         self._log = open(self.dir / "slapd.log", "wb")
-        self.proc = subprocess.Popen([binary, "-h", self.uri + "/", "-f", str(conf), "-d", "0"], cwd=self.dir,
+        self.proc = subprocess.Popen([binary, "-h", f"{self.uri}/ {self.ldaps_uri}/", "-f", str(conf), "-d", "0"], cwd=self.dir,
                                      stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

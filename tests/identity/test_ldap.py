@@ -92,3 +92,13 @@ def test_start_tls_is_used_when_set(client, slapd, ldap_env, settings):
     ldap_env(settings, LDAP_START_TLS="true", LDAP_CA_FILE=str(slapd.ca_file))
     assert sign_in(client, "ldapbob", "ldapbob-pw").status_code == 302
     assert set(User.objects.get(username="ldapbob").groups.values_list("name", flat=True)) == {"ragsite-support"}
+
+
+def test_ldaps_with_the_ca_file(client, slapd, ldap_env, settings):
+    from django.contrib.auth.models import User
+
+    ldap_env(settings, LDAP_SERVER_URI=slapd.ldaps_uri)  # the certificate is not trusted: refused
+    assert sign_in(client, "ldapbob", "ldapbob-pw").status_code == 200
+    ldap_env(settings, LDAP_SERVER_URI=slapd.ldaps_uri, LDAP_CA_FILE=str(slapd.ca_file))
+    assert sign_in(client, "ldapbob", "ldapbob-pw").status_code == 302
+    assert User.objects.get(username="ldapbob").directory_identities.get().source == "ldap"
