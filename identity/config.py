@@ -39,6 +39,7 @@ def oidc_settings() -> dict[str, Any]:
         "OIDC_VERIFY_SSL": env_bool("OIDC_VERIFY_SSL", True),
         "OIDC_TIMEOUT": env_int("OIDC_TIMEOUT", 10),
         "OIDC_STORE_ID_TOKEN": True,  # the id_token_hint of RP-initiated logout
+        "OIDC_STORE_ACCESS_TOKEN": True,  # the re-check's user info when the provider gives no refresh token
         "OIDC_GROUPS_CLAIM": env_str("OIDC_GROUPS_CLAIM", "groups"),
         "OIDC_GROUP_RULE": rule,
         "OIDC_AUTHENTICATE_CLASS": "identity.oidc.AuthenticationRequestView",

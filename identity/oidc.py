@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
@@ -117,7 +118,12 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
     def authenticate(self, request, **kwargs):
         if not getattr(settings, "OIDC_ENABLED", False) or request is None or "code" not in request.GET:
             return None
-        return super().authenticate(request, **kwargs)
+        try:
+            return super().authenticate(request, **kwargs)
+        except (requests.RequestException, DiscoveryError) as exc:
+            # The provider failed mid-way (token endpoint, keys, user info): a sign-in failure, not a 500.
+            log.error("OpenID Connect sign-in failed: %s", exc)
+            return None
 
     def get_token(self, payload):
         token_info = super().get_token(payload)
@@ -186,20 +192,27 @@ def oidc_recheck(request) -> None:
     """
     session = request.session
     refresh_token = session.get("oidc_refresh_token")
-    if not refresh_token:
-        raise ProviderRefused("no refresh token in the session")
+    access_token = session.get("oidc_access_token")
     timeout, verify = settings.OIDC_TIMEOUT, settings.OIDC_VERIFY_SSL
-    response = httpx.post(oidc_setting("OIDC_OP_TOKEN_ENDPOINT"), timeout=timeout, verify=verify, data={
-        "grant_type": "refresh_token", "refresh_token": refresh_token,
-        "client_id": settings.OIDC_RP_CLIENT_ID, "client_secret": settings.OIDC_RP_CLIENT_SECRET,
-    })
-    if response.status_code in (400, 401, 403):
-        raise ProviderRefused(f"token endpoint answered {response.status_code}: {response.text[:200]}")
-    response.raise_for_status()
-    tokens = response.json()
-    session["oidc_refresh_token"] = tokens.get("refresh_token") or refresh_token
-    info = httpx.get(oidc_setting("OIDC_OP_USER_ENDPOINT"), timeout=timeout, verify=verify,
-                     headers={"Authorization": f"Bearer {tokens['access_token']}"})
+    try:
+        if refresh_token:
+            response = httpx.post(oidc_setting("OIDC_OP_TOKEN_ENDPOINT"), timeout=timeout, verify=verify, data={
+                "grant_type": "refresh_token", "refresh_token": refresh_token,
+                "client_id": settings.OIDC_RP_CLIENT_ID, "client_secret": settings.OIDC_RP_CLIENT_SECRET,
+            })
+            if response.status_code in (400, 401, 403):
+                raise ProviderRefused(f"token endpoint answered {response.status_code}: {response.text[:200]}")
+            response.raise_for_status()
+            tokens = response.json()
+            session["oidc_refresh_token"] = tokens.get("refresh_token") or refresh_token
+            access_token = session["oidc_access_token"] = tokens["access_token"]
+        elif not access_token:
+            raise ProviderRefused("no refresh or access token in the session")
+        # Without a refresh token the sign-in's access token asks, until it expires (docs/identity.md).
+        info = httpx.get(oidc_setting("OIDC_OP_USER_ENDPOINT"), timeout=timeout, verify=verify,
+                         headers={"Authorization": f"Bearer {access_token}"})
+    except DiscoveryError as exc:
+        raise httpx.TransportError(str(exc)) from exc
     if info.status_code in (401, 403):
         raise ProviderRefused(f"userinfo answered {info.status_code}")
     info.raise_for_status()

@@ -60,7 +60,7 @@ def directory_session_recheck(request) -> bool:
         except ProviderRefused as exc:
             log.info("OpenID Connect provider refused %s, session ended: %s", user.username, exc)
             return False
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ValueError, KeyError) as exc:  # unreachable, or an answer that is not OIDC
             log.warning("OpenID Connect re-check of %s failed, session ended: %s", user.username, exc)
             return False
     request.session[CHECKED_AT] = time.time()

@@ -113,3 +113,22 @@ def test_discovery_reads_the_endpoints_and_an_unreachable_provider_sends_back_to
         oidc.discovery()
     response = oidc.AuthenticationRequestView.as_view()(rf.get("/oidc/authenticate/"))
     assert response.status_code == 302 and response["Location"] == "/accounts/login/?sso=failed"
+
+
+def test_without_a_refresh_token_the_access_token_rechecks_the_groups(oidc_provider, oidc_ragsite,
+                                                                     collection_document):
+    from django.contrib.sessions.backends.db import SessionStore
+
+    url = oidc_ragsite.url
+    oidc_provider.cli("user", "oidccarol", "carol-pw-4711", "carol@example.org", "Finance Staff")
+    client, _ = sign_in(url, "oidccarol", "carol-pw-4711")
+    document = f"{url}/api/documents/{collection_document.pk}/"
+    assert client.get(document).status_code == 200
+    session = SessionStore(next(c.value for c in client.cookies.jar if c.name == "sessionid"))
+    assert session["oidc_refresh_token"] and session["oidc_access_token"]
+    del session["oidc_refresh_token"]  # as from a provider that gives none
+    session.save()
+    oidc_provider.cli("user", "oidccarol", "carol-pw-4711", "carol@example.org", "")
+    wait_for(lambda: client.get(document).status_code == 404, timeout=15, what="access to end",
+             process=oidc_ragsite)
+    assert client.get(f"{url}/api/me/").status_code == 200
