@@ -51,7 +51,12 @@ def directory_groups_sync(*, user, source: str, directory_names, rule: GroupRule
     source created or filled it before, or the rule's mapping or prefix names it; other local groups
     are never touched. Returns (added, removed) group names.
     """
-    wanted = rule.django_names(directory_names)
+    wanted = set()
+    for name in rule.django_names(directory_names):
+        if len(name) > 150:  # Django's limit for a group name: a clear log line, the other groups still sync
+            log.warning("directory group name longer than 150 characters skipped: %.60s…", name)
+        else:
+            wanted.add(name)
     with transaction.atomic():
         current = {g.name: g for g in user.groups.select_related("directory")}
         added: set[str] = set()
