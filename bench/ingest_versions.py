@@ -21,7 +21,9 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.common import XQUAD_EN, BenchSite, Child, contention, log, machine_cpu_s, process_cpu_s
+from bench.common import XQUAD_EN, BenchSite, Child, contention, log, machine_cpu_s
+from bench.ingest_data import PDF_SEED, pdf_pages, prose_sentences
+from bench.ingest_worker import start_worker
 
 GOALS = {"same": 0.05, "one_page": 0.10, "ten_percent": 0.20}
 ALT_SEED_OFFSET = 1
@@ -29,7 +31,6 @@ ALT_SEED_OFFSET = 1
 
 def version_files(data_dir: Path, pages: int, squad: Path = XQUAD_EN) -> dict[str, Path]:
     """The first version's PDF and the three new versions' files."""
-    from bench.ingest import PDF_SEED, pdf_pages, prose_sentences
     from tests.pdfgen import text_pdf_chunks
 
     sentences = prose_sentences(squad)
@@ -70,7 +71,6 @@ def run_versions(site: BenchSite, *, pages: int, data_dir: Path, squad: Path) ->
     """Index the first version, then the three new versions; wall times, ratios, chunks embedded and reused."""
     from django.contrib.auth import get_user_model
 
-    from bench.ingest import SCRIPT, WORKER_TIME_LIMIT_S
     from documents.models import Document, DocumentVersion
     from documents.services import document_upload
     from documents.versions import document_version_upload
@@ -81,8 +81,7 @@ def run_versions(site: BenchSite, *, pages: int, data_dir: Path, squad: Path) ->
     owner = get_user_model().objects.create_user(username=f"bench-versions-{time.time_ns()}")
     logs = site.tmp / "logs"
     logs.mkdir(exist_ok=True)
-    worker = Child([str(SCRIPT), "--worker"], env=site.child_env(INDEX_TIME_LIMIT=str(WORKER_TIME_LIMIT_S)),
-                   log_path=logs / "worker-versions.log", name="worker")
+    worker = start_worker(site, log_path=logs / "worker-versions.log")
     runs: dict[str, dict] = {}
     try:
         ready = worker.recv(timeout=300)

@@ -10,13 +10,10 @@ class ChatConfig(AppConfig):
     def ready(self):
         from django_q.signals import post_spawn
 
-        from chat.selectors import conversation_scope
-        from retrieval.search.scope import register_conversation_scope
-
-        # The search API and the admin's retrieval test take a conversation id; retrieval cannot
-        # import chat (the layers say so), so the chat tells it how to read a conversation's scope.
-        register_conversation_scope(conversation_scope)
         from documents.signals import index_finished
+
+        # (A conversation's scope reaches retrieval's search API through the CONVERSATION_SCOPE
+        # setting, named in ragsite/settings.py: see retrieval/search/scope.py.)
 
         index_finished.connect(_answer_waiting_again, dispatch_uid="ragsite-answer-waiting-again")
         post_spawn.connect(warm_up_chat_worker, dispatch_uid="ragsite-warm-up-chat-worker")

@@ -2,13 +2,13 @@
 
 The live events are produced by chat.events (and chat.orchestrator through it) and consumed by
 the WebSocket consumer (chat.consumers), the SSE view (chat.sse) and the pages' JavaScript
-(static/chat/chat.js); the README's "Live events" section describes the same shapes.
+(chat/static/chat/live.js); the README's "Live events" section describes the same shapes.
 """
 from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from retrieval.contracts import Segment
+from retrieval.contracts import RetrievalTrace, Segment
 
 Mode = Literal["qa_direct", "documents", "general", "refused", "extractive", "agent", "waiting"]
 
@@ -66,7 +66,7 @@ class MessageMetadata(TypedDict, total=False):
     context_sources: list[Source]
     retrieved_segments: list[RetrievedSegment]
     llm_usage: LlmUsage
-    retrieval: dict[str, Any] | None  # the retrieval trace
+    retrieval: RetrievalTrace | None  # the retrieval trace (retrieval.contracts)
     timings: dict[str, float]
     agent: dict[str, Any]  # agentic mode: searches, rejected calls, rounds
     waiting_for_documents: list[dict[str, Any]]

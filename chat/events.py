@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import time
+from typing import NamedTuple, Union
 
 import psycopg
 from channels.layers import get_channel_layer
@@ -111,6 +112,37 @@ class _Flush:
         self.done = threading.Event()
 
 
+# What the answer loop queues for the writer's background loop, in order.
+
+
+class QueuedToken(NamedTuple):
+    """Save `content` (the whole text so far) as the message's text, then send `delta` at `offset`."""
+
+    conversation_id: int
+    message_id: int
+    delta: str
+    offset: int
+    content: str
+
+
+class QueuedSources(NamedTuple):
+    """Save the sources into the message's metadata (`context_sources`), then send them."""
+
+    conversation_id: int
+    message_id: int
+    sources: list[Source]
+
+
+class QueuedEvent(NamedTuple):
+    """Send an event to the conversation's group."""
+
+    conversation_id: int
+    event: LiveEvent
+
+
+Queued = Union[QueuedToken, QueuedSources, QueuedEvent, _Flush]
+
+
 class StreamWriter:
     """Saves streamed text and sends events from one background event loop per process, in order."""
 
@@ -128,15 +160,15 @@ class StreamWriter:
 
     def token(self, conversation_id: int, message_id: int, delta: str, offset: int, content: str) -> None:
         """Queue: save `content` (the whole text so far) as the message's text, then send the token."""
-        self._put(("token", conversation_id, message_id, delta, offset, content))
+        self._put(QueuedToken(conversation_id, message_id, delta, offset, content))
 
     def sources(self, conversation_id: int, message_id: int, sources: list[Source]) -> None:
         """Queue: save the sources into the message's metadata (`context_sources`), then send them."""
-        self._put(("sources", conversation_id, message_id, sources))
+        self._put(QueuedSources(conversation_id, message_id, sources))
 
     def send(self, conversation_id: int, event: LiveEvent) -> None:
         """Queue an event for the conversation's group (after everything queued before it)."""
-        self._put(("event", conversation_id, event))
+        self._put(QueuedEvent(conversation_id, event))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued so far is saved and sent."""
@@ -156,7 +188,7 @@ class StreamWriter:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
 
-    def _put(self, item) -> None:
+    def _put(self, item: Queued) -> None:
         self._ensure()
         self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
@@ -202,21 +234,19 @@ class StreamWriter:
                 except Exception:  # noqa: BLE001 - a lost event must never stop the answer
                     self._log_error()
 
-    async def _handle(self, item: tuple) -> None:
+    async def _handle(self, item: QueuedToken | QueuedSources | QueuedEvent) -> None:
         layer = get_channel_layer()
         event: LiveEvent
-        if item[0] == "token":
-            _, conversation_id, message_id, delta, offset, content = item
-            await self._save("content = %s", content, message_id)
-            event = token_event(message_id, delta, offset)
-        elif item[0] == "sources":
-            _, conversation_id, message_id, sources = item
-            await self._save("metadata = metadata || %s", Jsonb({"context_sources": sources}), message_id)
-            event = sources_event(message_id, sources)
+        if isinstance(item, QueuedToken):
+            await self._save("content = %s", item.content, item.message_id)
+            event = token_event(item.message_id, item.delta, item.offset)
+        elif isinstance(item, QueuedSources):
+            await self._save("metadata = metadata || %s", Jsonb({"context_sources": item.sources}), item.message_id)
+            event = sources_event(item.message_id, item.sources)
         else:
-            _, conversation_id, event = item
+            event = item.event
         if layer is not None:
-            await layer.group_send(group_name(conversation_id), {"type": LAYER_MESSAGE_TYPE, "event": event})
+            await layer.group_send(group_name(item.conversation_id), {"type": LAYER_MESSAGE_TYPE, "event": event})
 
     async def _save(self, assignment: str, value, message_id: int) -> None:
         sql = f"UPDATE chat_message SET {assignment}, updated_at = now() WHERE id = %s AND status = 'streaming'"
@@ -258,14 +288,14 @@ class StreamWriter:
             logger.exception("a live chat event could not be saved or sent")
 
 
-def _merge_tokens(items: list) -> list:
+def _merge_tokens(items: list[Queued]) -> list[Queued]:
     """Merge runs of consecutive tokens of the same message into one (one save, one event)."""
-    merged: list = []
+    merged: list[Queued] = []
     for item in items:
         prev = merged[-1] if merged else None
-        if (isinstance(item, tuple) and item[0] == "token" and isinstance(prev, tuple) and prev[0] == "token"
-                and prev[2] == item[2] and prev[4] + len(prev[3]) == item[4]):
-            merged[-1] = ("token", prev[1], prev[2], prev[3] + item[3], prev[4], item[5])
+        if (isinstance(item, QueuedToken) and isinstance(prev, QueuedToken) and prev.message_id == item.message_id
+                and prev.offset + len(prev.delta) == item.offset):
+            merged[-1] = prev._replace(delta=prev.delta + item.delta, content=item.content)
         else:
             merged.append(item)
     return merged

@@ -15,9 +15,9 @@ broken by passage rank, then by position in the passage.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Sequence
 
-from chat.prompts import TaggedSegment, sanitize_passage, tag_segments
+from chat.prompts import TaggedSegment, sanitize_passage
 from documents.language import answer_language, is_common_word, words
 from retrieval.contracts import Segment
 
@@ -234,22 +234,6 @@ def _is_qa(segment: Segment) -> bool:
     return segment.get("qa_id") is not None and segment.get("chunk_id") is None
 
 
-def _coerce(tagged, tags: list[str] | None) -> list[TaggedSegment]:
-    if not tagged:
-        return []
-    if isinstance(tagged, Mapping):
-        mapped = [TaggedSegment(str(k), v) for k, v in tagged.items()]
-        return sorted(mapped, key=lambda t: (len(t.tag), t.tag))
-    items: list[Any] = list(tagged)
-    if all(isinstance(t, TaggedSegment) for t in items):
-        return items
-    if all(isinstance(t, tuple) and len(t) == 2 for t in items):
-        return [TaggedSegment(str(tag), seg) for tag, seg in items]
-    if tags is not None:
-        return [TaggedSegment(tag, seg) for tag, seg in zip(tags, items)]
-    return tag_segments(items)
-
-
 # ---------------------------------------------------------------------------
 # The answer
 # ---------------------------------------------------------------------------
@@ -257,18 +241,16 @@ def _coerce(tagged, tags: list[str] | None) -> list[TaggedSegment]:
 
 def extractive_answer(
     question: str,
-    tagged: Iterable[TaggedSegment] | Iterable[dict] | Mapping[str, dict] | None,
+    tagged: Sequence[TaggedSegment],
     *,
-    tags: list[str] | None = None,
     max_sentences: int = 4,
     max_qa: int = 2,
     language_hint: str | None = None,
 ) -> str:
     """A cited answer made of the passages' most relevant sentences.
 
-    ``tagged`` may be tagged segments (:func:`chat.prompts.tag_segments`), a tag map
-    ``{"S1": segment}``, ``(tag, segment)`` pairs, or plain ranked segments (tagged
-    S1, S2, … here, or with ``tags``).  Approved Q&A segments come first, each
+    ``tagged``: the ranked segments with the tags the answer cites them by, as the prompt
+    has them (:func:`chat.prompts.tag_segments`).  Approved Q&A segments come first, each
     answer whole as one cited paragraph (the top one always, up to ``max_qa`` of
     them, further ones only when they share a word with the question).  Then up to
     ``max_sentences`` document sentences, one paragraph per passage (sentences in
@@ -276,7 +258,7 @@ def extractive_answer(
     "nothing found" message follow the question's language (``language_hint`` wins).
     """
     note, nothing = MESSAGES[answer_language(question, hint=language_hint)]
-    items = _coerce(tagged, tags)
+    items = list(tagged)
     if not items:
         return nothing
     weights = _question_weights(question)

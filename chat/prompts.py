@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from chat.citations import TAG_GROUP_RE, segment_excerpt, strip_citation_tags
+from retrieval.ai.chat import estimate_tokens  # the one estimate (also the chat clients' usage without a count)
 from retrieval.contracts import Segment
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "source_label",
     "sanitize_passage",
     "resolve_token_counter",
-    "estimate_tokens",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -127,11 +127,6 @@ MESSAGE_OVERHEAD_TOKENS = 4  # role/separator tokens per chat message
 # ---------------------------------------------------------------------------
 
 
-def estimate_tokens(text: str) -> int:
-    """Rough token estimate used when no tokenizer is available."""
-    return len(text or "") // 4 + 1
-
-
 @functools.lru_cache(maxsize=1)
 def _default_counter() -> TokenCounter:
     try:
@@ -149,7 +144,7 @@ def _default_counter() -> TokenCounter:
 
 
 def resolve_token_counter(count_tokens: TokenCounter | None = None) -> TokenCounter:
-    """``count_tokens`` if given, else tiktoken o200k_base (offline), else ``len(text)//4+1``."""
+    """``count_tokens`` if given, else tiktoken o200k_base (offline), else retrieval.ai's ``estimate_tokens``."""
     return count_tokens if count_tokens is not None else _default_counter()
 
 

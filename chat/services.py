@@ -6,7 +6,6 @@ import logging
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rest_framework import status
 
 from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
@@ -202,4 +201,4 @@ def _int(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise NotFound("Not found.", code="not_found", status_code=status.HTTP_404_NOT_FOUND) from None
+        raise NotFound("Not found.") from None

@@ -1,9 +1,16 @@
-"""Domain errors and the API's JSON error shape: {"code", "message", "extra"}."""
+"""Domain errors and the API's JSON error shape: {"code", "message", "extra"}.
+
+Services raise a subclass of ApplicationError -- NotFound, PermissionDenied, Conflict, Gone,
+TooLarge, UnsupportedMediaType, Unprocessable, Throttled, BadGateway, TimedOut -- each with a stable
+default `code` (a raise may give a more precise one). Which HTTP status a class answers with is
+decided here, in one place (HTTP_STATUS, read by api_exception_handler): a service never names a
+status (tests/test_architecture.py refuses `status_code=` and `rest_framework.status` in them).
+"""
 from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -13,30 +20,104 @@ logger = logging.getLogger(__name__)
 
 
 class ApplicationError(Exception):
-    """A domain error with a stable code and a message a user can read."""
+    """A domain error with a stable code and a message a user can read (HTTP 400 unless its class says)."""
 
     code = "error"
-    status_code = status.HTTP_400_BAD_REQUEST
 
-    def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None,
-                 status_code: int | None = None):
+    def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None):
         super().__init__(message)
         self.message = message
         if code:
             self.code = code
-        if status_code:
-            self.status_code = status_code
         self.extra = extra or {}
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status the API answers this error with (HTTP_STATUS)."""
+        return http_status(self)
 
 
 class NotFound(ApplicationError):
+    """It does not exist, or the user may not know it does."""
+
     code = "not_found"
-    status_code = status.HTTP_404_NOT_FOUND
+
+
+class PermissionDenied(ApplicationError):
+    """The user sees it but may not do this to it."""
+
+    code = "permission_denied"
 
 
 class Conflict(ApplicationError):
+    """Not in a state that allows this (now)."""
+
     code = "conflict"
-    status_code = status.HTTP_409_CONFLICT
+
+
+class Gone(ApplicationError):
+    """It existed and has expired."""
+
+    code = "gone"
+
+
+class TooLarge(ApplicationError):
+    """Larger than a limit."""
+
+    code = "too_large"
+
+
+class UnsupportedMediaType(ApplicationError):
+    """A kind of file ragsite does not read."""
+
+    code = "unsupported_type"
+
+
+class Unprocessable(ApplicationError):
+    """Well formed, but its content cannot be used (a corrupt file)."""
+
+    code = "unprocessable"
+
+
+class Throttled(ApplicationError):
+    """Too many requests for now."""
+
+    code = "throttled"
+
+
+class BadGateway(ApplicationError):
+    """An outside server (an AI server) failed."""
+
+    code = "bad_gateway"
+
+
+class TimedOut(ApplicationError):
+    """The work did not finish in time."""
+
+    code = "timed_out"
+
+
+# The one map from domain errors to HTTP: the nearest class in an error's MRO wins, else 400.
+HTTP_STATUS: dict[type[ApplicationError], int] = {
+    NotFound: status.HTTP_404_NOT_FOUND,
+    PermissionDenied: status.HTTP_403_FORBIDDEN,
+    Conflict: status.HTTP_409_CONFLICT,
+    Gone: status.HTTP_410_GONE,
+    TooLarge: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    UnsupportedMediaType: status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+    Unprocessable: status.HTTP_422_UNPROCESSABLE_ENTITY,
+    Throttled: status.HTTP_429_TOO_MANY_REQUESTS,
+    BadGateway: status.HTTP_502_BAD_GATEWAY,
+    TimedOut: status.HTTP_504_GATEWAY_TIMEOUT,
+}
+
+
+def http_status(exc: ApplicationError) -> int:
+    """The HTTP status of a domain error, by its class (HTTP_STATUS)."""
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUS:
+            return HTTP_STATUS[cls]
+    return status.HTTP_400_BAD_REQUEST
 
 
 def _drf_message(detail) -> str:
@@ -50,10 +131,10 @@ def _drf_message(detail) -> str:
 def api_exception_handler(exc, context):
     """Map every error to {"code", "message", "extra"} with the right HTTP status."""
     if isinstance(exc, ApplicationError):
-        return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=exc.status_code)
+        return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=http_status(exc))
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
-    elif isinstance(exc, PermissionDenied):
+    elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     response = exception_handler(exc, context)
     if response is None:

@@ -33,7 +33,7 @@ from documents.serializers import (
 from documents.services import document_delete, document_reindex, document_set_topic, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from documents.versions import document_version_upload, versions_list
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound, TooLarge
 
 
 UPLOAD_TYPES = SUPPORTED_MIME_TYPES  # the OpenAPI schema's accepted types: what extraction reads
@@ -240,6 +240,5 @@ def _upload_body(request):
     data = request.data
     if getattr(request._request, "upload_too_large", False):
         limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
-        raise ApplicationError(f"This file is larger than the limit of {limit_mb:.0f} MB.",
-                               code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        raise TooLarge(f"This file is larger than the limit of {limit_mb:.0f} MB.", code="file_too_large")
     return data

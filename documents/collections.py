@@ -13,11 +13,10 @@ import logging
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from rest_framework import status
 
 from documents.models import Collection, CollectionVisibility, Document, DocumentVersion
 from documents.services import document_locked_for_change
-from core.errors import ApplicationError, Conflict, NotFound
+from core.errors import ApplicationError, Conflict, NotFound, PermissionDenied
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +85,8 @@ def collection_curated(*, user, ref) -> Collection:
     if collection is not None:
         return collection
     if _by_ref(Collection.objects.readable_by(user), ref) is not None:
-        raise ApplicationError("Only the collection's curators can change it or add documents to it.",
-                               code="not_curator", status_code=status.HTTP_403_FORBIDDEN)
+        raise PermissionDenied("Only the collection's curators can change it or add documents to it.",
+                               code="not_curator")
     raise NotFound("No such collection.")
 
 
@@ -142,8 +141,8 @@ def collection_create(*, user, name: str, slug: str, description: str = "", is_a
     """Create a collection. A staff creator who is no superuser must belong to its curator group,
     or they could never touch it again."""
     if not can_create_collections(user):
-        raise ApplicationError("Only superusers and staff allowed to add collections can create one.",
-                               code="permission_denied", status_code=status.HTTP_403_FORBIDDEN)
+        raise PermissionDenied("Only superusers and staff allowed to add collections can create one.",
+                               code="permission_denied")
     _check_visibility(visibility)
     readers = _groups(groups or [])
     curator_group = _curator_group(curators)

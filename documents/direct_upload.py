@@ -26,9 +26,8 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework import status
 
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, Conflict, Gone, NotFound
 from documents import storage
 from documents.models import Collection, Document, PendingUpload, document_upload_path
 from documents.services import UploadRejected, UploadResult, _too_large, announce_index_wanted, sniff_type
@@ -46,7 +45,7 @@ class ObjectStorageUnavailable(ApplicationError):
     def __init__(self) -> None:
         super().__init__("Direct uploads need object storage (S3_BUCKET and its keys); this server keeps files on "
                          "its own disk. Upload the file with POST /api/documents/ instead.",
-                         code=self.code, status_code=status.HTTP_400_BAD_REQUEST)
+                         code=self.code)
 
 
 @dataclass
@@ -95,8 +94,7 @@ def direct_upload_finalize(*, owner, upload_id, sha256: str = "") -> UploadResul
         raise NotFound("No such upload; ask for a new upload URL.")
     if timezone.now() > pending.expires_at + FINALIZE_GRACE:
         _discard(pending)
-        raise ApplicationError("This upload expired; ask for a new upload URL.", code="upload_expired",
-                               status_code=status.HTTP_410_GONE)
+        raise Gone("This upload expired; ask for a new upload URL.", code="upload_expired")
     try:
         return _finalize(pending, sha256.strip().lower())
     except UploadRejected:
@@ -107,8 +105,8 @@ def direct_upload_finalize(*, owner, upload_id, sha256: str = "") -> UploadResul
 def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
     head = _head(pending.storage_name)
     if head is None:
-        raise ApplicationError("The file has not arrived in storage yet: post it to the upload URL first.",
-                               code="upload_incomplete", status_code=status.HTTP_409_CONFLICT)
+        raise Conflict("The file has not arrived in storage yet: post it to the upload URL first.",
+                       code="upload_incomplete")
     if head["ContentLength"] != pending.size:
         raise UploadRejected(f"The stored file has {head['ContentLength']} bytes, not the {pending.size} announced.",
                              code="size_mismatch")

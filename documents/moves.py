@@ -18,9 +18,8 @@ from __future__ import annotations
 import logging
 
 from django.db import IntegrityError, transaction
-from rest_framework import status
 
-from core.errors import ApplicationError, Conflict
+from core.errors import Conflict, PermissionDenied
 from documents.collections import collection_curated
 from documents.models import Collection, Document
 from documents.services import document_locked_for_change
@@ -35,9 +34,9 @@ def document_move(*, document_id: int, user, collection) -> Document:
         document = document_locked_for_change(document_id=document_id, user=user)
         target = _target(user=user, ref=collection)
         if target is None and document.owner_id != user.pk:
-            raise ApplicationError(
+            raise PermissionDenied(
                 "A shared document can only become private to the person who uploaded it, and only they can "
-                "take it there.", code="not_owner", status_code=status.HTTP_403_FORBIDDEN)
+                "take it there.", code="not_owner")
         target_id = target.pk if target is not None else None
         if document.collection_id == target_id:
             return document

@@ -11,14 +11,14 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from rest_framework import status
 
 from documents.errors import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted
 from documents.storage import delete_stored, save_original
-from core.errors import ApplicationError, NotFound
+from core.errors import (ApplicationError, Conflict, NotFound, PermissionDenied, TooLarge, Unprocessable,
+                         UnsupportedMediaType)
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +31,23 @@ class UploadRejected(ApplicationError):
     code = "upload_rejected"
 
 
-def _too_large(size_hint: str) -> UploadRejected:
+class UploadTooLarge(UploadRejected, TooLarge):
+    code = "file_too_large"
+
+
+class UploadUnsupported(UploadRejected, UnsupportedMediaType):
+    code = "unsupported_type"
+
+
+class UploadCorrupt(UploadRejected, Unprocessable):
+    code = "corrupt_file"
+
+
+def _too_large(size_hint: str) -> UploadTooLarge:
     limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
-    return UploadRejected(
+    return UploadTooLarge(
         f"This file is {size_hint}; the largest file ragsite accepts is {limit_mb:.0f} MB.",
-        code="file_too_large", status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        code="file_too_large",
     )
 
 
@@ -69,11 +81,11 @@ def sniff_type(path: Path, *, filename: str) -> str:
     try:
         return detect_type_path(path, filename=filename)
     except ExtractionError as exc:
-        code, http = {
-            "empty_file": ("empty_file", status.HTTP_400_BAD_REQUEST),
-            "corrupt": ("corrupt_file", status.HTTP_422_UNPROCESSABLE_ENTITY),
-        }.get(exc.code, ("unsupported_type", status.HTTP_415_UNSUPPORTED_MEDIA_TYPE))
-        raise UploadRejected(exc.message, code=code, status_code=http) from exc
+        code, error = {
+            "empty_file": ("empty_file", UploadRejected),
+            "corrupt": ("corrupt_file", UploadCorrupt),
+        }.get(exc.code, ("unsupported_type", UploadUnsupported))
+        raise error(exc.message, code=code) from exc
 
 
 def document_upload(
@@ -162,8 +174,7 @@ def document_locked_for_change(*, document_id: int, user) -> Document:
     if document is not None:
         return document
     if Document.objects.visible_to(user).filter(pk=document_id).exists():
-        raise ApplicationError("Only the collection's curators can change its documents.", code="not_curator",
-                               status_code=status.HTTP_403_FORBIDDEN)
+        raise PermissionDenied("Only the collection's curators can change its documents.", code="not_curator")
     raise NotFound("No such document.")
 
 
@@ -177,9 +188,9 @@ def document_reindex(*, document_id: int, user) -> Document:
     with transaction.atomic():
         document = document_locked_for_change(document_id=document_id, user=user)
         if document.status not in REINDEXABLE:
-            raise ApplicationError(
+            raise Conflict(
                 f"This document is {document.get_status_display().lower()} already; wait until it finishes.",
-                code="invalid_state", status_code=status.HTTP_409_CONFLICT,
+                code="invalid_state",
             )
         document.status = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
         document.index_error = ""

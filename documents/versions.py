@@ -19,9 +19,8 @@ from django.core.files import File
 from django.db import connection, transaction
 from django.db.models import Max, QuerySet
 from django.utils import timezone
-from rest_framework import status
 
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, Conflict, NotFound
 from documents.chunk_anchoring import PreviousChunks
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
 from documents.services import UploadRejected, _spool, announce_index_wanted, sniff_type
@@ -99,14 +98,14 @@ def _manageable(*, document_id: int, user, lock: bool = False) -> Document:
 
 def _check_can_take(document: Document, sha256: str) -> None:
     if document.status in BUSY:
-        raise ApplicationError("This document is being indexed; upload the new version when it has finished.",
-                               code="invalid_state", status_code=status.HTTP_409_CONFLICT)
+        raise Conflict("This document is being indexed; upload the new version when it has finished.",
+                       code="invalid_state")
     same = (Document.objects.filter(collection_id=document.collection_id) if document.collection_id
             else Document.objects.filter(owner_id=document.owner_id, collection__isnull=True))
     other = same.filter(sha256=sha256).exclude(pk=document.pk).first()
     if other is not None:
-        raise ApplicationError(f"This file is the document '{other}' already.", code="duplicate",
-                               status_code=status.HTTP_409_CONFLICT, extra={"document_id": other.pk})
+        raise Conflict(f"This file is the document '{other}' already.", code="duplicate",
+                       extra={"document_id": other.pk})
 
 
 # --- called by the indexing pipeline ----------------------------------------------------------

@@ -24,7 +24,7 @@ from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
 from chat.serializers import message_data
 from chat.services import TITLE_CHARS, message_send
-from core.errors import ApplicationError
+from core.errors import TimedOut
 
 KEEPALIVE_SECONDS = 15.0
 MAX_HISTORY_TURNS = 50
@@ -36,9 +36,8 @@ class Turn:
     content: str
 
 
-class AnswerTimeout(ApplicationError):
+class AnswerTimeout(TimedOut):
     code = "answer_timeout"
-    status_code = 504
 
 
 def ask_start(*, user, question: str, history: list[Turn] | None = None, conversation_id: int | None = None,

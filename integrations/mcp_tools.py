@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from documents.models import Chunk, Document, DocumentText
 from integrations.scopes import resolve_collection
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError, NotFound, Throttled
 from core.throttles import QuestionThrottle, retry_after
 from retrieval.search import retrieve
 
@@ -86,5 +86,4 @@ def question_allowed(*, user) -> None:
     """The question throttle of the chat API, for the `ask` tool."""
     throttle = QuestionThrottle()
     if not throttle.allow_request(SimpleNamespace(user=user, META={}), None):
-        raise ApplicationError(f"Too many questions; try again in {retry_after(throttle)} seconds.",
-                               code="throttled", status_code=429)
+        raise Throttled(f"Too many questions; try again in {retry_after(throttle)} seconds.")

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import ApplicationError
+from core.errors import NotFound
 
 BASE_MODEL = "ragsite"
 
 
-class UnknownScope(ApplicationError):
+class UnknownScope(NotFound):
     code = "model_not_found"
-    status_code = 404
 
 
 @dataclass(frozen=True)

@@ -84,11 +84,18 @@ MIDDLEWARE = [
 ROOT_URLCONF = "ragsite.urls"
 ASGI_APPLICATION = "ragsite.asgi.application"
 WSGI_APPLICATION = "ragsite.wsgi.application"
+# The one edge that points up the layers, declared here with the rest of the wiring: retrieval's
+# `?conversation=` search (GET /api/search/, the admin's retrieval test) asks the chat for a
+# conversation's scope through this dotted path (retrieval/search/scope.py); "" means no conversations.
+CONVERSATION_SCOPE = "chat.selectors.conversation_scope"
 
+# Each app keeps its templates in <app>/templates/ (APP_DIRS); the site-wide ones (base.html, home,
+# sign-in, icons) are ragsite's. ragsite/templates is also in DIRS, searched before every app,
+# because its admin/index.html overrides django.contrib.admin's, which INSTALLED_APPS lists first.
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "ragsite" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -27,7 +27,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
     path("", include("integrations.urls")),  # /v1/: the OpenAI-compatible API
-    # End-user pages (templates/): the library and document viewer, conversations and chat.
+    # End-user pages (each app's templates/): the library and document viewer, conversations and chat.
     path("", include("documents.page_urls")),
     path("", include("chat.page_urls")),
 ]

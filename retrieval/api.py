@@ -13,7 +13,7 @@ from retrieval.models import AiServer
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
 from retrieval.topics import topics_for
-from core.errors import ApplicationError, NotFound
+from core.errors import BadGateway, NotFound
 
 
 class SearchQuery(serializers.Serializer):
@@ -70,7 +70,7 @@ class EmbedView(APIView):
         try:
             vectors = client.embed_queries(texts) if form.validated_data["kind"] == "query" else client.embed_passages(texts)
         except Exception as exc:  # AiServerError and friends: show the reason to staff
-            raise ApplicationError(str(exc), code="ai_server_error", status_code=502) from exc
+            raise BadGateway(str(exc), code="ai_server_error") from exc
         return Response({"server_id": server.pk, "model": client.model, "dim": int(vectors.shape[1]),
                          "latency_ms": round((time.perf_counter() - started) * 1000, 1),
                          "vectors": [[round(float(x), 6) for x in v] for v in vectors]})

@@ -1,4 +1,5 @@
-"""What retrieval hands to the layers above: the retrieved segment (no Django, only types).
+"""What retrieval hands to the layers above: the retrieved segment and the trace of how it was found
+(no Django, only types).
 
 Produced by retrieval.search.retriever (documents, tiers 2-3) and its Q&A tier (tier 1), then
 reordered by retrieval.search.rerank; consumed by chat (prompts, citations, the extractive
@@ -7,7 +8,7 @@ answer, the agent), the search API and the admin's test page, and stored in a me
 """
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class Segment(TypedDict):
@@ -39,3 +40,65 @@ class Segment(TypedDict):
     fused_rank: NotRequired[int | None]  # set by the rerank stage for document tiers
     rerank_rank: NotRequired[int | None]
     rerank_score: NotRequired[float | None]
+
+
+class TierTrace(TypedDict):
+    """One tier retrieve() tried: 1 approved Q&A pairs, 2 documents, 3 the general subcategory's documents."""
+
+    tier: int
+    kind: Literal["qa", "documents"]
+    subcategory: str
+    kept: int  # segments the tier gave
+    category: NotRequired[str]  # the Q&A tier
+    searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear" or "fruit")
+    candidates: NotRequired[int]  # the Q&A tier: pairs within reach before the distance threshold
+    without_vectors: NotRequired[int]  # the Q&A tier: pairs not embedded (yet)
+    candidate_documents: NotRequired[int]  # document tiers: documents in scope
+    candidate_chunks: NotRequired[int]
+    fts_skipped: NotRequired[str]  # why the full-text arm did not run
+    fts_terms: NotRequired[dict[str, dict[str, Any]]]  # per text-search configuration: matched, ranked_only
+    fts_coverage: NotRequired[float | None]
+    fts_best_rank: NotRequired[float | None]
+    fts_weight_lowered: NotRequired[str]  # why the full-text arm's weight was lowered (fusion_rule)
+    fts_weight: NotRequired[float]
+    fts_skipped_configs: NotRequired[list[str]]
+    vector_hits: NotRequired[dict[str, int]]  # document tiers: hits per vector arm ("vector" or "vector:<model>")
+    fts_hits: NotRequired[int]
+    vector_method: NotRequired[dict[str, str]]  # per vector arm: how it searched (HNSW, exact scan, ...)
+    fused: NotRequired[int]  # passages after the fusion
+
+
+class RerankTrace(TypedDict):
+    """What the rerank stage did (retrieval.search.rerank)."""
+
+    server: str
+    tier: int
+    candidates: int
+    status: NotRequired[Literal["ok", "timeout", "error"]]
+    error: NotRequired[str]
+    latency_ms: NotRequired[float]
+
+
+class RetrievalTrace(TypedDict):
+    """How retrieve() found its segments: shown by the search API and the admin's test page, stored in a
+    message's metadata (`retrieval`), summed up by telemetry."""
+
+    question_language: str
+    scope: str  # the Scope's kind: "all" | "attached" | "collection"
+    conversation_id: int | None
+    attached_document_ids: list[int] | None
+    not_indexed_document_ids: list[int]
+    own_documents: bool
+    collections: list[dict[str, Any]]  # [{"id", "slug", "name"}]
+    category: str
+    subcategory: str
+    arms: list[str]
+    tiers: list[TierTrace]
+    answered_by_tier: int | None
+    fallbacks: list[str]  # why a tier or an arm gave less than it might, in order
+    candidates: dict[str, int]
+    timings_ms: dict[str, float]
+    rerank: RerankTrace | None
+    limits: NotRequired[dict[str, int | None]]  # with a topic: qa_limit, doc_limit, k
+    cut: NotRequired[list[dict[str, Any]]]  # {"reason", "dropped"}
+    context_budget: NotRequired[dict[str, Any]]  # added by the chat: what the prompt kept and cut

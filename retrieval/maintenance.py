@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 from django.db.models import Count
-from rest_framework import status
 
 from documents.models import Document, DocumentStatus, DocumentText
-from core.errors import ApplicationError
+from core.errors import Conflict, NotFound
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from retrieval.indexing.reembed import documents_to_reembed
 from retrieval.tasks import enqueue_indexing, enqueue_reembedding
@@ -58,11 +57,11 @@ def document_clear_and_reindex(*, document_id: int) -> Document:
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(pk=document_id).first()
         if document is None:
-            raise ApplicationError("No such document.", code="not_found", status_code=status.HTTP_404_NOT_FOUND)
+            raise NotFound("No such document.")
         if document.status not in CLEARABLE:
-            raise ApplicationError(
+            raise Conflict(
                 f"'{document}' is {document.get_status_display().lower()}; wait until it finishes.",
-                code="invalid_state", status_code=status.HTTP_409_CONFLICT)
+                code="invalid_state")
         with connection.cursor() as cursor:
             # Vectors of every model (a re-embedding may have left two) go with the chunks.
             cursor.execute("DELETE FROM retrieval_chunkembedding WHERE document_id = %s", [document.pk])
@@ -95,8 +94,8 @@ def documents_reembed_default(*, document_ids: list[int]) -> ReembedOutcome:
     """
     server = default_embedding_server()
     if server is None or not server.embedding_model or not server.embedding_dim:
-        raise ApplicationError("The default embedding server has no embedding model and dimension set.",
-                               code="no_embedding_server", status_code=status.HTTP_409_CONFLICT)
+        raise Conflict("The default embedding server has no embedding model and dimension set.",
+                       code="no_embedding_server")
     embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
     outcome = ReembedOutcome(server)
     rows = Document.objects.filter(pk__in=document_ids).values_list(

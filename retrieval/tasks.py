@@ -1,9 +1,11 @@
-"""retrieval's background tasks: what the django-q2 workers run, and the one place they are queued.
+"""retrieval's background tasks: what the django-q2 workers run, and where they are queued.
 
 Each task takes ids, is safe to run twice, and calls one function of its module. The modules
 doing the work never import this one (the import contract forbids the cycle): when indexing
 must queue again (a retry, a recovered document) the task hands it the way to do so.
-Queued through core.tasks, by function, after the commit.
+Queued through core.tasks, by function, after the commit. The approved Q&A pairs' one task (their
+question's embedding) lives with them: retrieval.knowledge.services queues it with the write that
+makes their vectors stale.
 """
 from __future__ import annotations
 
@@ -34,11 +36,6 @@ def reembed_document(document_id: int, server_id: int) -> str:
     return reembed.reembed_document(document_id, server_id)
 
 
-def knowledge_entry_embed(entry_id: int) -> str:
-    """Embed an approved Q&A pair's question with the default embedding model."""
-    return knowledge.knowledge_entry_embed(entry_id)
-
-
 # --- queueing ----------------------------------------------------------------------------------
 
 
@@ -65,9 +62,9 @@ def enqueue_reembedding(document_ids: list[int], server_id: int) -> None:
 
 
 def enqueue_knowledge_embedding(entry_id: int) -> None:
-    """Mark the Q&A pair's vectors stale now and compute them in the background after the commit."""
-    knowledge.knowledge_entry_mark_pending(entry_id=entry_id)
-    queue(knowledge_entry_embed, entry_id, task_name=f"embed Q&A {entry_id}", group="knowledge")
+    """Compute a Q&A pair's vectors again in the background (retrieval.knowledge.services does it;
+    kept for scripts that seed pairs, such as bench/screenshots_admin.py)."""
+    knowledge.knowledge_entries_reembed(entry_ids=[entry_id])
 
 
 def recover_at_worker_start(**kwargs) -> None:

@@ -17,7 +17,6 @@ from retrieval.models import KnowledgeEntry, SubcategoryMapping
 
 class TopicInvalid(ApplicationError):
     code = "invalid_topic"
-    status_code = 400
 
 
 def topics_for(*, user) -> list[dict]:

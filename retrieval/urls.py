@@ -1,7 +1,7 @@
 from django.urls import path
 
 from retrieval.api import EmbedView, SearchView, TopicsView
-from retrieval.knowledge_api import KnowledgeApproveView, KnowledgeDetailView, KnowledgeListView, KnowledgeRetireView
+from retrieval.knowledge.api import KnowledgeApproveView, KnowledgeDetailView, KnowledgeListView, KnowledgeRetireView
 
 urlpatterns = [
     path("search/", SearchView.as_view(), name="api-search"),

@@ -26,3 +26,55 @@ def test_django_free_modules_type_check():
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Success: no issues found" in run.stdout
+
+
+# Modules that speak HTTP (views, DRF APIs, admin, URL maps, serializers, consumers) and core/errors.py,
+# the one place a domain error's class becomes an HTTP status. Every other module is a service: it
+# raises core.errors' domain errors and never names a status.
+HTTP_LAYER_NAMES = {"api.py", "views.py", "urls.py", "page_urls.py", "admin.py", "serializers.py", "consumers.py",
+                    "sse.py", "pages.py"}
+HTTP_LAYER_DIRS = {"admin", "migrations"}
+STATUS_MAP = ROOT / "core" / "errors.py"
+
+
+def _service_modules() -> list[Path]:
+    found = []
+    for app in ("core", "documents", "retrieval", "chat", "integrations"):
+        for path in sorted((ROOT / app).rglob("*.py")):
+            name = path.name
+            if path == STATUS_MAP or name in HTTP_LAYER_NAMES or name.startswith("admin"):
+                continue
+            if name.endswith(("_api.py", "_views.py")) or HTTP_LAYER_DIRS & set(path.relative_to(ROOT).parts[:-1]):
+                continue
+            found.append(path)
+    return found
+
+
+def _http_statuses_named(path: Path) -> list[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(), filename=str(path))
+    where = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(k.arg == "status_code" for k in node.keywords):
+            where.append(f"{path.relative_to(ROOT)}:{node.lineno} passes status_code=")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(item, ast.AnnAssign) else []
+                if any(isinstance(t, ast.Name) and t.id == "status_code" for t in targets):
+                    where.append(f"{path.relative_to(ROOT)}:{item.lineno} {node.name} sets status_code")
+        elif isinstance(node, ast.ImportFrom) and node.module == "rest_framework" and any(a.name == "status" for a in node.names):
+            where.append(f"{path.relative_to(ROOT)}:{node.lineno} imports rest_framework.status")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.name if isinstance(node, ast.Import) else f"{node.module}.{a.name}") == "rest_framework.status"
+                for a in node.names):
+            where.append(f"{path.relative_to(ROOT)}:{node.lineno} imports rest_framework.status")
+    return where
+
+
+def test_services_raise_domain_errors_and_never_name_an_http_status():
+    """Services raise core.errors' classes (NotFound, Conflict, ...); HTTP statuses live in core/errors.py."""
+    modules = _service_modules()
+    assert ROOT / "documents" / "services.py" in modules and ROOT / "chat" / "services.py" in modules
+    offenders = [line for path in modules for line in _http_statuses_named(path)]
+    assert offenders == [], "\n".join(offenders)

@@ -18,8 +18,7 @@ from django.utils.timezone import localtime
 from retrieval.admin import views as admin_views
 from retrieval.admin.documents import register_document_admin
 from retrieval.admin.forms import AiServerForm, KnowledgeEntryForm, RetrievalSettingsForm
-from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_retire
-from retrieval.tasks import enqueue_knowledge_embedding
+from retrieval.knowledge import services as knowledge
 from retrieval.models import (
     AiServer,
     AiServerKind,
@@ -271,16 +270,17 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
         return initial
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        if form.cleaned_data.get("approve") and obj.approved_at is None:
-            knowledge_entry_approve(entry=obj, user=request.user)
-
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        entry = form.instance
-        # Only the question is embedded: an edited answer keeps its vectors.
-        if not change or "question" in form.changed_data or entry.embedding_state != EmbeddingState.READY:
-            enqueue_knowledge_embedding(entry.pk)
+        # Through the one write path (retrieval.knowledge.services), as /api/knowledge/ does: the same
+        # rule decides whether the question is embedded again (only the question is embedded).
+        fields = {name: form.cleaned_data[name] for name in knowledge.EDITABLE_FIELDS if name in form.cleaned_data}
+        approve = bool(form.cleaned_data.get("approve"))
+        if change:
+            entry = knowledge.knowledge_entry_update(entry_id=obj.pk, user=request.user, approve=approve, **fields)
+        else:
+            entry = knowledge.knowledge_entry_create(user=request.user, approved=approve, **fields)
+            obj.pk, obj._state.adding = entry.pk, False
+        obj.refresh_from_db()  # the admin logs and redirects with the object it handed over
+        if entry.embedding_state == EmbeddingState.PENDING:
             self.message_user(request, "Its embedding is being computed in the background; the "
                                        "“embedding” column shows when it is ready.", messages.INFO)
 
@@ -289,22 +289,20 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
     def approve_entries(self, request, queryset):
         entries = list(queryset)
         for entry in entries:
-            knowledge_entry_approve(entry=entry, user=request.user)
+            knowledge.knowledge_entry_approve(entry=entry, user=request.user)
         self.message_user(request, f"Approved {len(entries)} Q&A pair(s); they answer questions now.", messages.SUCCESS)
 
     @admin.action(description="Retire the selected Q&A pairs (they stop answering)", permissions=["curate"])
     def retire_entries(self, request, queryset):
         entries = list(queryset)
         for entry in entries:
-            knowledge_entry_retire(entry=entry)
+            knowledge.knowledge_entry_retire(entry=entry)
         self.message_user(request, f"Retired {len(entries)} Q&A pair(s).", messages.SUCCESS)
 
     @admin.action(description="Recompute the embeddings of the selected Q&A pairs", permissions=["curate"])
     def recompute_embeddings(self, request, queryset):
-        ids = list(queryset.values_list("id", flat=True))
-        for entry_id in ids:
-            enqueue_knowledge_embedding(entry_id)
-        self.message_user(request, f"Queued {len(ids)} embedding(s) with the default embedding model.",
+        queued = knowledge.knowledge_entries_reembed(entry_ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"Queued {queued} embedding(s) with the default embedding model.",
                           messages.SUCCESS)
 
     def changelist_view(self, request, extra_context=None):

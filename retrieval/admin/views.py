@@ -20,7 +20,7 @@ from core.errors import ApplicationError
 from retrieval.admin.forms import EmbedTextForm, KnowledgeImportForm, RetrievalTestForm
 from retrieval.ai import AiServerError
 from retrieval.admin.dashboard import dashboard
-from retrieval.admin.knowledge_import import MAX_FILE_BYTES, knowledge_entries_import
+from retrieval.knowledge.importing import MAX_FILE_BYTES, knowledge_entries_import
 from retrieval.models import AiServer, KnowledgeEntry
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve

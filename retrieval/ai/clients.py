@@ -11,17 +11,15 @@ from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
 from retrieval.ai.token_embeddings import TokenEmbeddingClient
 from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
-from core.errors import ApplicationError
+from core.errors import Conflict
 
 
-class ExternalAiDisabled(ApplicationError):
+class ExternalAiDisabled(Conflict):
     code = "external_ai_disabled"
-    status_code = 409
 
 
-class ServerUnusable(ApplicationError):
+class ServerUnusable(Conflict):
     code = "server_unusable"
-    status_code = 409
 
 
 def server_config(server: AiServer) -> ServerConfig:

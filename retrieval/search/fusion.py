@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, Hashable, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass
-class Fused:
-    key: object
+class Fused(Generic[K]):
+    key: K  # what the arms ranked (chunk ids in retrieve())
     score: float
-    ranks: dict = field(default_factory=dict)  # arm name -> 1-based rank
+    ranks: dict[str, int] = field(default_factory=dict)  # arm name -> 1-based rank
 
 
-def rrf(arms: dict[str, list], *, k: int = 60, weights: dict[str, float] | None = None) -> list[Fused]:
+def rrf(arms: dict[str, list[K]], *, k: int = 60, weights: dict[str, float] | None = None) -> list[Fused[K]]:
     """Fuse ranked lists: score(d) = sum over arms of weight / (k + rank).
 
     `arms` maps an arm name to its keys, best first. A weight of 0 keeps an arm's ranks in
@@ -19,7 +22,7 @@ def rrf(arms: dict[str, list], *, k: int = 60, weights: dict[str, float] | None 
     best rank is better, then to the first arm's order.
     """
     weights = weights or {}
-    fused: dict[object, Fused] = {}
+    fused: dict[K, Fused[K]] = {}
     for name, keys in arms.items():
         weight = weights.get(name, 1.0)
         for rank, key in enumerate(keys, start=1):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import reranker_for
-from retrieval.contracts import Segment
+from retrieval.contracts import RerankTrace, RetrievalTrace, Segment
 from retrieval.models import AiServer
 from retrieval.telemetry import RERANK_LATENCY, RERANK_TOTAL
 
@@ -62,15 +62,15 @@ def passage_text(segment: Segment) -> str:
     return f"{heading}\n{segment['excerpt']}" if heading else segment["excerpt"]
 
 
-def rerank_segments(query: str, segments: list[Segment], plan: Reranking | None, trace: dict, *, tier: int,
-                    limit: int) -> list[dict]:
+def rerank_segments(query: str, segments: list[Segment], plan: Reranking | None, trace: RetrievalTrace, *, tier: int,
+                    limit: int) -> list[Segment]:
     """The tier's segments (in fused order) ranked by the reranker when it answers, cut to `limit`."""
     for rank, segment in enumerate(segments, start=1):
-        segment.update(fused_rank=rank, rerank_rank=None, rerank_score=None)
+        segment["fused_rank"], segment["rerank_rank"], segment["rerank_score"] = rank, None, None
     if plan is None or not segments:
         return segments[:limit]
     head, tail = segments[:plan.candidates], segments[plan.candidates:]
-    record: dict = {"server": plan.server.name, "tier": tier, "candidates": len(head)}
+    record: RerankTrace = {"server": plan.server.name, "tier": tier, "candidates": len(head)}
     started = time.perf_counter()
     ranked = None
     try:
@@ -78,7 +78,8 @@ def rerank_segments(query: str, segments: list[Segment], plan: Reranking | None,
         ranked = client.rerank(query, [passage_text(s) for s in head])
     except (AiServerError, ApplicationError) as exc:
         message = getattr(exc, "message", None) or str(exc)
-        record.update(status="timeout" if getattr(exc, "timed_out", False) else "error", error=message)
+        record["status"] = "timeout" if getattr(exc, "timed_out", False) else "error"
+        record["error"] = message
         trace["fallbacks"].append(f"tier {tier}: reranking skipped, the fused order was kept: {message}")
     else:
         record["status"] = "ok"
@@ -93,7 +94,7 @@ def rerank_segments(query: str, segments: list[Segment], plan: Reranking | None,
         return segments[:limit]
     order = []
     for position, (index, score) in enumerate(ranked, start=1):
-        head[index].update(rerank_rank=position, rerank_score=round(score, 6))
+        head[index]["rerank_rank"], head[index]["rerank_score"] = position, round(score, 6)
         order.append(head[index])
     # A server may leave candidates out of its answer: they follow, still in fused order.
     order += [s for s in head if s["rerank_rank"] is None]

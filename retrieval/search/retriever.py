@@ -14,7 +14,8 @@ the reranker when it answered, else by fused score. `score` is always the fused 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple, cast
 
 import numpy as np
 from django.db import connection
@@ -22,7 +23,7 @@ from django.db import connection
 from documents.models import Collection
 from documents.language import detect_question_language, text_config_for
 from documents.search_text import analysis_of
-from retrieval.contracts import Segment
+from retrieval.contracts import RetrievalTrace, Segment, TierTrace
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
@@ -42,13 +43,13 @@ EXCERPT_CHARS = 2000
 @dataclass
 class RetrievalResult:
     segments: list[Segment]
-    trace: dict = field(default_factory=dict)
+    trace: RetrievalTrace
 
 
 class _QueryVectors:
     """Embeds the query once per embedding model, timing it."""
 
-    def __init__(self, query: str, trace: dict):
+    def __init__(self, query: str, trace: RetrievalTrace):
         self.query = query
         self.trace = trace
         self.cache: dict[tuple, np.ndarray] = {}
@@ -86,13 +87,13 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
     # The collections are read now, from the user's groups (and again by row-level security).
     scope = with_collections(user, scope or ALL_DOCUMENTS)
-    trace: dict = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
+    trace: RetrievalTrace = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
                    "own_documents": scope.include_own and scope.kind != "attached",
                    "collections": [] if scope.kind == "attached" else scope.collections,
                    "category": category, "subcategory": subcategory, "arms": list(arms), "tiers": [],
-                   "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {}}
-    trace["rerank"] = None  # set by the rerank stage when it runs
+                   "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {},
+                   "rerank": None}  # rerank: set by the rerank stage when it runs
     reranking = reranking_plan(rs, rerank)
     vectors = _QueryVectors(query, trace)
     segments: list[Segment] = []
@@ -138,9 +139,9 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
 # --- tier 1: approved Q&A pairs --------------------------------------------------------------
 
 
-def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace) -> list[dict]:
+def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: RetrievalTrace) -> list[Segment]:
     server = default_embedding_server(rs)
-    tier = {"tier": 1, "kind": "qa", "category": category, "subcategory": subcategory, "kept": 0}
+    tier: TierTrace = {"tier": 1, "kind": "qa", "category": category, "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(tier)
     if server is None or not server.embedding_model:
         trace["fallbacks"].append("no embedding server for approved Q&A pairs")
@@ -203,7 +204,16 @@ def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
 # --- tiers 2 and 3: documents by hybrid search --------------------------------------------------
 
 
-def _servers_for(groups: list[ModelGroup], trace) -> list[tuple[ModelGroup, AiServer]]:
+class _VectorSpace(NamedTuple):
+    """A model group the vector arm can search: its vector space, and a server that embeds the query for it."""
+
+    group: ModelGroup
+    server: AiServer
+    model_id: int
+    dim: int
+
+
+def _servers_for(groups: list[ModelGroup], trace: RetrievalTrace) -> list[_VectorSpace]:
     """Each model group with a server that can embed the query for it; say which cannot."""
     found = []
     for group in groups:
@@ -211,19 +221,19 @@ def _servers_for(groups: list[ModelGroup], trace) -> list[tuple[ModelGroup, AiSe
         if server is None or server.embedding_model != group.model_name or server.embedding_dim != group.dim:
             server = next((s for s in AiServer.objects.filter(is_active=True)
                            if s.embedding_model == group.model_name and s.embedding_dim == group.dim), None)
-        if server is None or group.model_id is None:
+        if server is None or group.model_id is None or group.dim is None:  # a vector space has both
             trace["fallbacks"].append(
                 f"{group.documents} documents use the embedding model '{group.model_name}', which no "
                 "active server provides; they were searched by full text only")
             continue
-        found.append((group, server))
+        found.append(_VectorSpace(group, server, group.model_id, group.dim))
     return found
 
 
-def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace, arms, *, tier: int,
+def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace: RetrievalTrace, arms, *, tier: int,
                    category: str = "", subcategory: str = "", threshold: float | None = None,
-                   limit: int, rerank: Reranking | None = None) -> list[dict]:
-    info = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
+                   limit: int, rerank: Reranking | None = None) -> list[Segment]:
+    info: TierTrace = {"tier": tier, "kind": "documents", "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(info)
     # Every document of the scope (own + collections): when they are all pinned to one model, no
     # document filter is needed (see vector_arm), so no ids either.
@@ -239,18 +249,19 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
         return []
     searchable = _servers_for(groups, trace) if "vector" in arms else []
     # pgvector text of each model's query vector, formatted once for every statement that needs it
-    query_vectors = {group.model_id: search_arms.vector_literal(vectors.for_server(server))
-                     for group, server in searchable}
+    query_vectors = {space.model_id: search_arms.vector_literal(vectors.for_server(space.server))
+                     for space in searchable}
     stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
     started = time.perf_counter()
     lists: dict[str, list[int]] = {}
     distances: dict[int, float] = {}
-    method = {}
+    method: dict[str, str] = {}
     with reader_transaction(user):
-        for group, _server in searchable:
+        for space in searchable:
+            group = space.group
             t0 = time.perf_counter()
             hits, how = search_arms.vector_arm(
-                model_id=group.model_id, dim=group.dim, query_vector=query_vectors[group.model_id],
+                model_id=space.model_id, dim=space.dim, query_vector=query_vectors[space.model_id],
                 owner_id=user.pk, document_ids=group.document_ids, scope_vectors=group.chunks, top_k=rs.vector_top_k,
                 whole_scope=whole_library and len(groups) == 1, scope=scope)
             name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
@@ -298,17 +309,17 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
         # only the passages returned need theirs: with one model the passage query computes them.
         distance_with = None
         if threshold is None and len(searchable) == 1:
-            group = searchable[0][0]
-            distance_with = (group.model_id, query_vectors[group.model_id])
+            distance_with = (searchable[0].model_id, query_vectors[searchable[0].model_id])
         else:
             missing = [f.key for f in fused if f.key not in distances]
-            for group, _server in searchable:
-                distances.update(search_arms.distances_for(model_id=group.model_id, dim=group.dim,
-                                                           query_vector=query_vectors[group.model_id],
+            for space in searchable:
+                distances.update(search_arms.distances_for(model_id=space.model_id, dim=space.dim,
+                                                           query_vector=query_vectors[space.model_id],
                                                            chunk_ids=missing))
         trace["timings_ms"][f"fusion_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
-        info.update(vector_hits={n: len(v) for n, v in lists.items() if n != "fts"}, fts_hits=len(lists.get("fts", [])),
-                    vector_method=method, fused=len(fused))
+        info["vector_hits"] = {n: len(v) for n, v in lists.items() if n != "fts"}
+        info["fts_hits"] = len(lists.get("fts", []))
+        info["vector_method"], info["fused"] = method, len(fused)
         if threshold is not None and searchable:
             before = len(fused)
             fused = [f for f in fused if distances.get(f.key, 2.0) < threshold]
@@ -322,24 +333,24 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace,
             if distance is not None:
                 distances.setdefault(key, distance)
     SEARCH_LATENCY.observe(time.perf_counter() - started)
-    segments = []
+    segments: list[Segment] = []
     for f in fused:
-        row = rows.get(f.key)
-        if row is None:
+        passage = rows.get(f.key)
+        if passage is None:
             continue
         vector_rank = next((r for n, r in f.ranks.items() if n.startswith("vector")), None)
-        segments.append({
-            "source_type": "document", "qa_id": None, "chunk_id": f.key, **row,
+        segments.append(cast(Segment, {  # the passage's fields come from _chunk_rows' SQL
+            "source_type": "document", "qa_id": None, "chunk_id": f.key, **passage,
             "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
             "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
-        })
+        }))
     _name_collections(segments)
     segments = rerank_segments(query, segments, rerank, trace, tier=tier, limit=limit)
     info["kept"] = len(segments)
     return segments
 
 
-def _name_collections(segments: list[dict]) -> None:
+def _name_collections(segments: list[Segment]) -> None:
     """Add `collection` (the knowledge base's name, None for the user's own documents) for the chat's
     source labels ("from the knowledge base <name>"); read outside the reader role, one query."""
     ids = {s["collection_id"] for s in segments if s.get("collection_id")}
@@ -348,7 +359,7 @@ def _name_collections(segments: list[dict]) -> None:
         segment["collection"] = names.get(segment.get("collection_id"))
 
 
-def _fts_configs(configs: list[str], trace: dict, info: dict) -> list[str]:
+def _fts_configs(configs: list[str], trace: RetrievalTrace, info: TierTrace) -> list[str]:
     """The text-search configurations whose documents the full-text arm searches.
 
     Words match only within a language: a German question's words against English passages
@@ -396,7 +407,7 @@ def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None =
         }
 
 
-def _record(user, scope: Scope, segments, trace, k, total) -> None:
+def _record(user, scope: Scope, segments, trace: RetrievalTrace, k, total) -> None:
     RETRIEVE_TOTAL.labels(scope=scope.kind).inc()
     CHUNKS_RETRIEVED.observe(len(segments))
     scores = [s["score"] for s in segments]

@@ -1,6 +1,16 @@
 """What a question may search: the given documents (a conversation's attachments), else the user's
 own documents and the collections they read (or one of those collections).
 
+Conversations belong to the chat, a layer above: retrieval never imports it. The one place a
+conversation id becomes a Scope here (`scope_for(user, conversation=…)`, used by `GET /api/search/`
+and the admin's retrieval test) calls the extension point named by the setting
+`CONVERSATION_SCOPE` -- a dotted path to `resolver(user, conversation) -> Scope` (raising NotFound
+for a conversation the user may not see); ragsite/settings.py names `chat.selectors.conversation_scope`.
+An empty setting means no conversations exist (every conversation id is NotFound). A setting, not
+a registration at start-up, so a reader finds the edge where every other piece of wiring is, and
+a test can swap it with `override_settings`. (The search API itself stays here: it is retrieval's
+view of "what the chat would retrieve", and the admin's retrieval test page needs the same edge.)
+
 Every query here runs as the `ragsite_reader` role with the user's id set for the transaction,
 so PostgreSQL's row-level security hides every row the user may not read (computed there from
 their groups) even from a query that forgot its filter. The filter is in the SQL as well.
@@ -11,8 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils.module_loading import import_string
 
 from core.errors import NotFound
 
@@ -66,7 +78,7 @@ class Scope:
 
     Retrieval knows documents, not conversations: the chat works out a conversation's attached
     documents (and its collection) and hands them over as a Scope (chat.selectors.conversation_scope);
-    the search API and the admin's test page reach that through :func:`register_conversation_scope`.
+    the search API and the admin's test page reach that through the `CONVERSATION_SCOPE` setting (above).
     """
 
     kind: str  # "attached" | "all" | "collection"
@@ -81,13 +93,12 @@ class Scope:
 ALL = Scope("all")
 
 ConversationScope = Callable[[object, object], Scope]
-_conversation_scope: ConversationScope | None = None
 
 
-def register_conversation_scope(resolver: ConversationScope) -> None:
-    """Called by the chat app when it is ready: resolver(user, conversation) -> Scope or NotFound."""
-    global _conversation_scope
-    _conversation_scope = resolver
+def conversation_scope_resolver() -> ConversationScope | None:
+    """The extension point `settings.CONVERSATION_SCOPE` (a dotted path), or None when it is empty."""
+    path = getattr(settings, "CONVERSATION_SCOPE", "")
+    return import_string(path) if path else None
 
 
 def scope_for(user, *, conversation=None, collection=None) -> Scope:
@@ -96,9 +107,10 @@ def scope_for(user, *, conversation=None, collection=None) -> Scope:
     the user reads."""
     if conversation is None:
         return collection_scope(user, collection) if collection is not None else ALL
-    if _conversation_scope is None:  # no chat app: no conversation exists
+    resolver = conversation_scope_resolver()
+    if resolver is None:  # no chat app: no conversation exists
         raise NotFound("No such conversation.")
-    scope = _conversation_scope(user, conversation)
+    scope = resolver(user, conversation)
     if collection is not None and scope.kind != "attached":
         return collection_scope(user, collection, conversation_id=scope.conversation_id)
     return scope

@@ -16,7 +16,7 @@ from tests.admin.conftest import queued_tasks, run_queued
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = "admin:retrieval_knowledgeentry_changelist"
-EMBED_TASK = "retrieval.tasks.knowledge_entry_embed"
+EMBED_TASK = "retrieval.knowledge.services.knowledge_entry_embed"  # the task lives with the pairs (issue #28)
 
 
 def entry(question, category="fruit", subcategory="", **kwargs) -> KnowledgeEntry:
@@ -237,3 +237,51 @@ def test_the_message_admin_action_opens_the_prefilled_form(admin_client, user):
     assert response["Location"] == reverse("admin:retrieval_knowledgeentry_add") + f"?from_message={answer.pk}"
     form = admin_client.get(response["Location"]).context["adminform"].form
     assert form.initial == {**form.initial, "question": "Why mulch?", "answer": "It keeps the soil moist."}
+
+
+def test_the_admin_and_the_rest_api_re_embed_through_the_one_service(client, curator, monkeypatch,
+                                                                     django_capture_on_commit_callbacks):
+    """One write path (retrieval.knowledge.services): editing the question in the admin and over REST each
+    queue exactly one embedding, through the service's re-embed, and mark the pair unembedded."""
+    from rest_framework.test import APIClient
+
+    from retrieval.knowledge import services
+
+    reembedded: list[int] = []
+    original = services.knowledge_entry_reembed
+
+    def counting(*, entry):
+        reembedded.append(entry.pk)
+        original(entry=entry)
+
+    monkeypatch.setattr(services, "knowledge_entry_reembed", counting)
+    item = entry("When do raspberries fruit?", embedding_state="ready", approved_at=None)
+    client.force_login(curator)
+    change = reverse("admin:retrieval_knowledgeentry_change", args=[item.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(change, entry_form(question="When do autumn raspberries fruit?"), follow=True)
+    assert "being computed in the background" in response.content.decode()
+    assert reembedded == [item.pk]
+    assert [(t["func"], t["args"]) for t in queued_tasks()] == [(EMBED_TASK, (item.pk,))]
+    item.refresh_from_db()
+    assert (item.question, item.embedding_state) == ("When do autumn raspberries fruit?", "pending")
+    assert item.approved_by == curator  # the form's "approve" box, through the same service
+
+    from django_q.models import OrmQ
+
+    OrmQ.objects.all().delete()
+    KnowledgeEntry.objects.filter(pk=item.pk).update(embedding_state="ready")
+    api = APIClient()
+    api.force_authenticate(curator)
+    with django_capture_on_commit_callbacks(execute=True):
+        patched = api.patch(f"/api/knowledge/{item.pk}/", {"question": "When are raspberries ripe?"}, format="json")
+    assert patched.status_code == 200 and patched.json()["embedding_state"] == "pending"
+    assert reembedded == [item.pk, item.pk]
+    assert [(t["func"], t["args"]) for t in queued_tasks()] == [(EMBED_TASK, (item.pk,))]
+    # The same rule on both paths: an edited answer alone keeps its vectors.
+    OrmQ.objects.all().delete()
+    KnowledgeEntry.objects.filter(pk=item.pk).update(embedding_state="ready")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(change, entry_form(question="When are raspberries ripe?", answer="Midsummer."))
+        api.patch(f"/api/knowledge/{item.pk}/", {"answer": "July."}, format="json")
+    assert reembedded == [item.pk, item.pk] and queued_tasks() == []

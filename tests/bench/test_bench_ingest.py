@@ -21,7 +21,7 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     out = tmp_path / "ingest.json"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "ingest.py"), "--articles", "1", "--pages", "2", "--ocr-pages", "2", "--json-out", str(out),
-         "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
+         "--profile", "--squad", str(sample_data / "xquad" / "xquad.en.first-article.json")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=400,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -59,6 +59,16 @@ def test_ingest_bench_small_run(tmp_path, sample_data):
     assert ocr["tesseract_peak_rss_mb"] > 10
     assert ocr["goals"]["worker_peak_rss_mb"]["met"] == (ocr["worker_peak_rss_mb"] < 500)
 
+    # --profile: every step of an indexing job is found in the worker's profile. A step reported with
+    # 0 calls names a function that no longer runs there (claim, progress and commit did, after a move).
+    for name, result in report["results"].items():
+        steps = result["profile"]["steps"]
+        assert {"claim", "extract_open", "chunk_layout", "embed_passages", "commit"} <= set(steps)
+        not_called = {step: s["functions"] for step, s in steps.items() if s["calls"] == 0}
+        assert not not_called, f"{name}: profiled steps never called: {not_called}"
+        assert steps["claim"]["calls"] == steps["commit"]["calls"] == result["documents"]
+        assert all(s["cumulative_s"] >= 0 for s in steps.values())
+
 
 @pytest.mark.slow
 def test_ingest_bench_versions_small_run(tmp_path, sample_data):
@@ -89,3 +99,26 @@ def test_ingest_bench_versions_small_run(tmp_path, sample_data):
         assert run["goal"]["met"] == (run["ratio"] <= {"same": 0.05, "one_page": 0.10, "ten_percent": 0.20}[name])
         assert set(run["stage_s"]) == {"extract", "chunk", "embed", "commit", "total"}
     assert report["all_goals_met"] == all(runs[n]["goal"]["met"] for n in ("same", "one_page", "ten_percent"))
+
+
+def test_profile_summary_finds_steps_by_their_functions(tmp_path):
+    """A step is counted from the profile entry of its function's code object, wherever its module lives."""
+    import cProfile
+
+    from bench.ingest_profile import profile_summary, profiled_steps
+    from documents.language import detect_language
+
+    steps = profiled_steps()
+    assert all(callable(f) for functions in steps.values() for f in functions)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(3):
+        detect_language("The council met on Tuesday to discuss the river and the new market.")
+    profiler.disable()
+    profiler.dump_stats(tmp_path / "run.prof")
+
+    summary = profile_summary(tmp_path / "run.prof")["steps"]
+    assert set(summary) == set(steps)
+    assert summary["detect_language"]["calls"] == 3
+    assert summary["detect_language"]["functions"] == [f"{detect_language.__module__}.{detect_language.__qualname__}"]
+    assert summary["claim"]["calls"] == summary["commit"]["calls"] == 0

@@ -1,6 +1,8 @@
 """Tests for chat.extractive (pure Python; no Django, no database)."""
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from chat.citations import parse_answer
@@ -11,7 +13,7 @@ from chat.extractive import (
     extractive_answer,
     split_sentences,
 )
-from chat.prompts import tag_segments
+from chat.prompts import TaggedSegment, tag_segments
 from documents.language import answer_language, words
 
 
@@ -94,8 +96,6 @@ def test_every_non_note_section_cites_a_valid_tag():
 
 def test_no_segments_message():
     assert extractive_answer("Anything?", []) == NOTHING_FOUND
-    assert extractive_answer("Anything?", None) == NOTHING_FOUND
-    assert extractive_answer("Anything?", {}) == NOTHING_FOUND
     assert NOTHING_FOUND == "I could not find anything about this in your documents."
 
 
@@ -111,7 +111,7 @@ def test_qa_answer_comes_first_whole():
 
 def test_qa_answer_given_as_keys():
     seg = {"qa_id": 1, "chunk_id": None, "source_type": "qa", "question": "Opening hours?", "answer": "Nine to five."}
-    answer = extractive_answer("What are the opening hours?", [seg])
+    answer = extractive_answer("What are the opening hours?", tag_segments([seg]))
     assert answer.split("\n\n")[1] == "Nine to five. [S1]"
 
 
@@ -164,14 +164,12 @@ def test_code_fences_in_passages_cannot_swallow_later_sections():
     assert "```" not in answer
 
 
-def test_accepts_tag_map_and_plain_segments_and_explicit_tags():
-    segs = BRIDGE_SEGMENTS
+def test_takes_one_input_the_tagged_segments_and_cites_their_tags():
     q = "When was the bridge opened?"
-    from_segments = extractive_answer(q, segs)
-    from_map = extractive_answer(q, {f"S{i}": s for i, s in enumerate(segs, start=1)})
-    assert from_segments == from_map
-    with_tags = extractive_answer(q, segs, tags=["S5", "S6", "S7"])
-    assert with_tags.endswith("The bridge was opened in 1932. [S6]")
+    with_tags = [TaggedSegment(f"S{n}", s) for n, s in zip((5, 6, 7), BRIDGE_SEGMENTS)]
+    assert extractive_answer(q, with_tags).endswith("The bridge was opened in 1932. [S6]")
+    assert extractive_answer(q, tag_segments(BRIDGE_SEGMENTS)).endswith("The bridge was opened in 1932. [S2]")
+    assert "tags" not in inspect.signature(extractive_answer).parameters  # no second way to say the tags
 
 
 def test_language_of_note():

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from chat.events import TextTracker, _merge_tokens, token_event
+from chat.events import QueuedEvent, QueuedToken, TextTracker, _merge_tokens, token_event
 from core.layers import PostgresChannelLayer
 from tests.chat.helpers import run
 
@@ -68,11 +68,13 @@ def test_large_messages_and_messages_sent_before_anyone_listened_arrive():
 
 
 def test_consecutive_tokens_of_one_message_are_merged_and_nothing_else():
-    t = lambda m, delta, offset: ("token", 1, m, delta, offset, "")  # noqa: E731
-    items = [t(7, "a", 0), t(7, "b", 1), t(8, "x", 0), ("event", 1, {}), t(7, "c", 2), t(7, "e", 9)]
+    t = lambda m, delta, offset: QueuedToken(1, m, delta, offset, f"text up to {offset + len(delta)}")  # noqa: E731
+    items = [t(7, "a", 0), t(7, "b", 1), t(8, "x", 0), QueuedEvent(1, {}), t(7, "c", 2), t(7, "e", 9)]
     merged = _merge_tokens(items)
-    assert [(i[0], i[2] if i[0] == "token" else None, i[3] if i[0] == "token" else None) for i in merged] == [
-        ("token", 7, "ab"), ("token", 8, "x"), ("event", None, None), ("token", 7, "c"), ("token", 7, "e")]
+    assert [(type(i).__name__, getattr(i, "message_id", None), getattr(i, "delta", None)) for i in merged] == [
+        ("QueuedToken", 7, "ab"), ("QueuedToken", 8, "x"), ("QueuedEvent", None, None), ("QueuedToken", 7, "c"),
+        ("QueuedToken", 7, "e")]
+    assert merged[0] == QueuedToken(1, 7, "ab", 0, "text up to 2")  # the later text is the one saved
 
 
 def test_text_tracker_cuts_overlaps_and_reports_gaps():

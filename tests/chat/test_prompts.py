@@ -6,6 +6,7 @@ import re
 import pytest
 
 from chat.citations import TAG_GROUP_RE, parse_answer
+from retrieval.ai.chat import estimate_tokens
 from chat.prompts import (
     JSON_SYSTEM_PROMPT,
     PLAIN_SYSTEM_PROMPT,
@@ -13,7 +14,6 @@ from chat.prompts import (
     TaggedSegment,
     build_messages,
     build_plain_messages,
-    estimate_tokens,
     render_context,
     resolve_token_counter,
     sanitize_passage,
@@ -317,6 +317,11 @@ def test_token_counter_resolution():
     n = default("The quick brown fox jumps over the lazy dog.")
     assert 5 <= n <= 15
     assert estimate_tokens("abcd" * 10) == 11
+    # One estimate in the house (retrieval.ai's): empty text is no tokens, where chat's own copy said 1.
+    assert estimate_tokens("") == 0
+    import chat.prompts
+
+    assert chat.prompts.estimate_tokens is estimate_tokens  # the prompt budget's fallback is the same function
 
 
 def test_default_counter_is_tiktoken_when_available():

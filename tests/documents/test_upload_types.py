@@ -79,7 +79,7 @@ def test_the_library_and_admin_upload_pages_accept_every_supported_type(admin_cl
     assert '"upload_accept": "' + upload_accept() + '"' in data
     from django.conf import settings
 
-    assert "accept: initial.upload_accept" in (settings.BASE_DIR / "ragsite/static/ragsite/library.js").read_text()
+    assert "accept: initial.upload_accept" in (settings.BASE_DIR / "documents/static/documents/library.js").read_text()
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The chat page's collection picker (templates/chat/_collection_control.html): only collections the
+"""The chat page's collection picker (chat/templates/chat/_collection_control.html): only collections the
 user reads, "all my documents and collections" by default, the conversation's choice selected, and a
 collection the user no longer reads shown without its name."""
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_readers_pick_among_the_collections_they_read_only(kb):
     assert _options(html) == [("", "All my documents and collections", True), ("orchard", "Orchard guides", False),
                               ("handbook", "Staff handbook", False)]
     assert [(c["slug"], c["searchable"]) for c in data["collections"]] == [("orchard", 1), ("handbook", 0)]
-    assert 'src="/static/ragsite/chat_collection.js"' in html and "Board minutes" not in html
+    assert 'src="/static/chat/chat_collection.js"' in html and "Board minutes" not in html
 
     outsider = Conversation.objects.create(owner=kb.outsider)
     html, data = _page(kb.outsider, outsider)

@@ -11,7 +11,7 @@ from tests.admin.conftest import queued_tasks, run_queued
 
 pytestmark = pytest.mark.django_db
 
-EMBED_TASK = "retrieval.tasks.knowledge_entry_embed"
+EMBED_TASK = "retrieval.knowledge.services.knowledge_entry_embed"  # the task lives with the pairs (issue #28)
 
 
 def client_for(user) -> APIClient:

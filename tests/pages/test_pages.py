@@ -192,12 +192,65 @@ def test_new_conversation_opens_it_with_an_optional_document(alice_client, user,
 def test_pages_load_their_scripts_and_styles_from_ragsite(alice_client, user):
     document = upload_bytes(user, b"x", "x.txt")
     conversation = Conversation.objects.create(owner=user)
-    for url, script in [("/library/", "library.js"), (f"/documents/{document.pk}/", "viewer.js"),
-                        ("/", "conversations.js"), (f"/c/{conversation.pk}/", "chat.js")]:
+    # Each page's script from its app's static files, the site-wide style and helpers from ragsite's.
+    for url, script in [("/library/", "documents/library.js"), (f"/documents/{document.pk}/", "documents/viewer.js"),
+                        ("/", "chat/conversations.js"), (f"/c/{conversation.pk}/", "chat/main.js")]:
         html = alice_client.get(url).content.decode()
-        assert f'src="/static/ragsite/{script}"' in html and 'href="/static/ragsite/app.css"' in html
+        assert f'src="/static/{script}"' in html and 'href="/static/ragsite/app.css"' in html
+        assert 'src="/static/ragsite/app.js"' in html
         assert "cdn." not in html and "unpkg" not in html
         assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
+
+
+def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app(alice_client, user):
+    """chat.html loads chat/main.js as a module; every module it imports, directly or not, is served
+    with the type browsers require of a module, by the relative path the importing module names."""
+    conversation = Conversation.objects.create(owner=user)
+    html = alice_client.get(f"/c/{conversation.pk}/").content.decode()
+    assert '<script type="module" src="/static/chat/main.js"></script>' in html
+    # The classic scripts the modules read globals of run before them: app.js (window.rag), topics.js.
+    assert html.index('src="/static/ragsite/app.js"') < html.index('src="/static/chat/topics.js"') < html.index(
+        'src="/static/chat/main.js"')
+    seen, todo = set(), ["main.js"]
+    while todo:
+        name = todo.pop()
+        seen.add(name)
+        response = alice_client.get(f"/static/chat/{name}")
+        assert response.status_code == 200, name
+        assert response["Content-Type"].startswith("text/javascript"), (name, response["Content-Type"])
+        body = (b"".join(response.streaming_content) if response.streaming else response.content).decode()
+        imports = re.findall(r'^import (?:[^"]* from )?"([^"]+)";$', body, re.M)
+        assert len(imports) == len(re.findall(r"^import\b", body, re.M)), name  # each import statement read
+        assert all(i.startswith("./") and i.endswith(".js") for i in imports), (name, imports)  # no CDN, no bare names
+        todo += [i[2:] for i in imports if i[2:] not in seen]
+    assert seen == {"main.js", "state.js", "citations.js", "sources.js", "waiting.js", "messages.js", "live.js",
+                    "retry.js", "composer.js", "title.js", "attachments.js"}
+
+
+def test_the_chat_modules_can_be_hashed_by_the_manifest_storage_with_their_imports(tmp_path):
+    """Relative imports between modules are rewritten to the hashed names when static files are hashed
+    (ManifestStaticFilesStorage's module support): possible only while no module imports another in a
+    cycle, whose hashes would depend on each other."""
+    from django.conf import settings
+    from django.contrib.staticfiles.storage import ManifestStaticFilesStorage
+    from django.core.files.storage import FileSystemStorage
+
+    class Hashing(ManifestStaticFilesStorage):
+        support_js_module_import_aggregation = True
+
+    source = FileSystemStorage(location=settings.BASE_DIR / "chat" / "static")
+    target = Hashing(location=tmp_path)
+    paths = {}
+    for name in source.listdir("chat")[1]:
+        with source.open(f"chat/{name}") as f:
+            target.save(f"chat/{name}", f)  # collectstatic copies, then post-processes
+        paths[f"chat/{name}"] = (source, f"chat/{name}")
+    failed = [(name, result) for name, _, result in target.post_process(paths) if isinstance(result, Exception)]
+    assert not failed
+    main = (tmp_path / target.stored_name("chat/main.js")).read_text()
+    imports = re.findall(r'^import\s*(?:[^"]*\sfrom\s*)?"([^"]+)";$', main, re.M)  # the storage drops a space
+    assert len(imports) == len(re.findall(r"^import\b", main, re.M)) >= 8
+    assert all(re.fullmatch(r"\./\w+\.[0-9a-f]{12}\.js", i) for i in imports), imports
 
 
 def test_upload_page_flow_matches_the_api_it_calls(api):
@@ -220,8 +273,8 @@ def test_viewer_of_a_pdf_shows_its_pages_from_the_checked_download_and_other_for
     assert 'role="tab" id="tab-pages"' in html and "Extracted text" in html
     # PDF.js reads the file from the download URL (its access check), the library from ragsite's static files.
     assert f'data-src="/documents/{pdf.pk}/download/"' in html
-    assert 'data-pdfjs="/static/vendor/pdfjs/"' in html
-    assert 'src="/static/ragsite/pdfpages.js"' in html and "cdn." not in html
+    assert 'data-pdfjs="/static/documents/vendor/pdfjs/"' in html
+    assert 'src="/static/documents/pdfpages.js"' in html and "cdn." not in html
     assert re.search(r'<div id="text-view" role="tabpanel" aria-labelledby="tab-text" hidden>', html)
 
     text = upload_bytes(user, b"Tides rise twice a day.", "tides.txt")
@@ -240,13 +293,13 @@ def test_vendored_pdfjs_is_served_by_ragsite_with_the_types_browsers_require(cli
     """Module scripts, the module worker and WebAssembly are refused by browsers under a wrong type."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "ragsite/static/vendor/pdfjs/README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "documents/static/documents/vendor/pdfjs/README.md").read_text()
     version = re.search(r"pdfjs-dist (\d+\.\d+\.\d+)", readme).group(1)
     for path, kind in [("build/pdf.min.mjs", "text/javascript"), ("build/pdf.worker.min.mjs", "text/javascript"),
                        ("wasm/jbig2.wasm", "application/wasm"), ("wasm/openjpeg.wasm", "application/wasm"),
                        ("standard_fonts/LiberationSans-Regular.ttf", ""), ("cmaps/UniGB-UCS2-H.bcmap", ""),
                        ("LICENSE", "")]:
-        response = client.get(f"/static/vendor/pdfjs/{path}")
+        response = client.get(f"/static/documents/vendor/pdfjs/{path}")
         assert response.status_code == 200, path
         assert response["Content-Type"].startswith(kind), (path, response["Content-Type"])
         body = b"".join(response.streaming_content) if response.streaming else response.content

@@ -60,3 +60,22 @@ def test_home_login_and_admin_pages_render(client):
     assert client.get("/").status_code == 200
     assert client.get("/accounts/login/").status_code == 200
     assert client.get("/admin/login/").status_code == 200
+
+
+def test_domain_errors_map_to_http_statuses_in_one_place():
+    """core.errors decides each domain error's HTTP status by its class; the body keeps the raise's code."""
+    from core import errors
+    from documents.services import UploadCorrupt, UploadRejected, UploadTooLarge, UploadUnsupported
+
+    expected = {errors.ApplicationError: 400, errors.NotFound: 404, errors.PermissionDenied: 403,
+                errors.Conflict: 409, errors.Gone: 410, errors.TooLarge: 413, errors.UnsupportedMediaType: 415,
+                errors.Unprocessable: 422, errors.Throttled: 429, errors.BadGateway: 502, errors.TimedOut: 504,
+                UploadRejected: 400, UploadTooLarge: 413, UploadUnsupported: 415, UploadCorrupt: 422}
+    for cls, status in expected.items():
+        response = errors.api_exception_handler(cls("Why.", code="precise", extra={"n": 1}), {})
+        assert (response.status_code, response.data) == (status, {"code": "precise", "message": "Why.",
+                                                                  "extra": {"n": 1}}), cls
+        assert cls("Why.").status_code == status
+    assert errors.Throttled("Slow down.").code == "throttled" and errors.NotFound("Gone?").code == "not_found"
+    with pytest.raises(TypeError):
+        errors.ApplicationError("Why.", status_code=404)  # a status is never named where the error is raised

@@ -106,6 +106,36 @@ def test_conversation_attachments_limit_the_scope(user, fake_embedder):
     assert len({s["document_id"] for s in retrieve(user, "apples", scope_for(user, conversation=unattached)).segments}) == 2
 
 
+def first_document_only(user, conversation):
+    """A conversation-scope resolver the CONVERSATION_SCOPE setting can name: the user's first document."""
+    from retrieval.search.scope import documents_scope
+
+    return documents_scope(user, [Document.objects.filter(owner=user).order_by("id").values_list("id", flat=True)[0]],
+                           conversation_id=int(getattr(conversation, "pk", conversation)))
+
+
+def test_the_conversation_scope_is_the_extension_point_the_setting_names(user, fake_embedder, settings):
+    """No start-up registry: scope_for(conversation=) calls what settings.CONVERSATION_SCOPE names, and
+    with none named no conversation exists, for the search API too."""
+    from core.errors import NotFound
+
+    first = indexed(user, "Apples are harvested in autumn.", "apples.txt")
+    indexed(user, "Apples are also used for cider in Normandy.", "cider.txt")
+    conversation = Conversation.objects.create(owner=user)  # nothing attached: the chat's scope is "all"
+    assert settings.CONVERSATION_SCOPE == "chat.selectors.conversation_scope"
+    assert scope_for(user, conversation=conversation).kind == "all"
+    settings.CONVERSATION_SCOPE = f"{__name__}.first_document_only"
+    scope = scope_for(user, conversation=conversation.pk)
+    assert (scope.kind, scope.attached_ids, scope.conversation_id) == ("attached", [first.pk], conversation.pk)
+    settings.CONVERSATION_SCOPE = ""
+    with pytest.raises(NotFound):
+        scope_for(user, conversation=conversation)
+    api = APIClient()
+    api.force_authenticate(user)
+    response = api.get("/api/search/", {"q": "apples", "conversation": conversation.pk})
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
 def test_users_never_see_each_others_chunks(user, other_user, fake_embedder):
     secret = indexed(user, "The launch code is tango seven seven alpha.", "secret.txt")
     indexed(other_user, "A public note about gardening and tomatoes.", "garden.txt")
@@ -165,6 +195,31 @@ def test_approved_qa_comes_first_then_documents_of_the_subcategory(user, staff_u
     assert docs and {s["document_id"] for s in docs} == {doc.pk}
     assert all(s["tier"] == 2 for s in docs)
     assert result.trace["answered_by_tier"] == 1
+
+
+def _keys_fit(row: dict, typed) -> None:
+    from typing import NotRequired, get_origin, get_type_hints
+
+    hints = get_type_hints(typed, include_extras=True)  # the contract's annotations are strings (PEP 563)
+    required = {name for name, hint in hints.items() if get_origin(hint) is not NotRequired}
+    assert required <= set(row), required - set(row)
+    assert set(row) <= set(hints), set(row) - set(hints)
+
+
+def test_the_trace_is_the_typed_contract(user, staff_user, fake_embedder):
+    """retrieve()'s trace holds exactly what retrieval.contracts.RetrievalTrace (and TierTrace) declare, so the
+    type mypy checks is the trace the API, the admin and the messages show."""
+    from retrieval.contracts import RetrievalTrace, TierTrace
+
+    _qa(staff_user, "How often do everbearing raspberries fruit?", "Twice a year.", "fruit", "raspberry, everbearing")
+    indexed(user, "Everbearing raspberries fruit twice: in summer and autumn.", "rasp.txt", category="fruit",
+            subcategory="raspberry, everbearing")
+    for result in (retrieve(user, "How often do raspberries fruit?", category="fruit", subcategory="raspberry, everbearing"),
+                   retrieve(user, "raspberries", k=1)):
+        _keys_fit(result.trace, RetrievalTrace)
+        assert {t["kind"] for t in result.trace["tiers"]} <= {"qa", "documents"} and result.trace["tiers"]
+        for tier in result.trace["tiers"]:
+            _keys_fit(tier, TierTrace)
 
 
 def test_qa_outside_the_threshold_is_dropped_and_said(user, staff_user, fake_embedder):

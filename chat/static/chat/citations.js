@@ -1,0 +1,86 @@
+/* Citations of an answer: its [S1][S2] tags as numbered markers, and where each source comes from. */
+import { liveSources, liveText } from "./state.js";
+
+const { el } = window.rag;
+const TAG_GROUP = /[[［【]\s*((?:source\s*:?\s*)?S\d+(?:\s*(?:[,;/&]|and)\s*(?:source\s*:?\s*)?S\d+)*)\s*[\]］】]/gi;
+const TAG = /S(\d+)/gi;
+
+/** Tags of a message mapped to numbered citations: {byTag: Map(tag -> cite), numbers: Map(tag -> n)}. */
+export function citationsOf(m) {
+  const byTag = new Map();
+  const numbers = new Map();
+  if (m.status === "done") {
+    const stored = new Map((m.sources || []).map((s) => [s.source_id, s]));
+    for (const c of (m.metadata && m.metadata.citations) || []) {
+      const s = stored.get(c.source_id) || {};
+      byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
+        similarity: s.similarity, tier: s.tier });
+      numbers.set(c.source_id, numbers.size + 1);
+    }
+    return { byTag, numbers };
+  }
+  const live = liveSources.get(m.id) || {};
+  for (const [tag, s] of Object.entries(live)) byTag.set(tag, { ...s, snippet: s.preview });
+  // Numbered in order of first appearance, as the stored citations will be.
+  const text = liveText.get(m.id) || "";
+  for (const group of text.matchAll(TAG_GROUP)) {
+    for (const t of group[1].matchAll(TAG)) {
+      const tag = `S${parseInt(t[1], 10)}`;
+      if (byTag.has(tag) && !numbers.has(tag)) numbers.set(tag, numbers.size + 1);
+    }
+  }
+  return { byTag, numbers };
+}
+
+export function citeHref(c) {
+  // The version the answer quoted: the viewer opens its text even after a newer version came.
+  const version = c.document_version ? `?version=${c.document_version}` : "";
+  return c.document_id ? `/documents/${c.document_id}/${version}#chunk-${c.chunk_index}` : null;
+}
+
+/** Where a source comes from, in the reader's words. */
+export function sourceLabel(c) {
+  if (c.source_type === "qa") return "approved answer";
+  if (c.collection) return `from the knowledge base ${c.collection}`;
+  return "from your documents";
+}
+
+export function labelChip(c) {
+  return el("span", { class: "source-label", dataset: { kind: c.source_type === "qa" ? "qa" : (c.collection ? "collection" : "own") } }, sourceLabel(c));
+}
+
+export function whereLabel(c) {
+  const parts = [];
+  if (c.page_number) parts.push(`page ${c.page_number}`);
+  if (c.heading_path && c.heading_path.length) parts.push(c.heading_path.join(" › "));
+  return parts.join(" · ");
+}
+
+function marker(num, c, messageId) {
+  const name = c.document_name || (c.source_type === "qa" ? "Approved answer" : "Source");
+  const where = whereLabel(c);
+  const href = citeHref(c);
+  return el(href ? "a" : "button", {
+    class: "cite", href, type: href ? null : "button",
+    "aria-label": `Source ${num}: ${name}${where ? ", " + where : ""}`,
+    dataset: { message: messageId, tag: c.source_id || "" },
+  }, String(num));
+}
+
+/** Text with [S1][S2] groups turned into numbered markers (unknown tags are dropped). */
+export function richText(text, cites, messageId) {
+  const frag = document.createDocumentFragment();
+  let last = 0;
+  for (const group of text.matchAll(TAG_GROUP)) {
+    frag.append(text.slice(last, group.index).replace(/[ \t]+$/, ""));
+    for (const t of group[1].matchAll(TAG)) {
+      const tag = `S${parseInt(t[1], 10)}`;
+      const c = cites.byTag.get(tag);
+      const n = cites.numbers.get(tag);
+      if (c && n) frag.append(marker(n, c, messageId));
+    }
+    last = group.index + group[0].length;
+  }
+  frag.append(text.slice(last));
+  return frag;
+}

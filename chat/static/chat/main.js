@@ -1,0 +1,28 @@
+/* The chat page: history, live answers (WebSocket, SSE as fallback), citations, sources, attachments.
+   ES modules without a build step, loaded by chat.html with <script type="module">; app.js (window.rag)
+   and topics.js (window.ragTopic) are classic scripts that run before them. The modules import one
+   way, never in a cycle (ManifestStaticFilesStorage could not hash a cycle): state; citations, waiting
+   and title on it; sources; messages; live and attachments; retry and composer; this one. Each wires
+   its own controls when first imported; this one draws the page and starts following answers. */
+import { renderScope } from "./attachments.js";
+import "./composer.js";
+import { connect, ensureLive } from "./live.js";
+import { emptyState, renderMessage, toBottom } from "./messages.js";
+import "./retry.js";
+import "./sources.js";
+import { boot, IN_FLIGHT, liveText, messages, question, thread } from "./state.js";
+import { showTitle } from "./title.js";
+
+for (const m of boot.messages) {
+  messages.set(m.id, m);
+  if (IN_FLIGHT.has(m.status)) liveText.set(m.id, m.content || "");
+}
+showTitle();
+renderScope();
+thread.replaceChildren();
+if (!boot.messages.length) thread.append(emptyState());
+for (const m of boot.messages) thread.append(renderMessage(m));
+toBottom();
+connect();
+setTimeout(ensureLive, 3000); // no WebSocket by then: follow answers over SSE
+if (window.matchMedia("(pointer: fine)").matches) question.focus(); // no keyboard popping up on phones

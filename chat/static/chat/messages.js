@@ -1,0 +1,158 @@
+/* The thread's messages: a question, an answer streaming in, a final answer with its footer, a failed
+   one with Retry (handled by retry.js); upsert() puts a message in its place, renderLive() redraws
+   answers in flight. */
+import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
+import { showSources, toggleSources } from "./sources.js";
+import { IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
+import { waitBox } from "./waiting.js";
+
+const { el, icon, timeAgo, plural } = window.rag;
+
+function thinking(label) {
+  return el("div", { class: "thinking" }, el("span", { class: "dots", "aria-hidden": "true" }, el("span"), el("span"), el("span")), label);
+}
+
+function modeNote(m) {
+  const mode = m.metadata && m.metadata.mode;
+  if (mode === "extractive") return "No language model is configured, so this answer quotes the most relevant passages of your documents.";
+  if (mode === "qa_direct" || mode === "approved_answer") return "An approved answer to this question.";
+  if (mode === "general") return "Not from your documents: nothing relevant was found in them, so this is a general answer.";
+  return null;
+}
+
+function streamingBody(m) {
+  const text = (liveText.get(m.id) || "").replace(/[[［【][^\]］】\n]{0,24}$/, ""); // hide a tag still being written
+  const cites = citationsOf(m);
+  const box = el("div", { class: "answer-body" });
+  if (!text) {
+    box.append(thinking(m.status === "pending" ? "Searching your documents…" : "Writing the answer…"));
+    return box;
+  }
+  const paragraphs = text.split(/\n{2,}/);
+  paragraphs.forEach((p, i) => {
+    const para = el("p", { class: "section" }, richText(p, cites, m.id));
+    if (i === paragraphs.length - 1) para.append(el("span", { class: "caret", "aria-hidden": "true" }));
+    box.append(para);
+  });
+  return box;
+}
+
+function finalBody(m) {
+  const cites = citationsOf(m);
+  const box = el("div", { class: "answer-body" });
+  let sections = (m.metadata && m.metadata.sections) || null;
+  if (!sections || !sections.length) sections = (m.content || "").split(/\n{2,}/).filter(Boolean).map((text) => ({ text, source_ids: [] }));
+  const note = modeNote(m);
+  if (m.metadata && m.metadata.mode === "extractive" && sections.length && !(sections[0].source_ids || []).length) {
+    sections = sections.slice(1); // the extractor's own "no language model" line: shown as the note below
+  }
+  if (note) box.append(el("div", { class: "note-extractive", dataset: { mode: m.metadata.mode } }, icon("info"), " ", note));
+  for (const s of sections) box.append(el("p", { class: "section" }, richText(s.text, cites, m.id)));
+  if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+  const wait = waitBox(m);
+  if (wait) box.append(wait);
+  return box;
+}
+
+function footer(m) {
+  const cites = citationsOf(m);
+  const foot = el("div", { class: "msg-foot" });
+  const n = cites.numbers.size;
+  if (n) {
+    const button = el("button", { type: "button", class: "btn btn-sm sources-btn", "aria-controls": "sources-panel", "aria-expanded": "false",
+      dataset: { message: m.id } }, icon("link"), `${n} ${n === 1 ? "source" : "sources"}`);
+    button.addEventListener("click", () => toggleSources(m.id, button));
+    foot.append(button);
+  } else if (m.metadata && m.metadata.mode && !["plain", "general", "refused", "waiting"].includes(m.metadata.mode)) {
+    foot.append(el("span", {}, "No sources cited"));
+  }
+  const usage = m.metadata && m.metadata.llm_usage;
+  if (usage && usage.model && ["llm", "agentic", "documents", "general", "agent"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
+  const agent = m.metadata && m.metadata.agent;
+  if (agent && ["agentic", "agent"].includes(m.metadata.mode)) {
+    const queries = (agent.searches || []).map((s) => `“${s.query}”`).join(", ");
+    foot.append(el("span", { title: queries ? `Searched for ${queries}` : "Answered without searching" },
+      plural((agent.searches || []).length, "search", "searches")));
+  }
+  // Where the answer came from: one label per kind of source it cites.
+  const origins = new Map();
+  for (const c of cites.byTag.values()) if (cites.numbers.has(c.source_id)) origins.set(sourceLabel(c), c);
+  const originBox = el("span", { class: "answer-origin" });
+  for (const c of origins.values()) originBox.append(labelChip(c), " ");
+  if (origins.size) foot.append(originBox);
+  foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
+  return foot;
+}
+
+function errorBox(m) {
+  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), "Retry"); // retry.js handles it
+  return el("div", { class: "msg-error", role: "alert" }, icon("alert"),
+    el("p", {}, m.error || "The answer could not be produced."), retry);
+}
+
+export function renderMessage(m) {
+  if (m.role === "user") {
+    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": "Question" }, el("div", { class: "bubble" }, m.content));
+  }
+  const node = el("article", { class: "msg msg-assistant", id: `msg-${m.id}`, "aria-label": "Answer", dataset: { status: m.status } });
+  const bubble = el("div", { class: "bubble" });
+  node.append(bubble);
+  if (IN_FLIGHT.has(m.status)) {
+    bubble.append(streamingBody(m));
+    node.setAttribute("aria-busy", "true");
+  } else if (m.status === "failed") {
+    if (m.content) bubble.append(el("p", { class: "section" }, m.content));
+    bubble.append(errorBox(m));
+  } else {
+    bubble.append(finalBody(m));
+    node.append(footer(m));
+  }
+  return node;
+}
+
+export function emptyState() {
+  const scope = shared.attached.length ? `the ${plural(shared.attached.length, "document", "documents")} attached below` : "all your documents";
+  return el("div", { class: "thread-empty", id: "thread-empty" }, icon("chat", "icon-lg"),
+    el("p", {}, el("strong", {}, "Ask a question")),
+    el("p", {}, `ragsite searches ${scope} and answers with numbered sources you can open. Use the paperclip to choose documents.`));
+}
+
+function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120; }
+export function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
+
+export function upsert(m) {
+  messages.set(m.id, m);
+  const stick = nearBottom();
+  const fresh = renderMessage(m);
+  const existing = document.getElementById(`msg-${m.id}`);
+  if (existing) {
+    existing.replaceWith(fresh);
+  } else {
+    const empty = document.getElementById("thread-empty");
+    if (empty) empty.remove();
+    // Keep the order of ids (messages are created in order).
+    const later = [...thread.children].find((n) => n.id && Number(n.id.slice(4)) > m.id);
+    thread.insertBefore(fresh, later || null);
+  }
+  if (stick) toBottom();
+  if (!panel.hidden && Number(panel.dataset.message) === m.id) showSources(m.id);
+}
+
+const dirty = new Set();
+let frame = 0;
+export function renderLive(id) {
+  dirty.add(id);
+  if (frame) return;
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    const stick = nearBottom();
+    for (const mid of dirty) {
+      const m = messages.get(mid);
+      const node = document.getElementById(`msg-${mid}`);
+      if (!m || !node || !IN_FLIGHT.has(m.status)) continue;
+      node.querySelector(".answer-body").replaceWith(streamingBody(m));
+    }
+    dirty.clear();
+    if (stick) toBottom();
+  });
+}

@@ -1,0 +1,94 @@
+/* The sources panel of an answer and the passage preview of a citation marker. */
+import { citationsOf, citeHref, labelChip, whereLabel } from "./citations.js";
+import { messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
+
+const { el, plural } = window.rag;
+
+let panelOpener = null;
+/** Similarity a person can read: 1 − cosine distance as a percentage (never the fusion score). */
+function similarityText(c) {
+  return typeof c.similarity === "number" ? `${Math.round(c.similarity * 100)}% similar` : null;
+}
+
+function sourceItem(c, label) {
+  const href = citeHref(c);
+  const where = whereLabel(c);
+  const similarity = similarityText(c);
+  return el("li", {}, el(href ? "a" : "div", { class: "source", href },
+    el("div", { class: "source-top" },
+      label ? el("span", { class: "source-num" }, label) : null,
+      el("span", { class: "source-name" }, c.document_name || "Approved answer"),
+      similarity ? el("span", { class: "source-score", title: "How close the passage is to the question (1 − cosine distance)" }, similarity) : null),
+    el("div", { class: "source-where" }, labelChip(c), where ? ` ${where.charAt(0).toUpperCase() + where.slice(1)}` : ""),
+    el("div", { class: "source-snippet" }, c.snippet || "")));
+}
+
+/** Cited sources first (numbered as in the answer), then the other passages given to the model, collapsed. */
+export function showSources(messageId) {
+  const m = messages.get(messageId);
+  if (!m) return;
+  const cites = citationsOf(m);
+  panel.dataset.message = messageId;
+  panelTitle.textContent = `${cites.numbers.size} ${cites.numbers.size === 1 ? "source" : "sources"}`;
+  panelList.replaceChildren();
+  for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`));
+  const others = ((m.metadata && m.metadata.context_sources) || []).filter((s) => !cites.numbers.has(s.source_id));
+  if (others.length) {
+    const list = el("ol", { class: "sources-other" });
+    for (const s of others) list.append(sourceItem({ ...s, snippet: s.preview }, null));
+    panelList.append(el("li", { class: "sources-more" }, el("details", {},
+      el("summary", {}, `${plural(others.length, "other passage", "other passages")} retrieved, not cited`), list)));
+  }
+}
+
+export function toggleSources(messageId, button) {
+  const open = !panel.hidden && Number(panel.dataset.message) === messageId;
+  for (const b of document.querySelectorAll(".sources-btn")) b.setAttribute("aria-expanded", "false");
+  if (open) { closeSources(); return; }
+  showSources(messageId);
+  panel.hidden = false;
+  button.setAttribute("aria-expanded", "true");
+  panelOpener = button;
+  panel.focus();
+}
+
+function closeSources() {
+  panel.hidden = true;
+  for (const b of document.querySelectorAll(".sources-btn")) b.setAttribute("aria-expanded", "false");
+  if (panelOpener && document.body.contains(panelOpener)) panelOpener.focus();
+  panelOpener = null;
+}
+document.getElementById("sources-close").addEventListener("click", closeSources);
+panel.addEventListener("keydown", (e) => { if (e.key === "Escape") closeSources(); });
+
+function showPreview(target) {
+  const m = messages.get(Number(target.dataset.message));
+  if (!m) return;
+  const cites = citationsOf(m);
+  const c = cites.byTag.get(target.dataset.tag);
+  if (!c) return;
+  const where = whereLabel(c);
+  preview.replaceChildren(...[
+    el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${c.document_name || "Approved answer"}`),
+    where ? el("div", { class: "p-where" }, where.charAt(0).toUpperCase() + where.slice(1)) : null,
+    el("div", { class: "p-snippet" }, c.snippet || "")].filter(Boolean));
+  preview.hidden = false;
+  const r = target.getBoundingClientRect();
+  const w = preview.offsetWidth;
+  const h = preview.offsetHeight;
+  const left = Math.min(Math.max(8, r.left + r.width / 2 - w / 2), window.innerWidth - w - 8);
+  const top = r.bottom + 8 + h < window.innerHeight ? r.bottom + 8 : Math.max(8, r.top - h - 8);
+  preview.style.left = `${left}px`;
+  preview.style.top = `${top}px`;
+  target.setAttribute("aria-describedby", "preview");
+}
+function hidePreview(target) {
+  preview.hidden = true;
+  if (target) target.removeAttribute("aria-describedby");
+}
+thread.addEventListener("mouseover", (e) => { const t = e.target.closest(".cite"); if (t) showPreview(t); });
+thread.addEventListener("mouseout", (e) => { const t = e.target.closest(".cite"); if (t) hidePreview(t); });
+thread.addEventListener("focusin", (e) => { const t = e.target.closest(".cite"); if (t) showPreview(t); });
+thread.addEventListener("focusout", (e) => { const t = e.target.closest(".cite"); if (t) hidePreview(t); });
+document.addEventListener("keydown", (e) => { if (e.key === "Escape" && !preview.hidden) hidePreview(); });
+scroller.addEventListener("scroll", () => { if (!preview.hidden) hidePreview(); }, { passive: true });
