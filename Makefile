@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: run test install install-dev migrate bench clean-db stop-db system-packages test-packages
+.PHONY: run test install install-dev migrate bench clean-db stop-db system-packages test-packages build-packages
 
 # Tesseract and its language data read scanned PDF pages (OCR). Installed when missing and
 # possible (root with apt-get); without them documents still index and say OCR is unavailable.
@@ -12,7 +12,10 @@ OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-
 	tesseract-ocr-vie tesseract-ocr-spa tesseract-ocr-fra tesseract-ocr-chi-sim
 # Fonts the tests draw their scanned pages with (Latin, Cyrillic, Vietnamese; Chinese); Redis for the
 # tests of the Redis queue and layer (started by the tests on 127.0.0.1 in a temporary folder).
-TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server
+# OpenLDAP's slapd for the LDAP sign-in tests (started by the tests in a temporary folder).
+TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils
+# python-ldap (LDAP sign-in, django-auth-ldap) has no wheel: pip builds it against these.
+LDAP_BUILD_PACKAGES := libldap2-dev libsasl2-dev gcc
 
 define apt_ensure
 	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
@@ -28,8 +31,11 @@ endef
 system-packages:
 	$(call apt_ensure,$(OCR_PACKAGES),scanned pages will not be searchable: OCR is unavailable)
 
+build-packages:
+	$(call apt_ensure,$(LDAP_BUILD_PACKAGES),pip cannot build python-ldap)
+
 test-packages:
-	$(call apt_ensure,$(TEST_PACKAGES),the OCR tests will fail)
+	$(call apt_ensure,$(TEST_PACKAGES),the OCR and LDAP tests will fail)
 
 run: install migrate system-packages
 	@$(PY) manage.py ensure_admin
@@ -47,10 +53,12 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed-run: requirements.txt | $(VENV)/bin/python
+	@$(MAKE) --no-print-directory build-packages
 	$(PIP) install -q -r requirements.txt
 	@touch $@
 
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	@$(MAKE) --no-print-directory build-packages
 	$(PIP) install -q -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed-run
 

@@ -10,6 +10,7 @@ from core.client_address import parse_networks
 from core.env import ConfigurationError, env_bool, env_float, env_int, env_list, env_str
 from core import pg
 from core.metrics_access import MetricsAccess
+from identity import config as identity_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = pg.data_dir()
@@ -70,6 +71,8 @@ INSTALLED_APPS = [
     "retrieval",
     "chat",
     "integrations",
+    "identity",
+    "mozilla_django_oidc",
 ]
 
 MIDDLEWARE = [
@@ -80,6 +83,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Directory users' sessions follow the directory: re-checked every DIRECTORY_RECHECK_SECONDS.
+    "identity.recheck.DirectoryRecheckMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -120,6 +125,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "core.csp.nonce",
+                "identity.context_processors.sign_in",
             ],
         },
     },
@@ -162,6 +168,21 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# --- Sign-in: local accounts, OpenID Connect, LDAP / Active Directory (docs/identity.md) ---
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)  # false: no password sign-in for local accounts
+DIRECTORY_RECHECK_SECONDS = env_int("DIRECTORY_RECHECK_SECONDS", 300)
+_oidc = identity_config.oidc_settings()
+_ldap = identity_config.ldap_settings()
+globals().update(_oidc)
+globals().update(_ldap)
+AUTHENTICATION_BACKENDS = [
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN else []),
+    *([identity_config.LDAP_BACKEND] if _ldap["LDAP_ENABLED"] else []),
+    *([identity_config.OIDC_BACKEND] if _oidc["OIDC_ENABLED"] else []),
+]
+if not AUTHENTICATION_BACKENDS:
+    raise ConfigurationError("LOCAL_LOGIN=false needs OIDC_ISSUER or LDAP_SERVER_URI: nobody could sign in")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -5,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from ragsite import views
 from core.api_tokens import TokenRotateView
 from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView, ThrottledObtainAuthToken
+from identity.views import DirectoryLogoutView
 
 # The admin's own login form had no limit at all: the sign-in limits of the login page apply there too.
 admin.site.login_form = LimitedAdminAuthenticationForm
@@ -27,6 +29,7 @@ urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
+    path("accounts/logout/", DirectoryLogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
     path("", include("integrations.urls")),  # /v1/: the OpenAI-compatible API
@@ -34,5 +37,8 @@ urlpatterns = [
     path("", include("documents.page_urls")),
     path("", include("chat.page_urls")),
 ]
+
+if settings.OIDC_ENABLED:  # /oidc/authenticate/, /oidc/callback/ (docs/identity.md)
+    urlpatterns.append(path("", include("identity.urls")))
 
 handler404 = "ragsite.views.not_found"

@@ -1,0 +1,51 @@
+"""Which accounts and groups belong to a directory (OpenID Connect provider or LDAP)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+
+class DirectorySource(models.TextChoices):
+    OIDC = "oidc", "OpenID Connect"
+    LDAP = "ldap", "LDAP"
+
+
+class DirectoryIdentity(models.Model):
+    """A user account created by (and only ever matched to) one directory subject.
+
+    OpenID Connect: `subject` is the provider's `sub`; LDAP: the directory user name. A local
+    account is never matched by e-mail or name: sign-in refuses a name a local account holds.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identities")
+    source = models.CharField(max_length=10, choices=DirectorySource.choices)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "subject"], name="directory_identity_unique_subject"),
+            models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
+                                   name="directory_identity_source_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.subject}"
+
+
+class DirectoryGroup(models.Model):
+    """A Django group whose membership a directory manages: sign-in and re-checks add and remove
+    members. Groups never named by the directory are left alone."""
+
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="directory")
+    source = models.CharField(max_length=10, choices=DirectorySource.choices)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
+                                   name="directory_group_source_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.group_id}"
