@@ -135,7 +135,7 @@ def estimate_tokens(text: str) -> int:
 @functools.lru_cache(maxsize=1)
 def _default_counter() -> TokenCounter:
     try:
-        from documents.tokens import get_encoding
+        from documents.chunking import get_encoding
 
         enc = get_encoding("o200k_base")
         enc.encode_ordinary("ok")

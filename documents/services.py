@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from rest_framework import status
 
-from documents.errors import ExtractionError
+from documents.extraction import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted

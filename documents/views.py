@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
 from documents.downloads import download_response
-from documents.extract_types import upload_accept
+from documents.extraction import upload_accept
 from documents.storage import uses_object_storage
 from documents.models import Chunk, Document, DocumentText, DocumentVersion
 from documents.serializers import DocumentSerializer
