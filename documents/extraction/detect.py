@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from documents.extraction.errors import (
@@ -30,10 +31,17 @@ from documents.extraction.errors import (
 from documents.extraction.types import (
     BLOCK_KINDS,
     FILE_TYPES,
+    MIME_CSV,
     MIME_DOCX,
+    MIME_EML,
+    MIME_EPUB,
+    MIME_HTML,
     MIME_MARKDOWN,
+    MIME_ODT,
     MIME_PDF,
+    MIME_PPTX,
     MIME_TEXT,
+    MIME_XLSX,
     SUPPORTED_MIME_TYPES,
     Block,
     Extraction,
@@ -43,8 +51,12 @@ from documents.extraction.types import (
     human_size,
     upload_types_label,
 )
-from documents.extraction.spreadsheet import MIME_CSV, MIME_HTML, MIME_PPTX, MIME_XLSX, looks_like_html, sniff_csv
-from documents.extraction.odt import MIME_EML, MIME_EPUB, MIME_ODT, looks_like_email
+from documents.extraction.email import EmlExtraction, looks_like_email
+from documents.extraction.epub import EpubExtraction
+from documents.extraction.html import HtmlExtraction, looks_like_html
+from documents.extraction.odt import OdtExtraction
+from documents.extraction.slides import PptxExtraction
+from documents.extraction.spreadsheet import CsvExtraction, XlsxExtraction, sniff_csv
 from documents.extraction.text import decode_sample, looks_like_markdown
 from documents.extraction.ocr import OcrConfig
 
@@ -64,9 +76,11 @@ __all__ = [
     "extract",
 ]
 
-_MORE = {MIME_XLSX: "XlsxExtraction", MIME_PPTX: "PptxExtraction", MIME_CSV: "CsvExtraction",
-         MIME_HTML: "HtmlExtraction"}
-_BOOKS = {MIME_EML: "EmlExtraction", MIME_EPUB: "EpubExtraction", MIME_ODT: "OdtExtraction"}
+# The readers of the formats without options of their own (PDF, .docx and text take more).
+_READERS: dict[str, Callable[..., Extraction]] = {
+    MIME_XLSX: XlsxExtraction, MIME_CSV: CsvExtraction, MIME_PPTX: PptxExtraction, MIME_HTML: HtmlExtraction,
+    MIME_EML: EmlExtraction, MIME_EPUB: EpubExtraction, MIME_ODT: OdtExtraction,
+}
 HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
 NOT_A_VALID_ZIP = "This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened."
 _SUPPORTED = f"only {upload_types_label(suffixes=True)} files are supported"
@@ -260,14 +274,8 @@ def extract(
         from documents.extraction.docx import DocxExtraction
 
         return DocxExtraction(path, limits=limits, on_progress=on_progress)
-    if mime_type in _MORE:
-        import documents.extraction.spreadsheet as more
-
-        return getattr(more, _MORE[mime_type])(path, limits=limits, on_progress=on_progress)
-    if mime_type in _BOOKS:
-        import documents.extraction.odt as books
-
-        return getattr(books, _BOOKS[mime_type])(path, limits=limits, on_progress=on_progress)
+    if mime_type in _READERS:
+        return _READERS[mime_type](path, limits=limits, on_progress=on_progress)
     if mime_type in (MIME_TEXT, MIME_MARKDOWN):
         from documents.extraction.text import TextExtraction
 
