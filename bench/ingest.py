@@ -433,7 +433,7 @@ PROFILE_STEPS = {
     "settings_read": ("retrieval/selectors.py", "retrieval_settings_get"),
     "copy_to_temp": ("documents/storage.py", "copy_to_temp"),
     "extract_open": ("documents/extraction/detect.py", "extract"),
-    "extract_and_layout": ("documents/chunking/cutter.py", "build_layout"),
+    "extract_and_layout": ("documents/chunking/layout.py", "build_layout"),
     "chunk_layout": ("documents/chunking/cutter.py", "run"),
     "tiktoken_encode": ("tiktoken/core.py", "encode_ordinary"),
     "detect_language": ("documents/language/detection.py", "detect_language"),

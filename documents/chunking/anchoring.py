@@ -11,7 +11,7 @@ size and overlap), so an edit re-embeds the chunks it touches and at most one or
   chunk is kept when it lies inside one unchanged run (so its text is identical and its place is
   unambiguous, even when the same sentence occurs elsewhere) and does not cross a section start of
   the new layout. Its offsets, page numbers, heading path and table header are computed again from
-  the NEW layout (`_Chunker.make_chunk`): citations and the viewer's highlights use them.
+  the NEW layout (`Chunker.make_chunk`): citations and the viewer's highlights use them.
 * **Gaps.** The text between two kept chunks is cut by the normal chunker's loop, limited to the
   gap and to its sections; the first new chunk overlaps the kept chunk before it as usual, the last
   one ends where the next kept chunk starts.
@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from documents.chunking import boundaries as cb
-from documents.chunking.cutter import CUTTERS, DEFAULT_SIZES, ChunkDraft, TextLayout, _Chunker, chunk_layout
+from documents.chunking.cutter import CUTTERS, DEFAULT_SIZES, Chunker, chunk_layout
+from documents.chunking.layout import ChunkDraft, TextLayout
 from documents.extraction.errors import TooManyChunksError
 from documents.chunking.tokens import DEFAULT_ENCODING, get_encoding
 
@@ -158,7 +159,7 @@ def kept_chunks(previous: PreviousChunks, layout: TextLayout) -> list[tuple[int,
     return kept
 
 
-class _GapChunker(_Chunker):
+class _GapChunker(Chunker):
     def __init__(self, *args) -> None:
         super().__init__(*args)
         self.section_list = list(self.sections())

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from documents.chunking.anchoring import PreviousChunks, chunk_layout_anchored, unchanged_runs
-from documents.chunking.cutter import TextLayout, build_layout, chunk_layout
+from documents.chunking import TextLayout, build_layout, chunk_layout
 from documents.extraction.errors import TooManyChunksError
 from documents.extraction.types import Block
 

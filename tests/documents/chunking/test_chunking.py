@@ -1,4 +1,4 @@
-"""Tests for documents.chunking.cutter (pure Python; no Django, no database)."""
+"""Tests for documents.chunking (pure Python; no Django, no database)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from documents.chunking import boundaries as cb
-from documents.chunking.cutter import (
-    BlockSpan,
-    ChunkDraft,
-    TextLayout,
-    build_layout,
-    chunk_layout,
-)
+from documents.chunking.cutter import chunk_layout
+from documents.chunking.layout import BlockSpan, ChunkDraft, TextLayout, build_layout
 from documents.extraction.errors import ExtractionError, TooManyChunksError
 from documents.extraction.text import iter_markdown_blocks
 from documents.extraction.types import Block

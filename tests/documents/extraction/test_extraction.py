@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from documents.chunking.cutter import build_layout, chunk_layout
+from documents.chunking import build_layout, chunk_layout
 from documents.extraction.errors import ExtractionError
 from documents.extraction.detect import (
     MIME_DOCX,

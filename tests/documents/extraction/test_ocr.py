@@ -6,7 +6,7 @@ import io
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from documents.chunking.cutter import build_layout, chunk_layout
+from documents.chunking import build_layout, chunk_layout
 from documents.extraction.errors import ExtractionError
 from documents.extraction.detect import MIME_PDF, extract
 from documents.extraction.ocr import OcrConfig, ocr_status

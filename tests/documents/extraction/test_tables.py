@@ -1,7 +1,7 @@
 """Tables kept as tables (PDF through pdfplumber, DOCX), chunked by whole rows; running headers left out."""
 from __future__ import annotations
 
-from documents.chunking.cutter import build_layout, chunk_layout
+from documents.chunking import build_layout, chunk_layout
 from documents.extraction.detect import MIME_PDF, extract
 from tests.pdfgen import table_pdf
 
