@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
-from documents.views import _reflow, layout_text
+from documents.viewer_layout import layout_text, reflow_text
 
 
 def _covering(html: str) -> dict[int, str]:
@@ -67,7 +70,17 @@ def test_reflow_keeps_offsets_and_short_lines():
     text = ("This is a long line of a paragraph that wraps at the page edge\n"
             "and continues here on the next line of the page, also long\n"
             "Short line\n\nHeading\n\nNext paragraph")
-    out = _reflow(text)
+    out = reflow_text(text)
     assert len(out) == len(text)
     assert "page edge and continues" in out
     assert "long\nShort line" not in out and "Short line\n\nHeading" in out
+
+
+def test_the_layout_imports_without_django():
+    """A process of its own imports the layout and has loaded neither Django nor `core`."""
+    code = ("import sys, documents.viewer_layout; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'core', 'rest_framework'}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
