@@ -18,10 +18,10 @@ from rest_framework import status
 from documents.models import Collection, CollectionVisibility, Document, DocumentVersion
 from documents.services import document_locked_for_change
 from core.errors import ApplicationError, Conflict, NotFound
+from core.tasks import queue
 
 logger = logging.getLogger(__name__)
 
-DELETE_TASK = "documents.collections.collection_delete_task"
 # Above this many documents a deletion runs in the background (still one transaction there).
 DELETE_INLINE_MAX_DOCUMENTS = 50
 
@@ -208,9 +208,7 @@ def collection_delete(*, user, ref, confirm: bool = False) -> dict:
 
 
 def _enqueue_delete(collection_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task(DELETE_TASK, collection_id, task_name=f"delete collection {collection_id}", group="maintenance")
+    queue(collection_delete_task, collection_id, task_name=f"delete collection {collection_id}", group="maintenance")
 
 
 def collection_delete_task(collection_id: int) -> None:
