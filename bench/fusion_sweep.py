@@ -67,7 +67,7 @@ def main() -> None:
 @contextmanager
 def _blind(mode: str, ids: list[int]):
     """Make the full-text arm blind for the duration (see --blind); put everything back afterwards."""
-    from documents import search_text
+    from documents.language import search_text
     from documents.search_vectors import search_vectors_rebuild
     from retrieval.search import retriever as search
 

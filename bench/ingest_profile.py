@@ -22,6 +22,7 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
     from tiktoken.core import Encoding
 
     from documents import chunking, extraction, language, storage
+    from documents.chunking.cutter import Chunker
     from retrieval.ai.embeddings import BuiltinEmbeddingClient, OpenAIEmbeddingClient
     from retrieval.indexing import pipeline
     from retrieval.selectors import retrieval_settings_get
@@ -32,7 +33,7 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
         "copy_to_temp": (storage.copy_to_temp,),
         "extract_open": (extraction.extract,),
         "extract_and_layout": (chunking.build_layout,),
-        "chunk_layout": (chunking._Chunker.run,),
+        "chunk_layout": (Chunker.run,),
         "tiktoken_encode": (Encoding.encode_ordinary,),
         "detect_language": (language.detect_language,),
         "progress_writes": (pipeline._Progress.__call__,),

@@ -108,7 +108,7 @@ def run_versions(site: BenchSite, *, pages: int, data_dir: Path, squad: Path) ->
             runs[name] = {
                 "version": current.version, "wall_s": round(wall, 3), "chunks": current.chunk_count,
                 "embedded_chunks": version.embedded_chunks, "reused_chunks": version.reused_chunks,
-                # chunks kept from the previous version as they were (documents/chunk_anchoring.py)
+                # chunks kept from the previous version as they were (documents/chunking/anchoring.py)
                 "kept_chunks": current.index_stats.get("kept_chunks"),
                 "stage_s": current.index_stats.get("seconds", {}),
                 "contention": contention(wall, machine_cpu_s() - busy0, message["cpu_s"] - cpu_before),

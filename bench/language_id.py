@@ -31,7 +31,7 @@ def _questions(folder: Path) -> dict[str, list[str]]:
 
 def _load_times() -> dict:
     """Seconds to load each piece once in this process (first call, including the import)."""
-    from documents import language_id, segmentation
+    from documents.language import identification as language_id, segmentation
 
     times = {}
     for name, call in (("py3langid model", lambda: language_id.identify("warm up")),
@@ -52,8 +52,8 @@ def main() -> None:
     os.environ.setdefault("PYTHAINLP_OFFLINE", "1")
     os.environ.setdefault("PYTHAINLP_READ_ONLY", "1")
     loads = _load_times()
-    from documents.language import QUESTION_MIN_PROBABILITY, detect_question_language
-    from documents.language_id import identify
+    from documents.language.detection import QUESTION_MIN_PROBABILITY, detect_question_language
+    from documents.language.identification import identify
 
     questions = _questions(args.xquad)
     thresholds = [float(x) for x in args.thresholds.split(",")]
@@ -81,7 +81,7 @@ def main() -> None:
     latencies.sort()
     everything = sum(len(t) for t in questions.values())
     print(json.dumps({
-        "detector": "py3langid (documents/language.py)", "threshold": QUESTION_MIN_PROBABILITY,
+        "detector": "py3langid (documents/language/detection.py)", "threshold": QUESTION_MIN_PROBABILITY,
         "questions": everything,
         "right_overall": round(sum(v["right"] * v["questions"] for v in per_language.values()) / everything, 4),
         "per_language": per_language,

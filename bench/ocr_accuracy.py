@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    from documents.ocr import ocr_status
+    from documents.extraction.ocr import ocr_status
     from tests.scans import SAMPLES
 
     status = ocr_status()

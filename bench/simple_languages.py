@@ -4,7 +4,7 @@
 
 Our own small passages and questions in Czech, Vietnamese and Hindi (written for this bench; each
 question's answer is in the passage of the same index). For each language and each analysis
-("simple" alone, "simple + stop words" = documents/search_text.py) it reports how many passages
+("simple" alone, "simple + stop words" = documents/language/search_text.py) it reports how many passages
 a question's OR query matches on average (the arm's candidates) and how often the best-ranked
 passage (`ts_rank`, normalisation 1, as the arm ranks) is the right one. Runs the analysis in the
 configured PostgreSQL (no tables are touched). Prints JSON.
@@ -63,7 +63,7 @@ def main() -> None:
     from django.db import connection
 
     from documents.language import detect_language, detect_question_language
-    from documents.search_text import search_input
+    from documents.language import search_input
     from retrieval.arms import fts_query_text
 
     report = {}

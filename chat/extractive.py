@@ -8,7 +8,7 @@ paragraph is a note (no citation) saying that no model is configured.
 
 Scoring is deliberately simple and language-neutral: a sentence scores the sum
 of the weights of the distinct question words it contains (lower-cased ``\\w+``
-tokens; common words of documents.language weigh 0.25, other words 1,
+tokens; common words of documents.language.detection weigh 0.25, other words 1,
 a shared prefix of >= 4 letters counts half, e.g. "opened"/"opening").  Ties are
 broken by passage rank, then by position in the passage.
 """

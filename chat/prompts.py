@@ -130,7 +130,7 @@ MESSAGE_OVERHEAD_TOKENS = 4  # role/separator tokens per chat message
 @functools.lru_cache(maxsize=1)
 def _default_counter() -> TokenCounter:
     try:
-        from documents.tokens import get_encoding
+        from documents.chunking import get_encoding
 
         enc = get_encoding("o200k_base")
         enc.encode_ordinary("ok")

@@ -13,10 +13,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from documents.admin_collections import CollectionAdmin  # noqa: F401 - registers the collection admin
+from documents.collections.admin import CollectionAdmin  # noqa: F401 - registers the collection admin
 from documents.collections import document_set_active
 from documents.models import Chunk, Collection, Document, DocumentStatus
-from documents.moves import document_move
+from documents.collections import document_move
 from documents.services import document_reindex
 from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError

@@ -12,10 +12,10 @@ from rest_framework.response import Response
 
 from documents.collections import collection_curated, collection_get, document_set_active
 from documents.downloads import download_response
-from documents.extract_types import SUPPORTED_MIME_TYPES
+from documents.extraction import SUPPORTED_MIME_TYPES
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
-from documents.moves import document_move
+from documents.collections import document_move
 from documents.direct_upload import direct_upload_finalize, direct_upload_start
 from documents.serializers import (
     ChunkSerializer,

@@ -25,7 +25,7 @@ class DocumentStatus(models.TextChoices):
 
 
 class ChunkingStrategy(models.TextChoices):
-    """The strategies of documents.chunking, as choices of Document and of the retrieval setting."""
+    """The strategies of documents.chunking.cutter, as choices of Document and of the retrieval setting."""
 
     TOKENS = chunking.TOKENS, "Tokens"
     FIXED = chunking.FIXED, "Fixed characters"

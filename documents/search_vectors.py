@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from documents.language import detect_chunk_language, detect_language, text_config_for
-from documents.search_text import search_input
+from documents.language import search_input
 
 
 @dataclass(frozen=True)

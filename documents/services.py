@@ -12,7 +12,7 @@ from typing import BinaryIO
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from documents.errors import ExtractionError
+from documents.extraction import ExtractionError
 from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted

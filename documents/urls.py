@@ -1,7 +1,7 @@
 from rest_framework.routers import SimpleRouter
 
 from documents.api import DocumentViewSet
-from documents.collections_api import CollectionViewSet
+from documents.collections.api import CollectionViewSet
 
 router = SimpleRouter()
 router.register("documents", DocumentViewSet, basename="document")

@@ -21,7 +21,7 @@ from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from core.errors import ApplicationError, Conflict, NotFound
-from documents.chunk_anchoring import PreviousChunks
+from documents.chunking import PreviousChunks
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
 from documents.services import UploadRejected, _spool, announce_index_wanted, sniff_type
 
@@ -125,7 +125,7 @@ def version_to_index(*, document: Document) -> DocumentVersion | None:
 def version_previous_chunks(*, document: Document, version: DocumentVersion | None,
                             chunking: dict) -> PreviousChunks | None:
     """For a new version of an indexed document: the current version's text and chunk offsets, to cut the
-    new one anchored on them (documents/chunk_anchoring.py) — an edit then no longer moves every later
+    new one anchored on them (documents/chunking/anchoring.py) — an edit then no longer moves every later
     chunk boundary, and the embeddings cache serves every chunk the edit did not touch.
 
     None (chunk the normal way) for a first index, a re-index of the current version, or when

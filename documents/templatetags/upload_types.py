@@ -1,11 +1,11 @@
 """`{% upload_accept %}` and `{% upload_types_label %}`: what the upload pages accept and say, made
-from the extraction code's one list of file types (documents/extract_types.py FILE_TYPES)."""
+from the extraction code's one list of file types (documents/extraction/types.py FILE_TYPES)."""
 from __future__ import annotations
 
 from django import template
 
-from documents.extract_types import upload_accept as _accept
-from documents.extract_types import upload_types_label as _label
+from documents.extraction import upload_accept as _accept
+from documents.extraction import upload_types_label as _label
 
 register = template.Library()
 

@@ -26,9 +26,9 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from documents.chunk_anchoring import chunk_layout_anchored
+from documents.chunking import chunk_layout_anchored
 from documents.chunking import STRATEGIES, ChunkDraft, build_layout
-from documents.errors import ExtractionError
+from documents.extraction import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
@@ -232,7 +232,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
     cutter = "fixed" if strategy == "fixed" else "tokens"
     chunking = {"strategy": cutter, "size": size, "overlap": overlap, "tokenizer": rs.tokenizer}
-    # A new version keeps the current one's unchanged chunks (documents/chunk_anchoring.py); late vectors
+    # A new version keeps the current one's unchanged chunks (documents/chunking/anchoring.py); late vectors
     # depend on the whole text, so they gain nothing from it. A first index or a re-index chunks as always.
     with shield.hold():
         previous = version_previous_chunks(document=document, version=version, chunking=chunking) \

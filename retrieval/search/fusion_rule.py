@@ -27,7 +27,7 @@ WEAK_WEIGHT_FACTOR = 0.0
 @dataclass(frozen=True)
 class FtsEvidence:
     language: str  # the question's language, "" when not told
-    analysis: str  # documents.search_text.analysis_of(...): "" when the arm cannot analyse it
+    analysis: str  # documents.language.search_text.analysis_of(...): "" when the arm cannot analyse it
     coverage: float | None  # share of the question's terms in the best full-text passage
 
 

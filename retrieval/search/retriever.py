@@ -22,7 +22,7 @@ from django.db import connection
 
 from documents.models import Collection
 from documents.language import detect_question_language, text_config_for
-from documents.search_text import analysis_of
+from documents.language import analysis_of
 from retrieval.contracts import RetrievalTrace, Segment, TierTrace
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
@@ -281,7 +281,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
             t0 = time.perf_counter()
             doc_ids = None if whole_library else [d for g in groups for d in g.document_ids]
             # The question's own configuration too: a mixed document's chunks in that language carry it
-            # while their document names another (documents/language.py, detect_chunk_language).
+            # while their document names another (documents/language/detection.py, detect_chunk_language).
             own = [text_config_for(language)] if language else []
             plans = search_arms.fts_plans(query=query, configs=_fts_configs(sorted(set(configs) | set(own)), trace, info),
                                           stats=stats,

@@ -14,7 +14,7 @@ from chat.extractive import (
     split_sentences,
 )
 from chat.prompts import TaggedSegment, tag_segments
-from documents.language import answer_language, words
+from documents.language.detection import answer_language, words
 
 
 def doc(i: int, text: str) -> dict:

@@ -325,7 +325,7 @@ def test_token_counter_resolution():
 
 
 def test_default_counter_is_tiktoken_when_available():
-    tokens = pytest.importorskip("documents.tokens")
+    tokens = pytest.importorskip("documents.chunking.tokens")
     enc = tokens.get_encoding("o200k_base")
     text = "Ladders need three points of contact. Лестницы — 梯子"
     assert resolve_token_counter(None)(text) == len(enc.encode_ordinary(text))

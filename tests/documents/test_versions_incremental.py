@@ -1,6 +1,6 @@
 """A new version re-embeds only what changed (real PostgreSQL, the real worker task, a real HTTP embedder).
 
-The new version is chunked anchored on the current version's chunks (documents/chunk_anchoring.py):
+The new version is chunked anchored on the current version's chunks (documents/chunking/anchoring.py):
 chunks whose text is unchanged are kept, with offsets and pages for the new text, and take their
 vectors from the embeddings cache; a first index and a plain re-index chunk as always.
 """

@@ -1,0 +1,383 @@
+"""PDF extraction with pypdf: page by page, lazily, with outline-based heading paths."""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
+from documents.extraction.ocr import OcrConfig
+from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
+from documents.extraction.pdf_tables import PdfTables
+from documents.extraction.types import (
+    MIME_PDF,
+    Block,
+    Extraction,
+    Limits,
+    clean_text,
+    format_page_list,
+)
+
+logger = logging.getLogger(__name__)
+
+ENCRYPTED_MESSAGE = "This PDF is encrypted; upload it without a password."
+
+_MAX_OUTLINE_ENTRIES = 50_000
+_MAX_OUTLINE_DEPTH = 32
+
+_SPACES_RE = re.compile(r"[^\S\n]+")
+_TABLE_MARK = "\x00table:"  # never in page text: clean_text() removes NUL
+# Presentation forms (ligatures such as "ﬁ", Arabic contextual forms) are folded to plain
+# letters so that the text can be searched; the rest of the text is left untouched.
+_PRESENTATION_FORMS_RE = re.compile("[\ufb00-\ufdff\ufe70-\ufefe]+")
+_SENTENCE_END_RE = re.compile(r"[.!?:;。！？؟…][\"'”’»)\]]*$")
+_NUMBERING_RE = re.compile(
+    r"(?:(?:chapter|section|part|appendix|kapitel|chapitre)\s+)?[0-9ivxlcdm]{0,6}(?:\.[0-9]{1,3})*\.?",
+    re.I,
+)
+
+
+def _corrupt(exc: BaseException) -> CorruptFileError:
+    text = str(exc) or type(exc).__name__
+    lowered = text.lower()
+    if "ended unexpectedly" in lowered or "eof" in lowered or "truncat" in lowered:
+        reason = "the file is incomplete — it may have been cut off while uploading"
+    elif "xref" in lowered or "startxref" in lowered or "trailer" in lowered:
+        reason = "its table of contents (cross-reference table) is broken"
+    elif "/pages" in lowered or "page tree" in lowered or "/kids" in lowered:
+        reason = "its list of pages is broken"
+    elif "header" in lowered and "pdf" in lowered:
+        reason = "it does not start like a PDF file"
+    else:
+        reason = text if len(text) <= 120 else text[:117] + "..."
+    return CorruptFileError(f"This PDF is damaged and cannot be read ({reason}).")
+
+
+def normalise_page_text(raw: str) -> list[str]:
+    """Page text -> non-empty lines with collapsed whitespace and no control characters."""
+    text = clean_text(raw)
+    text = _PRESENTATION_FORMS_RE.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    lines = []
+    for line in text.split("\n"):
+        line = _SPACES_RE.sub(" ", line).strip()
+        lines.append(line)
+    return lines
+
+
+def _norm_title(title: str) -> str:
+    return _SPACES_RE.sub(" ", title).strip().casefold()
+
+
+def _line_is_title(line: str, title_norm: str) -> bool:
+    line_norm = line.casefold()
+    if line_norm == title_norm:
+        return True
+    if not line_norm.endswith(title_norm):
+        return False
+    prefix = line_norm[: len(line_norm) - len(title_norm)]
+    return prefix.endswith(" ") and bool(_NUMBERING_RE.fullmatch(prefix.strip()))
+
+
+def _outline_paths(reader) -> list[tuple[int, tuple[str, ...]]]:
+    """(0-based page index, heading path) for every outline entry, in outline order."""
+    entries: list[tuple[int, tuple[str, ...]]] = []
+
+    def walk(items, parents: tuple[str, ...], depth: int) -> None:
+        if depth > _MAX_OUTLINE_DEPTH:
+            return
+        last_title: str | None = None
+        for item in items:
+            if len(entries) >= _MAX_OUTLINE_ENTRIES:
+                return
+            if isinstance(item, list):
+                walk(item, parents + ((last_title,) if last_title else ()), depth + 1)
+                continue
+            try:
+                title = _SPACES_RE.sub(" ", clean_text(str(item.title or ""))).strip()
+            except Exception:  # noqa: BLE001 - a broken entry must not break the document
+                title = ""
+            last_title = title or None
+            if not title:
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # noqa: BLE001
+                page = None
+            if page is not None and page >= 0:
+                entries.append((page, parents + (title,)))
+
+    walk(reader.outline, (), 0)
+    return entries
+
+
+def _paragraphs(lines: list[str]) -> list[list[str]]:
+    """Group a page's lines into paragraphs: blank lines, or a short line ending a sentence."""
+    widths = sorted(len(line) for line in lines if line)
+    typical = widths[int(0.9 * (len(widths) - 1))] if len(widths) >= 3 else 0
+    paragraphs: list[list[str]] = []
+    current: list[str] = []
+    for line in lines:
+        if not line:
+            if current:
+                paragraphs.append(current)
+                current = []
+            continue
+        current.append(line)
+        if typical and len(line) < 0.8 * typical and _SENTENCE_END_RE.search(line):
+            paragraphs.append(current)
+            current = []
+    if current:
+        paragraphs.append(current)
+    return paragraphs
+
+
+class PdfExtraction(Extraction):
+    mime_type = MIME_PDF
+
+    def __init__(self, path: Path, *, limits: Limits, on_progress=None, on_status=None,
+                 language: str = "", ocr: OcrConfig | None = None):
+        super().__init__(on_progress=on_progress, limits=limits)
+        self.path = Path(path)
+        self._ocr_config = ocr or OcrConfig()
+        self._language = language
+        self._on_status = on_status
+        self._pdf_ocr: PdfOcr | None = None
+        self._failed_pages: list[int] = []
+        self._repeated: set[str] = set()
+        self._outline_warning: str | None = None
+        self._reader = self._open()
+        self.pages_total = self._count_pages()
+
+    # -- opening ---------------------------------------------------------------
+    def _open(self):
+        from pypdf import PdfReader
+        from pypdf import PasswordType
+        from pypdf.errors import FileNotDecryptedError
+
+        try:
+            reader = PdfReader(self.path)
+        except FileNotDecryptedError as exc:
+            raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+        except Exception as exc:  # noqa: BLE001 - pypdf raises many exception types
+            raise _corrupt(exc) from exc
+        try:
+            encrypted = reader.is_encrypted
+        except Exception as exc:  # noqa: BLE001
+            raise _corrupt(exc) from exc
+        if encrypted:
+            try:
+                result = reader.decrypt("")
+            except Exception as exc:  # noqa: BLE001 - unsupported algorithm, missing crypto...
+                raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+            if result == PasswordType.NOT_DECRYPTED:
+                raise EncryptedError(ENCRYPTED_MESSAGE)
+        return reader
+
+    def _count_pages(self) -> int:
+        from pypdf.errors import FileNotDecryptedError
+
+        try:
+            count = len(self._reader.pages)
+        except FileNotDecryptedError as exc:
+            raise EncryptedError(ENCRYPTED_MESSAGE) from exc
+        except Exception as exc:  # noqa: BLE001
+            raise _corrupt(exc) from exc
+        if count == 0:
+            raise CorruptFileError("This PDF is damaged and cannot be read (its list of pages is empty or broken).")
+        if count > self.limits.max_pages:
+            raise TooLargeError(
+                f"This PDF has {count:,} pages; the limit is {self.limits.max_pages:,} pages."
+            )
+        return count
+
+    def _outline_by_page(self) -> dict[int, list[tuple[str, ...]]]:
+        try:
+            entries = _outline_paths(self._reader)
+        except Exception as exc:  # noqa: BLE001 - a broken outline only loses headings
+            logger.info("PDF outline unreadable: %s", exc)
+            self._outline_warning = "The PDF's bookmarks could not be read; section titles are missing."
+            return {}
+        by_page: dict[int, list[tuple[str, ...]]] = {}
+        for page, path in sorted(entries, key=lambda e: e[0]):  # stable: keeps outline order
+            by_page.setdefault(page, []).append(path)
+        return by_page
+
+    # -- pages -----------------------------------------------------------------
+    def _page_lines(self, index: int) -> list[str] | None:
+        try:
+            raw = self._reader.pages[index].extract_text() or ""
+        except Exception as exc:  # noqa: BLE001 - one broken page must not kill the document
+            logger.info("PDF page %d unreadable: %s", index + 1, exc)
+            return None
+        lines = normalise_page_text(raw)
+        # A line holding just this page's number (header/footer) is noise.
+        number = str(index + 1)
+        nonblank = [i for i, line in enumerate(lines) if line]
+        for i in (nonblank[-1:] + nonblank[:1]) if len(nonblank) > 1 else []:
+            if lines[i] == number:
+                lines[i] = ""
+        return lines
+
+    def _drop_running_lines(self, lines: list[str]) -> list[str]:
+        """Running headers and footers (the same line at the top or bottom of most pages) would
+        repeat in every chunk and drown the search: they are left out."""
+        nonblank = [i for i, line in enumerate(lines) if line and not line.startswith(_TABLE_MARK)]
+        if self._repeated and len(nonblank) > 2 * EDGE_LINES:
+            edges = nonblank[:EDGE_LINES] + nonblank[-EDGE_LINES:]
+            # A line that also fills the middle of the page is content, not a header.
+            middle = {edge_key(lines[i]) for i in nonblank[EDGE_LINES:-EDGE_LINES]}
+            for i in edges:
+                key = edge_key(lines[i])
+                if key in self._repeated and key not in middle:
+                    lines[i] = ""
+        return lines
+
+    def _iter_blocks(self) -> Iterator[Block]:
+        self._failed_pages = []
+        outline = self._outline_by_page()
+        path: tuple[str, ...] = ()
+        total = self.pages_total or 0
+        self._pdf_ocr = PdfOcr(self.path, config=self._ocr_config, language_hint=self._language,
+                               on_status=self._on_status)
+        self._pdf_ocr.plan(total)
+        self._repeated = self._pdf_ocr.repeated_lines()
+        self._tables = PdfTables(self.path)
+        try:
+            yield from self._pages(self._pdf_ocr, outline, path, total)
+        finally:
+            self._pdf_ocr.close()
+            self._tables.close()
+        self.ocr = self._pdf_ocr.summary()
+        self._finish_warnings()
+
+    def _pages(self, ocr: PdfOcr, outline, path: tuple[str, ...], total: int) -> Iterator[Block]:
+        for index in range(total):
+            page_number = index + 1
+            lines = self._page_lines(index)
+            ocr_page = ocr.read(index, sum(len(x.replace(" ", "")) for x in lines or ()))
+            confidence = None
+            if ocr_page is not None and ocr_page.text:
+                lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
+            tables: list[list[str]] = []
+            if ocr_page is None and lines and ocr.has_grid(index):
+                lines = self._with_tables(index, lines, tables)
+            if ocr_page is None and lines:
+                lines = self._drop_running_lines(lines)
+            if lines is None:
+                self._failed_pages.append(page_number)
+                lines = []
+            if not any(lines):
+                self.empty_pages.append(page_number)
+            # Where on this page does each outline entry start?  Titles found as a line
+            # become heading blocks; the others take effect at the top of the page.
+            starts: dict[int, list[tuple[tuple[str, ...], bool]]] = {}
+            cursor = 0
+            for entry_path in outline.get(index, ()):
+                title = _norm_title(entry_path[-1])
+                found = next((j for j in range(cursor, len(lines))
+                              if lines[j] and _line_is_title(lines[j], title)), None)
+                if found is None:
+                    starts.setdefault(cursor, []).append((entry_path, False))
+                else:
+                    starts.setdefault(found, []).append((entry_path, True))
+                    cursor = found + 1
+            segment: list[str] = []
+            segment_path = path
+            for j, line in enumerate(lines + [""]):
+                if line.startswith(_TABLE_MARK):  # a table found by pdfplumber, in its place
+                    yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
+                    segment = []
+                    rows = tables[int(line[len(_TABLE_MARK):])]
+                    yield Block("\n".join(rows), page_number, path, "table", table_header=rows[0])
+                    continue
+                changes = starts.get(j)
+                if changes:
+                    yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
+                    segment = []
+                    heading_line = None
+                    for entry_path, located in changes:
+                        path = entry_path
+                        if located:
+                            heading_line = line
+                    segment_path = path
+                    if heading_line:
+                        yield Block(heading_line, page_number, path, "heading", ocr_confidence=confidence)
+                        continue
+                segment.append(line)
+            yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
+            if self.on_progress is not None:
+                self.on_progress(page_number, total)
+
+    def _with_tables(self, index: int, lines: list[str], tables: list[list[str]]) -> list[str]:
+        """The page's lines from pdfplumber, each table replaced by a marker line (its rows go to
+        ``tables``); pypdf's ``lines`` when pdfplumber finds no table."""
+        regions = self._tables.regions(index)
+        if not regions:
+            return lines
+        out: list[str] = []
+        for region in regions:
+            if region.kind == "table":
+                out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
+                tables.append(region.rows or [])
+            else:
+                out.extend(normalise_page_text(region.text))
+        return out
+
+    @staticmethod
+    def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...],
+                         confidence: float | None = None) -> Iterator[Block]:
+        for para in _paragraphs(lines):
+            yield Block("\n".join(para), page_number, path, "paragraph", ocr_confidence=confidence)
+
+    def _finish_warnings(self) -> None:
+        if self._outline_warning:
+            self.warnings.append(self._outline_warning)
+        failed = set(self._failed_pages)
+        if failed and len(failed) < (self.pages_total or 0):
+            pages = sorted(failed)
+            noun = "Page" if len(pages) == 1 else "Pages"
+            verb = "is" if len(pages) == 1 else "are"
+            self.warnings.append(
+                f"{noun} {format_page_list(pages)} could not be read (damaged?); "
+                f"{'it' if len(pages) == 1 else 'they'} {verb} not searchable."
+            )
+        ocr = self._pdf_ocr
+        if ocr is not None:
+            self.warnings.extend(ocr.warnings())
+        ocr_failed = {p for p, r in ocr.results.items() if r.error} if ocr is not None else set()
+        blank = [p for p in self.empty_pages if p not in failed and p not in ocr_failed]
+        if blank and len(self.empty_pages) < (self.pages_total or 0):
+            why = f" {ocr.status.reason}." if ocr is not None and not ocr.available else ""
+            if len(blank) == 1:
+                self.warnings.append(
+                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.{why}")
+            else:
+                self.warnings.append(
+                    f"Pages {format_page_list(blank)} have no text layer (scanned?); "
+                    f"they are not searchable.{why}")
+
+    def _damaged_error(self, exc: Exception) -> Exception:
+        return _corrupt(exc)
+
+    def _no_text_error(self) -> Exception:
+        total = self.pages_total or 0
+        if total and len(self._failed_pages) == total:
+            return CorruptFileError("This PDF is damaged and cannot be read (none of its pages could be read).")
+        if total == 0:
+            return NoTextError("This PDF has no pages.")
+        noun = "page" if total == 1 else "pages"
+        the = "the only page" if total == 1 else f"any of the {total:,} {noun}"
+        ocr = self._pdf_ocr
+        if ocr is None or not ocr.available:
+            reason = ocr.status.reason if ocr is not None else "OCR is not available"
+            return NoTextError(f"No text layer on {the} — scanned PDF? {reason}.")
+        errors = sorted({r.error for r in ocr.results.values() if r.error})
+        if errors:
+            return NoTextError(f"No text layer on {the}, and OCR could not read it: {'; '.join(errors)}.")
+        if not ocr.results:
+            return NoTextError(f"No text layer on {the}, and no scanned image on {'it' if total == 1 else 'them'} "
+                               "for OCR to read.")
+        return NoTextError(f"No text layer on {the}, and OCR found no words on {'it' if total == 1 else 'them'}.")

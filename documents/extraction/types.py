@@ -1,0 +1,190 @@
+"""Shared data types and helpers for the extractors (kept apart to avoid import cycles)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from documents.extraction.errors import CorruptFileError, ExtractionError, NoTextError
+
+logger = logging.getLogger(__name__)
+
+MIME_PDF = "application/pdf"
+MIME_DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+MIME_TEXT = "text/plain"
+MIME_MARKDOWN = "text/markdown"
+MIME_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MIME_PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+MIME_CSV = "text/csv"
+MIME_HTML = "text/html"
+MIME_EML = "message/rfc822"
+MIME_EPUB = "application/epub+zip"
+MIME_ODT = "application/vnd.oasis.opendocument.text"
+
+
+@dataclass(slots=True, frozen=True)
+class FileType:
+    """A kind of file ragsite reads: its content type, its name for people and its file name endings."""
+
+    mime_type: str
+    label: str  # "PowerPoint": what the pages say
+    suffixes: tuple[str, ...]  # ".pptx": the file pickers' `accept` and the error messages
+
+
+# THE list of what ragsite reads, in the order people are told. The library page, the admin's upload
+# pages, the OpenAPI schema and the "not supported" messages are all made from it (upload_accept,
+# upload_types_label), so a format added here is accepted everywhere at once.
+FILE_TYPES = (
+    FileType(MIME_PDF, "PDF", (".pdf",)),
+    FileType(MIME_DOCX, "Word", (".docx",)),
+    FileType(MIME_PPTX, "PowerPoint", (".pptx",)),
+    FileType(MIME_XLSX, "Excel", (".xlsx",)),
+    FileType(MIME_CSV, "CSV", (".csv",)),
+    FileType(MIME_HTML, "HTML", (".html", ".htm")),
+    FileType(MIME_EPUB, "EPUB", (".epub",)),
+    FileType(MIME_ODT, "ODT", (".odt",)),
+    FileType(MIME_EML, "e-mail", (".eml",)),
+    FileType(MIME_TEXT, "text", (".txt", ".text")),
+    FileType(MIME_MARKDOWN, "Markdown", (".md", ".markdown", ".mdown", ".mkd")),
+)
+SUPPORTED_MIME_TYPES = tuple(t.mime_type for t in FILE_TYPES)
+
+
+def upload_accept() -> str:
+    """A file input's `accept`: every file name ending, then every content type."""
+    return ",".join([s for t in FILE_TYPES for s in t.suffixes] + [t.mime_type for t in FILE_TYPES])
+
+
+def upload_types_label(*, suffixes: bool = False) -> str:
+    """"PDF, Word, …, text, Markdown"; with `suffixes`: "PDF (.pdf), Word (.docx), …"."""
+    names = [f"{t.label} ({', '.join(t.suffixes)})" if suffixes else t.label for t in FILE_TYPES]
+    return ", ".join(names[:-1]) + " and " + names[-1] if suffixes else ", ".join(names)
+
+BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
+
+MB = 1024 * 1024
+
+ProgressCallback = Callable[[int, int], None]
+StatusCallback = Callable[[str], None]  # a stage for people: "OCR 12 of 40 pages"
+
+
+@dataclass(slots=True)
+class Block:
+    """One piece of document text, in reading order."""
+
+    text: str  # no leading/trailing blank lines
+    page_number: int | None  # 1-based for PDFs, None otherwise
+    heading_path: tuple[str, ...]
+    kind: str  # "paragraph" | "heading" | "table" | "code" | "page"
+    table_header: str | None = None  # for kind == "table": the rendered header row
+    ocr_confidence: float | None = None  # set when the page was read by OCR (0-100)
+
+
+@dataclass(slots=True, frozen=True)
+class Limits:
+    """Safety limits applied while extracting."""
+
+    max_file_bytes: int = 200 * MB  # any file type
+    max_pages: int = 20_000  # PDF pages
+    max_docx_uncompressed: int = 200 * MB  # sum of the declared sizes of all .docx parts
+    max_docx_ratio: float = 100.0  # compression ratio allowed for a big member ...
+    docx_ratio_min_member: int = 10 * MB  # ... "big" meaning larger than this (uncompressed)
+    max_docx_members: int = 10_000  # number of entries in the .docx zip
+    encoding_sample_bytes: int = 1 * MB  # bytes given to the charset detector
+
+
+class Extraction:
+    """The result of `extract()`: metadata plus a lazy `blocks()` generator.
+
+    `pages_total` is known as soon as the document is opened (PDF only).
+    `empty_pages` and `warnings` are complete once `blocks()` is exhausted.
+    """
+
+    mime_type: str = ""
+
+    def __init__(self, *, pages_total: int | None = None,
+                 on_progress: ProgressCallback | None = None, limits: Limits | None = None):
+        self.pages_total = pages_total
+        self.empty_pages: list[int] = []
+        self.warnings: list[str] = []
+        self.encoding: str | None = None  # detected text encoding (text/Markdown)
+        self.ocr: dict = {}  # pages read by OCR, mean confidence, language (PDF only)
+        self.on_progress = on_progress
+        self.limits = limits or Limits()
+
+    def blocks(self) -> Iterator[Block]:
+        """Yield the document's blocks lazily; raises ExtractionError on unreadable content."""
+        self.empty_pages = []
+        self.warnings = list(self._open_warnings())
+        produced = False
+        try:
+            for block in self._iter_blocks():
+                if block.text and not block.text.isspace():
+                    produced = True
+                    yield block
+        except (ExtractionError, MemoryError, GeneratorExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - parser bugs on hostile input end up here
+            logger.warning("Extraction of a %s failed", self.mime_type, exc_info=True)
+            raise self._damaged_error(exc) from exc
+        if not produced:
+            raise self._no_text_error()
+
+    # -- for subclasses -------------------------------------------------
+    def _open_warnings(self) -> list[str]:
+        return []
+
+    def _iter_blocks(self) -> Iterator[Block]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _no_text_error(self) -> Exception:
+        return NoTextError("This document contains no text.")
+
+    def _damaged_error(self, exc: Exception) -> Exception:
+        return CorruptFileError("This file is damaged and cannot be read.")
+
+
+# --- text clean-up -------------------------------------------------------
+
+# Line-breaking characters that are not "\n": vertical tab, form feed, NEL, LS, PS.
+_LINE_BREAKS_RE = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
+# Control characters (C0 except tab/newline, DEL, C1), BOM/ZWNBSP, non-characters and lone
+# surrogates: they carry no meaning and NUL in particular cannot be stored in PostgreSQL text.
+_JUNK_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff\ud800-\udfff]+")
+
+
+def clean_text(text: str) -> str:
+    """Normalise line breaks to "\\n" and drop control characters (keeps tabs)."""
+    text = _LINE_BREAKS_RE.sub("\n", text)
+    return _JUNK_RE.sub("", text)
+
+
+def table_row(cells: list[str]) -> str:
+    """Cells -> "| a | b |": a row stays one line, its cells kept apart ("|" inside a cell becomes "/")."""
+    cleaned = [" ".join(clean_text(c or "").split()).replace("|", "/") for c in cells]
+    return "| " + " | ".join(cleaned) + " |"
+
+
+def table_rows(rows: list[list[str]]) -> list[str]:
+    """Non-empty rows of a table as `table_row` lines (the first one is the header row)."""
+    return [table_row(r) for r in rows if any((c or "").strip() for c in r)]
+
+
+def human_size(n: int) -> str:
+    """`209715200` -> "200 MB"."""
+    if n >= MB:
+        value = n / MB
+        return f"{value:.0f} MB" if value >= 10 or value.is_integer() else f"{value:.1f} MB"
+    if n >= 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n} bytes"
+
+
+def format_page_list(pages: list[int], limit: int = 20) -> str:
+    """`[3, 7]` -> "3, 7"; long lists are shortened."""
+    shown = ", ".join(str(p) for p in pages[:limit])
+    if len(pages) > limit:
+        shown += f" and {len(pages) - limit} more"
+    return shown
