@@ -6,17 +6,13 @@ belongs to the scripts and integrations the user set up (`/v1`, MCP, the REST AP
 working while the person signs in and out of the pages; the user ends a token with
 `DELETE /api/auth/token/` or replaces it with `POST /api/auth/token/rotate/`, and changing the
 password (or an administrator disabling the account) ends it everywhere.
+
+The services are here; their two HTTP endpoints are in `core/api_tokens_views.py`.
 """
 from __future__ import annotations
 
 from django.db import transaction
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
-from rest_framework.permissions import IsAuthenticated
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 
 def token_revoke(*, user) -> bool:
@@ -44,40 +40,3 @@ def end_tokens_on_credential_change(sender, instance, raw=False, **kwargs) -> No
         return
     if before["password"] != instance.password or (before["is_active"] and not instance.is_active):
         Token.objects.filter(user_id=instance.pk).delete()
-
-
-TokenResponse = inline_serializer("TokenResponse", {"token": serializers.CharField()})
-
-
-class TokenRotateView(APIView):
-    """`POST /api/auth/token/rotate/`: replace your API token with a new one."""
-
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(request=None, responses={200: TokenResponse}, summary="Replace your API token",
-                   description="The old token stops working at once; the new one is returned.")
-    def post(self, request):
-        return Response({"token": token_rotate(user=request.user).key})
-
-
-class TokenRevokeMixin:
-    """`DELETE /api/auth/token/` on the token view: end your API token (signed in by it or a session)."""
-
-    request: object
-
-    def get_authenticators(self):
-        if getattr(self, "request", None) is not None and self.request.method == "DELETE":
-            return [TokenAuthentication(), SessionAuthentication()]
-        return super().get_authenticators()  # type: ignore[misc]
-
-    def get_permissions(self):
-        if self.request.method == "DELETE":
-            return [IsAuthenticated()]
-        return super().get_permissions()  # type: ignore[misc]
-
-    @extend_schema(request=None, responses={204: None}, summary="End your API token",
-                   description="The token stops working at once (on open WebSockets within seconds).")
-    def delete(self, request):
-        token_revoke(user=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -19,7 +19,7 @@ from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
 
-from core.api_tokens import TokenRevokeMixin
+from core.api_tokens_views import TokenRevokeMixin
 from core.signin import signin_record, signin_wait, wait_message
 
 

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from ragsite import views
-from core.api_tokens import TokenRotateView
+from core.api_tokens_views import TokenRotateView
 from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView, ThrottledObtainAuthToken
 from identity.views import DirectoryLogoutView
 
