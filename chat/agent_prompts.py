@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from chat.prompts import TokenCounter, _inline, resolve_token_counter, sanitize_passage, select_history
+from chat.prompts import TokenCounter, inline_text, resolve_token_counter, sanitize_passage, select_history
 from retrieval.contracts import Segment
 
 # ---------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def agent_system_prompt(max_searches: int, scope: str) -> str:
         "You do not see the documents: find passages with the search_documents tool. You may make at most "
         f"{max_searches} {plural} per question. Search with short, specific queries; for a question with several "
         "parts, or when the results do not answer it, search again with other words. When the results "
-        f"answer the question, stop searching and answer.\nThe tool searches {_inline(scope)}.\n\n{_AGENT_RULES}"
+        f"answer the question, stop searching and answer.\nThe tool searches {inline_text(scope)}.\n\n{_AGENT_RULES}"
     )
 
 
@@ -83,10 +83,10 @@ def _result_entry(tag: str, segment: Segment, *, excerpt: str | None) -> dict:
     return {
         "source_id": tag,
         "chunk_id": segment.get("chunk_id"),
-        "document_name": _inline(segment.get("document_name") or ("Approved answer" if source_type == "qa"
+        "document_name": inline_text(segment.get("document_name") or ("Approved answer" if source_type == "qa"
                                                                    else "untitled")),
         "page_number": segment.get("page_number"),
-        "heading_path": [_inline(h) for h in (segment.get("heading_path") or []) if str(h).strip()],
+        "heading_path": [inline_text(h) for h in (segment.get("heading_path") or []) if str(h).strip()],
         "excerpt": _SEEN_BEFORE if excerpt is None else sanitize_passage(excerpt).strip(),
         "score": segment.get("score"),
     }
@@ -97,7 +97,7 @@ def render_search_results(query: str, results: list[tuple[str, Segment, str | No
 
     Passage text and names are neutralised like the context block's, so a document cannot fake a tag.
     """
-    payload = {"notice": _SEARCH_NOTICE, "query": _inline(query),
+    payload = {"notice": _SEARCH_NOTICE, "query": inline_text(query),
                "results": [_result_entry(tag, seg, excerpt=text) for tag, seg, text in results]}
     if not results:
         payload["results_note"] = "Nothing matched. Try other words, or answer that the documents do not say."

@@ -184,7 +184,7 @@ def sanitize_passage(text: str) -> str:
     return _FAKE_TAG_RE.sub("(", text)  # any other tag-like opening bracket
 
 
-def _inline(text: object) -> str:
+def inline_text(text: object) -> str:
     """A header field: one line, sanitised, without double quotes."""
     flat = " ".join(str(text).split())
     return sanitize_passage(flat).replace('"', "'")
@@ -195,12 +195,12 @@ def source_label(segment: Segment) -> str:
     source_type = segment.get("source_type") or ("qa" if segment.get("qa_id") is not None else "document")
     if source_type == "qa":
         return "approved Q&A"
-    parts = [f'document: "{_inline(segment.get("document_name") or "untitled")}"']
+    parts = [f'document: "{inline_text(segment.get("document_name") or "untitled")}"']
     if segment.get("tier") == 3:
         parts[0] += " (general)"
     if segment.get("page_number") is not None:
         parts.append(f"page {segment['page_number']}")
-    headings = [_inline(h) for h in (segment.get("heading_path") or []) if str(h).strip()]
+    headings = [inline_text(h) for h in (segment.get("heading_path") or []) if str(h).strip()]
     if headings:
         parts.append("section: " + " > ".join(headings))
     return ", ".join(parts)

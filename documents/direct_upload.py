@@ -30,7 +30,7 @@ from django.utils import timezone
 from core.errors import ApplicationError, Conflict, Gone, NotFound
 from documents import storage
 from documents.models import Collection, Document, PendingUpload, document_upload_path
-from documents.services import UploadRejected, UploadResult, _too_large, announce_index_wanted, sniff_type
+from documents.services import UploadRejected, UploadResult, upload_too_large_error, announce_index_wanted, sniff_type
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def direct_upload_start(*, owner, name: str, size: int, content_type: str,
     if not storage.uses_object_storage():
         raise ObjectStorageUnavailable()
     if size > settings.MAX_UPLOAD_SIZE:
-        raise _too_large(f"{size / (1024 * 1024):.0f} MB")
+        raise upload_too_large_error(f"{size / (1024 * 1024):.0f} MB")
     if size < 1:
         raise UploadRejected("This file is empty; there is nothing to index.", code="empty_file")
     content_type = content_type.strip().lower()

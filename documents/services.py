@@ -43,7 +43,7 @@ class UploadCorrupt(UploadRejected, Unprocessable):
     code = "corrupt_file"
 
 
-def _too_large(size_hint: str) -> UploadTooLarge:
+def upload_too_large_error(size_hint: str) -> UploadTooLarge:
     limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
     return UploadTooLarge(
         f"This file is {size_hint}; the largest file ragsite accepts is {limit_mb:.0f} MB.",
@@ -57,7 +57,7 @@ class UploadResult:
     duplicate: bool
 
 
-def _spool(source: BinaryIO) -> tuple[Path, str, int]:
+def spool_upload(source: BinaryIO) -> tuple[Path, str, int]:
     """Copy the upload to a temporary file while hashing it; refuse it past the size limit."""
     digest = hashlib.sha256()
     size = 0
@@ -67,7 +67,7 @@ def _spool(source: BinaryIO) -> tuple[Path, str, int]:
             while block := source.read(COPY_BUFFER):
                 size += len(block)
                 if size > settings.MAX_UPLOAD_SIZE:
-                    raise _too_large(f"larger than {settings.MAX_UPLOAD_SIZE // (1024 * 1024)} MB")
+                    raise upload_too_large_error(f"larger than {settings.MAX_UPLOAD_SIZE // (1024 * 1024)} MB")
                 digest.update(block)
                 out.write(block)
     except BaseException:
@@ -109,7 +109,7 @@ def document_upload(
     filename = PurePath(filename or "upload").name[:255] or "upload"
     if collection is not None and not (category or "").strip() and not (subcategory or "").strip():
         category, subcategory = collection.category, collection.subcategory  # the collection's default topic
-    path, sha256, size = _spool(source)
+    path, sha256, size = spool_upload(source)
     same = (Document.objects.filter(collection=collection, sha256=sha256) if collection is not None
             else Document.objects.filter(owner=owner, collection__isnull=True, sha256=sha256))
     try:

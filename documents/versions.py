@@ -23,7 +23,7 @@ from django.utils import timezone
 from core.errors import ApplicationError, Conflict, NotFound
 from documents.chunking import PreviousChunks
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
-from documents.services import UploadRejected, _spool, announce_index_wanted, sniff_type
+from documents.services import UploadRejected, spool_upload, announce_index_wanted, sniff_type
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def document_version_upload(*, document_id: int, user, source: BinaryIO, filenam
     """
     filename = PurePath(filename or "upload").name[:255] or "upload"
     _manageable(document_id=document_id, user=user)  # before reading a large body into storage
-    path, sha256, size = _spool(source)
+    path, sha256, size = spool_upload(source)
     try:
         mime_type = sniff_type(path, filename=filename)
         document = _manageable(document_id=document_id, user=user)

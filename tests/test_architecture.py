@@ -78,3 +78,34 @@ def test_services_raise_domain_errors_and_never_name_an_http_status():
     assert ROOT / "documents" / "services.py" in modules and ROOT / "chat" / "services.py" in modules
     offenders = [line for path in modules for line in _http_statuses_named(path)]
     assert offenders == [], "\n".join(offenders)
+
+
+def _private_names_imported(path: Path, root: Path = ROOT) -> list[str]:
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.split(".")[0] in PROJECT_PACKAGES:
+            found += [f"{path.relative_to(root)}:{node.lineno} imports {node.module}.{alias.name}"
+                      for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+PROJECT_PACKAGES = ("core", "identity", "documents", "retrieval", "chat", "integrations", "ragsite", "bench")
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name another module needs is public: `_private` names stay inside their module (issue #28)."""
+    modules = [p for package in PROJECT_PACKAGES for p in sorted((ROOT / package).rglob("*.py"))
+               if "migrations" not in p.parts]
+    assert len(modules) > 100
+    offenders = [line for path in modules for line in _private_names_imported(path)]
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_private_import_check_finds_one(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from documents.services import _hidden\nfrom documents.services import public\n"
+                      "from os import _exit\nfrom documents.services import __all__\n")
+    assert _private_names_imported(sample, tmp_path) == ["sample.py:1 imports documents.services._hidden"]

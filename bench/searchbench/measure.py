@@ -88,7 +88,7 @@ class Searcher:
         """What retrieval.search._document_tier does inside its search transaction (no category)."""
         from retrieval.search import arms
         from retrieval.search.fusion import rrf
-        from retrieval.search.retriever import _chunk_rows
+        from retrieval.search.retriever import chunk_rows
 
         rs = self.rs
         literal = arms.vector_literal(qv)  # formatted once, as retrieve() does
@@ -96,7 +96,7 @@ class Searcher:
         lists = {"vector": [c for c, _ in hits], "fts": [c for c, _ in (fts or self.fts)(scope, text)]}
         fused = rrf(lists, k=rs.rrf_k, weights={"vector": rs.vector_weight, "fts": rs.fts_weight})
         fused = fused[:rs.final_top_n]
-        return _chunk_rows([f.key for f in fused], distance_with=(self.loaded.model_id, literal))
+        return chunk_rows([f.key for f in fused], distance_with=(self.loaded.model_id, literal))
 
     def timed(self, scope: Scope, fn, *args):
         from retrieval.search.scope import reader_transaction

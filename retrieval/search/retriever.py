@@ -327,7 +327,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
         fused = fused[:pool_size(rerank, limit)]
-        rows = _chunk_rows([f.key for f in fused], distance_with=distance_with)
+        rows = chunk_rows([f.key for f in fused], distance_with=distance_with)
         for key, row in rows.items():
             distance = row.pop("distance")
             if distance is not None:
@@ -339,7 +339,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
         if passage is None:
             continue
         vector_rank = next((r for n, r in f.ranks.items() if n.startswith("vector")), None)
-        segments.append(cast(Segment, {  # the passage's fields come from _chunk_rows' SQL
+        segments.append(cast(Segment, {  # the passage's fields come from chunk_rows' SQL
             "source_type": "document", "qa_id": None, "chunk_id": f.key, **passage,
             "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
             "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
@@ -378,7 +378,7 @@ def _fts_configs(configs: list[str], trace: RetrievalTrace, info: TierTrace) -> 
     return kept
 
 
-def _chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
+def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
     """The passages' fields, by chunk id; with `distance_with` (model id, query vector literal) also each
     one's cosine distance under that model ("distance", None without a vector of it)."""
     if not chunk_ids:
