@@ -155,8 +155,7 @@ def _odt_walk(element, depth: int = 0):
         if name == "h":
             text = _line(teletype.extractText(child))
             if text:
-                level = child.getAttribute("outlinelevel")
-                yield "heading", int(level) if level and level.isdigit() else 1, text
+                yield "heading", _outline_level(child.getAttribute("outlinelevel")), text
         elif name == "p":
             text = _line(teletype.extractText(child))
             if text:
@@ -172,6 +171,16 @@ def _odt_walk(element, depth: int = 0):
                 yield "table", 0, rows
         elif depth < 20 and name in ("list", "list-item", "section", "list-header", "span"):
             yield from _odt_walk(child, depth + 1)
+
+
+def _outline_level(value: str | None) -> int:
+    """A heading's outline level, 1 to 10 as ODF allows; anything odd ("²", "0", "99") is clamped, never
+    a reason to refuse the whole file."""
+    try:
+        level = int(value or "1")
+    except ValueError:
+        return 1
+    return min(10, max(1, level))
 
 
 def _odf_table_row():
