@@ -204,12 +204,12 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
     t0 = time.monotonic()
-    path = copy_to_temp(document, file=version.file if version is not None else None)
+    mime_type = version.mime_type if version is not None else document.mime_type
+    path = copy_to_temp(document, file=version.file if version is not None else None, mime_type=mime_type)
     try:
         def on_pages(done: int, total: int) -> None:
             progress(pages_done=done, pages_total=total)
 
-        mime_type = version.mime_type if version is not None else document.mime_type
         extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
                              on_status=lambda note: progress(progress_note=note[:200]))
         if extraction.pages_total is not None:
