@@ -30,3 +30,4 @@ urlpatterns = [
 ]
 
 handler404 = "ragsite.views.not_found"
+handler500 = "ragsite.views.server_error"
