@@ -57,6 +57,8 @@ def api_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+    if isinstance(exc, RecursionError) and "JSON" in str(exc):  # json.load gave up on [[[[…]]]]
+        exc = exceptions.ParseError("The JSON body is nested too deeply.")
     response = exception_handler(exc, context)
     if response is None and (reason := unavailable_reason(exc)) is not None:
         request = context.get("request")

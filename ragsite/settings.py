@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.unavailable.ServiceUnavailableMiddleware",  # database or bucket down: 503, not 500
+    "core.request_guard.NulCharacterMiddleware",  # %00 in an address: 400, before any query sees it
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
