@@ -146,3 +146,22 @@ def test_every_accepted_type_uploads_indexes_and_is_searchable(file_type, api, f
     found = api.get("/api/search/", {"q": word})
     assert found.status_code == 200, found.content
     assert document_id in {s["document_id"] for s in found.json()["segments"]}, found.json()
+
+
+def test_a_docx_paragraph_with_an_odd_outline_level_is_body_text(tmp_path):
+    """w:outlineLvl="²": "²".isdigit() is True and int() refuses it; the file failed as damaged."""
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    from documents.extraction import extract
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("The penstock feeds the turbine.")
+    level = OxmlElement("w:outlineLvl")
+    level.set(qn("w:val"), "²")
+    paragraph._p.get_or_add_pPr().append(level)
+    path = tmp_path / "odd.docx"
+    document.save(path)
+    blocks = list(extract(path, "application/vnd.openxmlformats-officedocument.wordprocessingml.document").blocks())
+    assert [(b.kind, b.text) for b in blocks] == [("paragraph", "The penstock feeds the turbine.")]
