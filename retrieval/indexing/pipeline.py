@@ -41,6 +41,7 @@ from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
+from retrieval.indexing.lease import LeaseKeeper, beat_interval
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
@@ -104,6 +105,12 @@ def _index_document(document_id: int, strategy: str | None, reschedule: Reschedu
     if document is None:
         return "skipped: not waiting to be indexed"
     attempt = document.index_attempts
+    with LeaseKeeper(document.pk, attempt, interval=beat_interval(settings.INDEX_LEASE_SECONDS)):
+        return _index_claimed(document, attempt, strategy, reschedule)
+
+
+def _index_claimed(document: Document, attempt: int, strategy: str | None, reschedule: Reschedule) -> str:
+    document_id = document.pk
     started = time.monotonic()
     version = None
     try:
