@@ -42,6 +42,7 @@ from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.lease import LeaseKeeper, beat_interval
+from retrieval.indexing.quotas import quota_check
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
@@ -55,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
+WAITING = (DocumentStatus.UPLOADED, DocumentStatus.REINDEXING)
+MAX_DEFERRALS = 50  # times one job may go to the back of the queue for others
 
 
 class Superseded(Exception):
@@ -100,7 +103,41 @@ def index_document(document_id: int, strategy: str | None = None, *, reschedule:
     return outcome
 
 
+def max_chunks(rs) -> int:
+    """The chunk ceiling of one document: MAX_CHUNKS_PER_DOCUMENT, or the admin's lower one."""
+    return min(settings.MAX_CHUNKS_PER_DOCUMENT, rs.max_chunks_per_document)
+
+
+def _defer_for_others(document_id: int, strategy: str | None, reschedule: Reschedule) -> bool:
+    """Fair share: while other people's documents wait, an owner with INDEX_MAX_JOBS_PER_USER jobs
+    running already gets no further worker; the job goes to the back of the queue (at most
+    MAX_DEFERRALS times, so a waiting document that is never claimed cannot hold it forever)."""
+    from django.core.cache import cache
+
+    limit = settings.INDEX_MAX_JOBS_PER_USER
+    owner_id = Document.objects.filter(pk=document_id, status__in=WAITING).values_list("owner_id", flat=True).first()
+    if limit <= 0 or owner_id is None:
+        return False
+    running = Document.objects.filter(owner_id=owner_id, status=DocumentStatus.PROCESSING).exclude(pk=document_id)
+    if running.count() < limit:
+        return False
+    others = Document.objects.filter(status__in=WAITING, index_attempts__lt=settings.INDEX_MAX_ATTEMPTS) \
+        .exclude(owner_id=owner_id)
+    if not others.exists():
+        return False
+    key = f"ragsite:index-deferrals:{document_id}"
+    deferrals = cache.get(key, 0)
+    if deferrals >= MAX_DEFERRALS:
+        cache.delete(key)
+        return False
+    cache.set(key, deferrals + 1, 3600)
+    reschedule(document_id, strategy, name=f"index document {document_id} (after others)", next_run=timezone.now())
+    return True
+
+
 def _index_document(document_id: int, strategy: str | None, reschedule: Reschedule) -> str:
+    if _defer_for_others(document_id, strategy, reschedule):
+        return "deferred: the owner has jobs running while others wait"
     document = _claim(document_id)
     if document is None:
         return "skipped: not waiting to be indexed"
@@ -226,6 +263,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         path.unlink(missing_ok=True)
     timings["extract_s"] = round(time.monotonic() - t0, 3)
     progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
+    with shield.hold():
+        quota_check(document=document, pages=extraction.pages_total)  # before anything is embedded
 
     t0 = time.monotonic()
     strategy = strategy or rs.chunking_strategy
@@ -245,7 +284,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         previous = version_previous_chunks(document=document, version=version, chunking=chunking) \
             if strategy != "late" else None
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
-                                         encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document)
+                                         encoding=rs.tokenizer, max_chunks=max_chunks(rs))
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
