@@ -242,7 +242,7 @@ INDEX_RECOVERY_INTERVAL = env_int("INDEX_RECOVERY_INTERVAL", 60)
 INDEX_MAX_JOBS_PER_USER = env_int("INDEX_MAX_JOBS_PER_USER", 1)
 # Chunks one document may make (the admin's retrieval settings may set a lower ceiling); beyond it the
 # document fails with a readable reason and nothing of it is stored.
-MAX_CHUNKS_PER_DOCUMENT = env_int("MAX_CHUNKS_PER_DOCUMENT", 10_000)
+MAX_CHUNKS_PER_DOCUMENT = env_int("MAX_CHUNKS_PER_DOCUMENT", 50_000)
 # Dotted path of the indexing quota hook (retrieval/indexing/quotas.py); empty: no limit.
 INDEXING_QUOTA_CHECK = env_str("INDEXING_QUOTA_CHECK", "")
 Q_CLUSTER = {
