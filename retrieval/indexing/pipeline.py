@@ -58,6 +58,7 @@ PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
 WAITING = (DocumentStatus.UPLOADED, DocumentStatus.REINDEXING)
 MAX_DEFERRALS = 50  # times one job may go to the back of the queue for others
+RETRY_NOTE = "Temporary problem"  # how index_error starts while a retry is scheduled
 
 
 class Superseded(Exception):
@@ -121,8 +122,9 @@ def _defer_for_others(document_id: int, strategy: str | None, reschedule: Resche
     running = Document.objects.filter(owner_id=owner_id, status=DocumentStatus.PROCESSING).exclude(pk=document_id)
     if running.count() < limit:
         return False
+    # Others' documents a worker could take now: not those waiting for a retry's schedule (_retry_later).
     others = Document.objects.filter(status__in=WAITING, index_attempts__lt=settings.INDEX_MAX_ATTEMPTS) \
-        .exclude(owner_id=owner_id)
+        .exclude(owner_id=owner_id).exclude(index_error__startswith=RETRY_NOTE)
     if not others.exists():
         return False
     key = f"ragsite:index-deferrals:{document_id}"
@@ -478,7 +480,7 @@ def _retry_later(document: Document, attempt: int, reason: str, strategy: str | 
     with transaction.atomic():
         updated = _owned(document, attempt).update(
             status=waiting, heartbeat_at=None, updated_at=timezone.now(),
-            index_error=f"Temporary problem, retrying in {delay} s (attempt {attempt + 1} of "
+            index_error=f"{RETRY_NOTE}, retrying in {delay} s (attempt {attempt + 1} of "
                         f"{settings.INDEX_MAX_ATTEMPTS}): {reason}",
         )
         if updated:  # the schedule row commits with the status, or neither does

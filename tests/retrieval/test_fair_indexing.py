@@ -70,3 +70,15 @@ def test_the_quota_hook_is_asked_with_the_pages_and_its_reason_fails_the_documen
     big.refresh_from_db()
     assert big.status == DocumentStatus.FAILED and "500 pages for today" in big.index_error
     assert not Chunk.objects.filter(document=big).exists()
+
+
+def test_a_document_waiting_for_its_retry_does_not_hold_anyone_back(user, other_user, fake_embedder):
+    """Bob's document waits for a scheduled retry, which no worker can take now: Alice's second job
+    runs at once instead of going round the queue."""
+    running = upload_bytes(user, b"Alice's first manual, being indexed.", "first.txt")
+    Document.objects.filter(pk=running.pk).update(status=DocumentStatus.PROCESSING, index_attempts=1)
+    second = upload_bytes(user, b"Alice's second manual: the valves are blue.", "second.txt")
+    bobs = upload_bytes(other_user, b"Bob's only manual: the pump is green.", "bob.txt")
+    Document.objects.filter(pk=bobs.pk).update(
+        index_attempts=1, index_error="Temporary problem, retrying in 30 s (attempt 2 of 3): server busy.")
+    assert index_document(second.pk).startswith("indexed")
