@@ -33,6 +33,7 @@ from django.utils.translation import gettext
 from rest_framework import status
 
 from core.errors import ApplicationError, NotFound
+from core.tasks import queue_at
 from documents import storage
 from documents.models import Collection, Document, PendingUpload, document_upload_path
 from documents.services import UploadRejected, UploadResult, _too_large, announce_index_wanted, sniff_type
@@ -143,6 +144,9 @@ def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
         with transaction.atomic():
             document.save()
             PendingUpload.objects.filter(pk=pending.pk).delete()
+            # Whatever is posted to the upload's key until its URL expires is removed after that.
+            queue_at(direct_upload_leftover_remove, pending.storage_name, name=f"remove upload key {pending.pk}",
+                     next_run=pending.expires_at + timedelta(minutes=1))
             transaction.on_commit(lambda: announce_index_wanted(document.pk))
     except IntegrityError:
         # Finalised twice at the same moment, or the same bytes uploaded another way: the other won.
@@ -227,6 +231,15 @@ def _discard(pending: PendingUpload, *, keep_object: bool = False) -> None:
     if not keep_object:
         storage.delete_stored(pending.storage_name)
     PendingUpload.objects.filter(pk=pending.pk).delete()
+
+
+def direct_upload_leftover_remove(storage_name: str) -> str:
+    """After a finalised upload's URL expired: delete what was posted again to its key (the document
+    has a copy of its own; a document still on that key keeps it)."""
+    if not storage.uses_object_storage() or Document.objects.filter(file=storage_name).exists():
+        return "kept"
+    storage.delete_stored(storage_name)
+    return "removed"
 
 
 def direct_uploads_expire() -> int:

@@ -1,6 +1,7 @@
 """Direct uploads to the bucket (POST /api/documents/upload-url/ and /finalize/) on a real SeaweedFS."""
 from __future__ import annotations
 
+import ast
 import hashlib
 from datetime import timedelta
 
@@ -143,3 +144,13 @@ def test_posting_again_after_finalize_cannot_swap_the_documents_bytes(api, s3_st
     with document.file.open("rb") as stored:
         assert stored.read() == TEXT  # ...but the document's file is not where it writes
     assert hashlib.sha256(api.get(f"/api/documents/{document.pk}/file/").getvalue()).hexdigest() == document.sha256
+    # Once the URL expired, what was posted again is removed (the schedule runs this), the document's copy kept.
+    from django_q.models import Schedule
+
+    from documents.direct_upload import direct_upload_leftover_remove
+
+    leftover = Schedule.objects.get(func="documents.direct_upload.direct_upload_leftover_remove")
+    assert leftover.next_run > timezone.now() + timedelta(seconds=60)
+    assert len(s3_storage.keys()) == 2
+    assert direct_upload_leftover_remove(*ast.literal_eval(leftover.args)) == "removed"
+    assert s3_storage.keys() == [document.file.name]
