@@ -37,7 +37,7 @@ def conversation_list(request):
 @require_POST
 def conversation_new(request):
     """Start a conversation (optionally with one document attached) and open it."""
-    document_ids = [int(v) for v in request.POST.getlist("document_id") if v.isdigit()]
+    document_ids = [int(v) for v in request.POST.getlist("document_id") if v.isascii() and v.isdigit() and len(v) <= 18]
     try:
         conversation = services.conversation_create(user=request.user, document_ids=document_ids)
     except NotFound:

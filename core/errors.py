@@ -16,6 +16,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from core.unavailable import RETRY_AFTER, log_unavailable, unavailable_reason
+
 logger = logging.getLogger(__name__)
 
 
@@ -136,7 +138,16 @@ def api_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    if isinstance(exc, RecursionError) and "JSON" in str(exc):  # json.load gave up on [[[[…]]]]
+        exc = exceptions.ParseError("The JSON body is nested too deeply.")
     response = exception_handler(exc, context)
+    if response is None and (reason := unavailable_reason(exc)) is not None:
+        request = context.get("request")
+        log_unavailable(reason[0], exc, path=getattr(request, "path", ""))
+        response = Response({"code": reason[0], "message": reason[1], "extra": {}},
+                            status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": str(RETRY_AFTER)})
+        response._has_been_logged = True  # logged above, throttled
+        return response
     if response is None:
         logger.exception("unhandled API error", extra={"view": type(context.get("view")).__name__})
         return Response(

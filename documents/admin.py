@@ -204,7 +204,7 @@ class DocumentAdmin(admin.ModelAdmin):
         targets = Collection.objects.curated_by(request.user).order_by("name", "id")
         if request.POST.get("rs_move") == "yes":
             choice = request.POST.get("target", "")
-            if choice != "private" and not targets.filter(pk=int(choice) if choice.isdigit() else 0).exists():
+            if choice != "private" and not targets.filter(pk=int(choice) if choice.isascii() and choice.isdigit() and len(choice) <= 18 else 0).exists():
                 self.message_user(request, "Choose a collection you curate, or private.", messages.ERROR)
                 return None
             moved, refused = 0, []

@@ -5,7 +5,10 @@
 2. The client posts the file to the bucket.
 3. `direct_upload_finalize` checks the object (size, type sniffed from its bytes, sha256, the
    same duplicate rule as a normal upload) and makes it a document queued for indexing, exactly
-   like `document_upload`; a rejected object is deleted at once.
+   like `document_upload`; a rejected object is deleted at once. The document's file is a copy
+   under a key of its own, made by the bucket from exactly the bytes that were hashed (ETag
+   preconditions): the presigned POST stays valid until it expires, and posting again to its key
+   must not swap the bytes under the document's unchanged sha256.
 
 Uploads never finalised are removed with their objects by `direct_uploads_expire` (a schedule,
 documents migration 0012) once the URL has expired and the finalize grace has passed.
@@ -26,8 +29,10 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from core.errors import ApplicationError, Conflict, Gone, NotFound
+from core.tasks import queue_at
 from documents import storage
 from documents.models import Collection, Document, PendingUpload, document_upload_path
 from documents.services import UploadRejected, UploadResult, upload_too_large_error, announce_index_wanted, sniff_type
@@ -110,7 +115,8 @@ def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
     if head["ContentLength"] != pending.size:
         raise UploadRejected(f"The stored file has {head['ContentLength']} bytes, not the {pending.size} announced.",
                              code="size_mismatch")
-    path, digest = _fetch(pending.storage_name)
+    etag = head.get("ETag")
+    path, digest = _fetch(pending.storage_name, etag=etag)
     try:
         if sha256 and sha256 != digest:
             raise UploadRejected("The stored file's SHA-256 is not the one given: it was changed or cut on the way.",
@@ -129,17 +135,24 @@ def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
         owner=owner, collection=collection, title=(PurePath(pending.name).stem or pending.name)[:255],
         original_filename=pending.name, mime_type=mime_type, size=pending.size, sha256=digest,
     )
-    document.file.name = pending.storage_name  # already in the bucket: nothing is copied
+    # A key the presigned POST cannot write, holding the bytes just hashed.
+    document.file.name = _copy_final(pending.storage_name, etag=etag, owner_id=owner.pk,
+                                     filename=pending.name)
     try:
         with transaction.atomic():
             document.save()
             PendingUpload.objects.filter(pk=pending.pk).delete()
+            # Whatever is posted to the upload's key until its URL expires is removed after that.
+            queue_at(direct_upload_leftover_remove, pending.storage_name, name=f"remove upload key {pending.pk}",
+                     next_run=pending.expires_at + timedelta(minutes=1))
             transaction.on_commit(lambda: announce_index_wanted(document.pk))
     except IntegrityError:
         # Finalised twice at the same moment, or the same bytes uploaded another way: the other won.
+        storage.delete_stored(document.file.name)
         existing = same.get()
         _discard(pending, keep_object=existing.file.name == pending.storage_name)
         return UploadResult(existing, True)
+    storage.delete_stored(pending.storage_name)
     logger.info("document uploaded directly", extra={"document_id": document.pk, "owner_id": owner.pk,
                                                      "mime_type": mime_type, "size": pending.size})
     return UploadResult(document, False)
@@ -165,14 +178,45 @@ class _HashingWriter:
         return self.out.write(data)
 
 
-def _fetch(name: str) -> tuple[Path, str]:
-    """A local copy of the object for sniffing, hashed on the way."""
+def _changed() -> UploadRejected:
+    return UploadRejected(gettext("The file changed in storage while it was being checked; upload it again."),
+                          code="upload_changed")
+
+
+def _copy_final(source: str, *, etag: str | None, owner_id: int, filename: str) -> str:
+    """Copy the pending object to a new key of the document's own, only if it still is `etag` (the
+    bytes hashed); the new storage name."""
+    from botocore.exceptions import ClientError
+
+    final = document_upload_path(SimpleNamespace(owner_id=owner_id), filename)  # type: ignore[arg-type]
+    conditions = {"CopySourceIfMatch": etag} if etag else {}
+    try:
+        storage.s3_client().copy_object(Bucket=storage.bucket_name(), Key=storage.s3_key(final),
+                                        CopySource={"Bucket": storage.bucket_name(), "Key": storage.s3_key(source)},
+                                        **conditions)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+            raise _changed() from exc
+        raise
+    return final
+
+
+def _fetch(name: str, *, etag: str | None = None) -> tuple[Path, str]:
+    """A local copy of the object for sniffing, hashed on the way (only if it still is `etag`)."""
+    from botocore.exceptions import ClientError
+
     handle, tmp = tempfile.mkstemp(prefix="ragsite-direct-", dir=settings.FILE_UPLOAD_TEMP_DIR)
     try:
         with os.fdopen(handle, "wb") as out:
             writer = _HashingWriter(out)
             # One stream, in order: the hash must see the parts in sequence (no parallel ranges).
-            body = storage.s3_client().get_object(Bucket=storage.bucket_name(), Key=storage.s3_key(name))["Body"]
+            try:
+                body = storage.s3_client().get_object(Bucket=storage.bucket_name(), Key=storage.s3_key(name),
+                                                      **({"IfMatch": etag} if etag else {}))["Body"]
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                    raise _changed() from exc
+                raise
             for block in body.iter_chunks(1024 * 1024):
                 writer.write(block)
     except BaseException:
@@ -185,6 +229,15 @@ def _discard(pending: PendingUpload, *, keep_object: bool = False) -> None:
     if not keep_object:
         storage.delete_stored(pending.storage_name)
     PendingUpload.objects.filter(pk=pending.pk).delete()
+
+
+def direct_upload_leftover_remove(storage_name: str) -> str:
+    """After a finalised upload's URL expired: delete what was posted again to its key (the document
+    has a copy of its own; a document still on that key keeps it)."""
+    if not storage.uses_object_storage() or Document.objects.filter(file=storage_name).exists():
+        return "kept"
+    storage.delete_stored(storage_name)
+    return "removed"
 
 
 def direct_uploads_expire() -> int:

@@ -18,7 +18,7 @@ def download_response(document: Document, *, version: str | None) -> FileRespons
     if version is None or version == "" or version == str(document.version):
         return original_file_response(document)
     kept = (version_for_citation(document=document, number=int(version))
-            if version.isdigit() and len(version) <= 9 else None)  # 9 digits: within the column's range
+            if version.isascii() and version.isdigit() and len(version) <= 9 else None)  # 9 digits: within the column's range
     return original_file_response(kept) if kept is not None else None
 
 

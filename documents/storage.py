@@ -21,6 +21,8 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, default_storage
 
+from documents.extraction import FILE_TYPES
+
 COPY_BUFFER = 1024 * 1024
 
 
@@ -59,11 +61,24 @@ def delete_stored(name: str, *, target: Storage | None = None) -> None:
         (target or storage()).delete(name)
 
 
-def copy_to_temp(document: Any, *, file: Any = None) -> Path:
-    """A private local copy of the stored original for extraction (the caller deletes it); `file`:
-    one of its versions' files instead of the current one."""
+def temp_suffix(mime_type: str, stored_name: str = "") -> str:
+    """The file name ending a temporary copy needs: some readers (openpyxl) refuse a path without
+    the one of their format. The type's own ending, found from the content at upload; else the
+    stored name's."""
+    for file_type in FILE_TYPES:
+        if file_type.mime_type == mime_type:
+            return file_type.suffixes[0]
+    suffix = Path(stored_name).suffix.lower()
+    return suffix if suffix[1:].isalnum() and len(suffix) <= 10 else ""
+
+
+def copy_to_temp(document: Any, *, file: Any = None, mime_type: str | None = None) -> Path:
+    """A private local copy of the stored original for extraction (the caller deletes it), named
+    with its type's ending; `file` and `mime_type`: one of its versions' instead of the current one."""
     stored = file if file is not None else document.file
-    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", dir=settings.FILE_UPLOAD_TEMP_DIR)
+    suffix = temp_suffix(mime_type or document.mime_type, stored.name or "")
+    handle, name = tempfile.mkstemp(prefix=f"ragsite-doc-{document.pk}-", suffix=suffix,
+                                    dir=settings.FILE_UPLOAD_TEMP_DIR)
     try:
         with os.fdopen(handle, "wb") as out:
             if uses_object_storage(stored.storage):

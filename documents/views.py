@@ -50,12 +50,14 @@ def document_view(request, document_id: int):
     document = get_object_or_404(Document.objects.visible_to(request.user), pk=document_id)
     # ?version=N: a citation of an earlier version opens the text it quoted (documents/versions.py).
     asked = request.GET.get("version", "")
-    old = version_for_citation(document=document, number=int(asked)) if asked.isdigit() else None
+    if not (asked.isascii() and asked.isdigit() and len(asked) <= 9):  # "²" is a digit int() refuses
+        asked = ""
+    old = version_for_citation(document=document, number=int(asked)) if asked else None
     version_note = ""
     if old is not None:
         version_note = (f"You are reading version {old.number}, which an answer quoted; "
                         f"a newer version exists (version {document.version}).")
-    elif asked.isdigit() and int(asked) != document.version:
+    elif asked and int(asked) != document.version:
         version_note = (f"Version {asked} is no longer kept; this is the current version ({document.version}), "
                         "so the cited passage may have changed.")
     text = old if old is not None else DocumentText.objects.filter(document=document).first()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext
 
 from chat.consumers import forward
 from chat.events import FINAL_STATUSES, TextTracker, group_name
@@ -24,10 +25,12 @@ from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
 from chat.serializers import message_data
 from chat.services import TITLE_CHARS, message_send
-from core.errors import TimedOut
+from core.errors import ApplicationError, TimedOut
+from documents.collections import collection_readable
 
 KEEPALIVE_SECONDS = 15.0
 MAX_HISTORY_TURNS = 50
+HISTORY_ANSWER_FACTOR = 4  # an earlier answer may be this many times longer than a question
 
 
 @dataclass(frozen=True)
@@ -41,18 +44,22 @@ class AnswerTimeout(TimedOut):
 
 
 def ask_start(*, user, question: str, history: list[Turn] | None = None, conversation_id: int | None = None,
-              metadata: dict | None = None, origin: str) -> Message:
+              metadata: dict | None = None, origin: str, collection: str | None = None) -> Message:
     """Save the question (in a new conversation, or continuing one of the user's); the pending answer.
 
     Earlier turns a client sends along (OpenAI clients send the whole chat every time) become the
     new conversation's history, so the orchestrator sees them as it sees the chat page's turns.
     With `conversation_id` the stored conversation is the history and `history` is ignored.
+    `collection`: a new conversation's questions search only that collection (a slug the user reads).
     """
     history = list(history or [])[-MAX_HISTORY_TURNS:]
+    _check_history(history)
     with transaction.atomic():
         if conversation_id is None:
             first = next((t.content for t in history if t.role == "user"), question)
-            conversation = Conversation.objects.create(owner=user, title=" ".join(first.split())[:TITLE_CHARS])
+            conversation = Conversation.objects.create(
+                owner=user, title=" ".join(first.split())[:TITLE_CHARS],
+                collection=collection_readable(user=user, ref=collection) if collection else None)
             Message.objects.bulk_create([
                 Message(conversation=conversation, role=t.role, status=MessageStatus.DONE, content=t.content,
                         metadata={"origin": origin, "imported": True})
@@ -63,6 +70,18 @@ def ask_start(*, user, question: str, history: list[Turn] | None = None, convers
         _, answer = message_send(conversation_id=conversation.pk, user=user, content=question,
                                  metadata=metadata, origin=origin)
     return answer
+
+
+def _check_history(history: list[Turn]) -> None:
+    """Earlier turns are stored as messages: a user's turn within the question's limit, an answer's
+    within HISTORY_ANSWER_FACTOR times it (a 2 MB "turn" was stored before this check)."""
+    limit = settings.CHAT_MAX_QUESTION_CHARS
+    for i, turn in enumerate(history):
+        allowed = limit if turn.role == MessageRole.USER else limit * HISTORY_ANSWER_FACTOR
+        if len(turn.content) > allowed:
+            raise ApplicationError(gettext("An earlier message (%(role)s) is longer than %(limit)s characters.")
+                                   % {"role": turn.role, "limit": allowed}, code="invalid",
+                                   extra={"turn": i})
 
 
 async def follow_answer(*, user, answer: Message, timeout: float | None = None) -> AsyncIterator[tuple[str, object]]:

@@ -44,7 +44,7 @@ async def _run(fn, **kwargs) -> Any:
 @server.tool()
 async def search_documents(query: str, ctx: Context, collection: str | None = None, k: int = 8) -> dict[str, Any]:
     """Search your documents: passages with chunk_id, document, page, character offsets, excerpt and relevance
-    (best first). `collection`: leave empty for all of your documents. `k`: how many passages (1-50)."""
+    (best first). `collection`: the slug of one collection you read, or empty for all you read. `k`: how many passages (1-50)."""
     return await _run(mcp_tools.search_documents, user=_user(ctx), query=query, collection=collection, k=k)
 
 

@@ -13,6 +13,7 @@ from integrations.scopes import resolve_collection
 from core.errors import ApplicationError, NotFound, Throttled
 from core.throttles import QuestionThrottle, retry_after
 from retrieval.search import retrieve
+from retrieval.search.scope import collection_scope
 
 MAX_K = 50
 MAX_CONTEXT_CHARS = 5000
@@ -35,11 +36,12 @@ def clean_text(value: str, *, name: str) -> str:
 
 def search_documents(*, user, query: str, collection: str | None = None, k: int = 8) -> dict:
     """Passages for `query`: ids, document, page, offsets, excerpt and relevance, best first."""
-    resolve_collection(user=user, slug=collection)
+    scope = resolve_collection(user=user, slug=collection)
     query = clean_text(query, name="query")
     if not 1 <= int(k) <= MAX_K:
         raise ApplicationError(f"k must be between 1 and {MAX_K}.", code="invalid")
-    result = retrieve(user, query[:2000], k=int(k))
+    result = retrieve(user, query[:2000], collection_scope(user, scope.collection) if scope.collection else None,
+                      k=int(k))
     return {"query": query, "results": [
         {"chunk_id": s.get("chunk_id"), "qa_id": s.get("qa_id"), "source_type": s.get("source_type", "document"),
          "document_id": s.get("document_id"), "document_name": s.get("document_name"),
@@ -52,8 +54,11 @@ def search_documents(*, user, query: str, collection: str | None = None, k: int 
 
 def list_documents(*, user, collection: str | None = None) -> dict:
     """The documents the user may read, newest first (at most MAX_LISTED)."""
-    resolve_collection(user=user, slug=collection)
-    rows = list(Document.objects.visible_to(user).order_by("-created_at", "-id").values(
+    scope = resolve_collection(user=user, slug=collection)
+    documents = Document.objects.visible_to(user)
+    if scope.collection:
+        documents = documents.filter(collection__slug=scope.collection)
+    rows = list(documents.order_by("-created_at", "-id").values(
         "id", "title", "original_filename", "status", "mime_type", "language", "pages_total", "chunk_count",
         "created_at", "indexed_at")[:MAX_LISTED + 1])
     documents = [{**{k: v for k, v in row.items() if k not in ("original_filename", "created_at", "indexed_at")},

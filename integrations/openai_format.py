@@ -77,6 +77,8 @@ def parse_request(body: bytes) -> CompletionRequest:
         data = json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError):
         raise RequestError("The body is not valid JSON.") from None
+    except RecursionError:
+        raise RequestError("The body is nested too deeply.") from None
     if not isinstance(data, dict):
         raise RequestError("The body must be a JSON object.")
     model = data.get("model")

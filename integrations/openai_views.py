@@ -63,7 +63,8 @@ def _conversation_id(request, body_user: str) -> int | None:
 @csrf_exempt
 @require_GET
 async def models(request, model: str | None = None):
-    """The models this key can use: `ragsite` (and one per readable collection once they exist)."""
+    """The models this key can use: `ragsite` (everything the user reads) and `ragsite/<slug>` per readable
+    collection."""
     user = await _authenticate(request)
     if user is None:
         return _unauthorized()
@@ -86,7 +87,7 @@ async def chat_completions(request):
     try:
         req = fmt.parse_request(request.body)
         conversation_id = _conversation_id(request, req.user)
-        await sync_to_async(resolve_model)(user=user, model=req.model)
+        scope = await sync_to_async(resolve_model)(user=user, model=req.model)
     except fmt.RequestError as exc:
         return _error(400, exc.message, param=exc.param)
     except UnknownScope as exc:
@@ -99,7 +100,7 @@ async def chat_completions(request):
     try:
         answer = await sync_to_async(ask_start)(user=user, question=req.question, history=req.history,
                                                 conversation_id=conversation_id, metadata=req.metadata,
-                                                origin="openai")
+                                                origin="openai", collection=scope.collection)
     except ApplicationError as exc:
         status = 404 if exc.status_code == 404 else 400
         return _error(status, exc.message, code=exc.code, param="user" if status == 404 else "messages")

@@ -1,12 +1,17 @@
 """What a client names to search: an OpenAI `model` (`ragsite`, `ragsite/<collection>`) or an MCP
-`collection`. Today every name resolves to the user's own documents or is unknown; when
-collections exist, `resolve_collection` is the one lookup to add (through their `visible_to`).
+`collection`: everything the user reads, or one collection the user reads (by slug or id, as
+PostgreSQL's rule decides: `Collection.objects.readable_by`); any other name is unknown (404, so
+a collection's existence never leaks).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import NotFound
+from django.utils.translation import gettext
+
+from core.errors import ApplicationError, NotFound
+from documents.collections import collection_readable
+from documents.models import Collection
 
 BASE_MODEL = "ragsite"
 
@@ -28,10 +33,14 @@ def resolve_collection(*, user, slug: str | None) -> SearchScope:
     slug = (slug or "").strip()
     if not slug:
         return SearchScope(model=BASE_MODEL)
-    # Collections do not exist yet: no slug names one this user may read (404 for all, so a
-    # collection's existence never leaks once they do exist).
-    raise UnknownScope(f"Unknown collection '{slug}'. Collections are not available yet; leave "
-                       "'collection' empty to search all of your documents.", code="collection_not_found")
+    try:
+        collection = collection_readable(user=user, ref=slug)
+    except NotFound:
+        raise UnknownScope(gettext("Unknown collection '%(slug)s'. Name one of the collections you read (GET "
+                                   "/v1/models lists them as ragsite/<collection>), or leave 'collection' empty "
+                                   "to search all of your documents.") % {"slug": slug[:100]},
+                           code="collection_not_found") from None
+    return SearchScope(model=f"{BASE_MODEL}/{collection.slug}", collection=collection.slug)
 
 
 def resolve_model(*, user, model: str) -> SearchScope:
@@ -52,5 +61,6 @@ def resolve_model(*, user, model: str) -> SearchScope:
 
 
 def available_models(*, user) -> list[str]:
-    """Model names this user can use (one per readable collection, once collections exist)."""
-    return [BASE_MODEL]
+    """Model names this user can use: `ragsite`, and `ragsite/<slug>` per collection the user reads."""
+    slugs = Collection.objects.readable_by(user).order_by("slug").values_list("slug", flat=True)
+    return [BASE_MODEL, *(f"{BASE_MODEL}/{slug}" for slug in slugs)]

@@ -78,6 +78,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "core.csp.ContentSecurityPolicyMiddleware",
+    "core.unavailable.ServiceUnavailableMiddleware",  # database or bucket down: 503, not 500
+    "core.request_guard.NulCharacterMiddleware",  # %00 in an address: 400, before any query sees it
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -295,6 +297,13 @@ INDEX_LEASE_SECONDS = env_int("INDEX_LEASE_SECONDS", 600)
 # How often each indexing worker looks for such documents (another node's worker may have died and
 # never come back); 0 leaves it to worker starts and the minute schedule.
 INDEX_RECOVERY_INTERVAL = env_int("INDEX_RECOVERY_INTERVAL", 60)
+# Fair share: jobs one owner may have running while other people's documents wait (0: no limit).
+INDEX_MAX_JOBS_PER_USER = env_int("INDEX_MAX_JOBS_PER_USER", 1)
+# Chunks one document may make (the admin's retrieval settings may set a lower ceiling); beyond it the
+# document fails with a readable reason and nothing of it is stored.
+MAX_CHUNKS_PER_DOCUMENT = env_int("MAX_CHUNKS_PER_DOCUMENT", 50_000)
+# Dotted path of the indexing quota hook (retrieval/indexing/quotas.py); empty: no limit.
+INDEXING_QUOTA_CHECK = env_str("INDEXING_QUOTA_CHECK", "")
 Q_CLUSTER = {
     "name": "ragsite",
     "orm": "default",

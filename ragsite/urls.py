@@ -42,3 +42,4 @@ if settings.OIDC_ENABLED:  # /oidc/authenticate/, /oidc/callback/ (docs/identity
     urlpatterns.append(path("", include("identity.urls")))
 
 handler404 = "ragsite.views.not_found"
+handler500 = "ragsite.views.server_error"

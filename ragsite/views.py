@@ -62,3 +62,20 @@ def not_found(request, exception=None):
     from django.views.defaults import page_not_found
 
     return page_not_found(request, exception)
+
+
+def server_error(request):
+    """500, or 503 with Retry-After when the database or the object storage was what failed (a
+    middleware's session read raises before any view could answer it)."""
+    import sys
+
+    from core.unavailable import log_unavailable, unavailable_reason, unavailable_response
+
+    exc = sys.exc_info()[1]
+    reason = unavailable_reason(exc)
+    if reason is not None:
+        log_unavailable(reason[0], exc, path=request.path)
+        return unavailable_response(request, *reason)
+    from django.views.defaults import server_error as default_server_error
+
+    return default_server_error(request)

@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
+from django.utils.translation import gettext
 
 from retrieval.ai.clients import embedder_for
 from retrieval.models import AiServer
@@ -52,8 +53,13 @@ class EmbedRequest(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["query", "passage"], default="query")
 
 
+EXTERNAL_EMBED_PERMISSION = "retrieval.change_aiserver"
+
+
 class EmbedView(APIView):
-    """Staff only: embed texts with a server, to check it."""
+    """Staff only: embed texts with a server, to check it. An external server (text leaves the
+    organisation) only for superusers and staff who may change AI servers, and never while external AI
+    is disabled."""
 
     permission_classes = [permissions.IsAdminUser]
 
@@ -64,6 +70,10 @@ class EmbedView(APIView):
         server = AiServer.objects.filter(pk=form.validated_data["server_id"]).first()
         if server is None:
             raise NotFound("No such AI server.")
+        if server.is_external and not (request.user.is_superuser or request.user.has_perm(EXTERNAL_EMBED_PERMISSION)):
+            raise ApplicationError(gettext("Sending text to the external AI server '%(name)s' needs a superuser or the "
+                                           "permission to change AI servers.") % {"name": server.name},
+                                   code="permission_denied", status_code=403)
         client = embedder_for(server)
         started = time.perf_counter()
         texts = form.validated_data["texts"]

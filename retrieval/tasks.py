@@ -50,8 +50,14 @@ def queue_index_wanted(sender, *, document_id: int, **kwargs) -> None:
 
 
 def _reschedule_indexing(document_id: int, strategy: str | None, *, name: str, next_run: datetime) -> None:
+    """Run the indexing again at `next_run` (a schedule), or now: at the back of the queue."""
+    from django.utils import timezone
+
     args = (document_id, strategy) if strategy else (document_id,)
-    queue_at(index_document, *args, name=name, next_run=next_run)
+    if next_run <= timezone.now():
+        queue(index_document, *args, task_name=name, group="indexing")
+    else:
+        queue_at(index_document, *args, name=name, next_run=next_run)
 
 
 def enqueue_reembedding(document_ids: list[int], server_id: int) -> None:

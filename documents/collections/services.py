@@ -103,7 +103,7 @@ def _by_ref(queryset: QuerySet[Collection], ref) -> Collection | None:
     if isinstance(ref, Collection):
         ref = ref.pk
     text = str(ref or "").strip()
-    if not text:
+    if not text or "\x00" in text:  # PostgreSQL text cannot hold NUL: no collection is called that
         return None
     if text.isascii() and text.isdigit():  # "¹".isdigit() is True too, but int() refuses it
         return queryset.filter(Q(pk=int(text)) | Q(slug=text)).order_by("-slug").first()

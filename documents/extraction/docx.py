@@ -167,7 +167,7 @@ class DocxExtraction(Extraction):
                     level = 0
                     break
                 outline = style.element.find(f"{_W}pPr/{_W}outlineLvl")
-                if outline is not None and (outline.get(_VAL) or "").isdigit():
+                if outline is not None and (outline.get(_VAL) or "").isascii() and (outline.get(_VAL) or "").isdigit():
                     value = int(outline.get(_VAL))
                     level = value + 1 if value < 9 else None
                     break
@@ -179,7 +179,7 @@ class DocxExtraction(Extraction):
 
     def _heading_level(self, p) -> int | None:
         outline = p.find(f"{_W}pPr/{_W}outlineLvl")
-        if outline is not None and (outline.get(_VAL) or "").isdigit():
+        if outline is not None and (outline.get(_VAL) or "").isascii() and (outline.get(_VAL) or "").isdigit():
             value = int(outline.get(_VAL))
             return value + 1 if value < 9 else None
         return self._style_level(p.style)

