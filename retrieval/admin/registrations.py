@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.utils.translation import gettext
 from django.db.models import Exists, OuterRef
 from django.http import HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
@@ -258,15 +259,17 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
     def get_changeform_initial_data(self, request):
         initial = super().get_changeform_initial_data(request)
         message_id = request.GET.get("from_message", "")
-        if message_id.isdigit():
-            prefill = admin_views.promotion_prefill(int(message_id))
+        if message_id:
+            prefill = (admin_views.promotion_prefill(int(message_id), user=request.user)
+                       if message_id.isascii() and message_id.isdigit() else None)
             if prefill is None:
-                self.message_user(request, f"Message {message_id} is not an assistant answer with a question "
-                                           "before it; nothing was prefilled.", messages.WARNING)
+                self.message_user(request, gettext(
+                    "Message %(id)s is not an answer you may read with a question before it; nothing was "
+                    "prefilled.") % {"id": message_id[:20]}, messages.WARNING)
             else:
                 initial.update(prefill)
-                self.message_user(request, "Prefilled from the conversation: check and edit the answer "
-                                           "before saving.", messages.INFO)
+                self.message_user(request, gettext("Prefilled from the conversation: check and edit the "
+                                                   "answer before saving."), messages.INFO)
         return initial
 
     def save_model(self, request, obj, form, change):

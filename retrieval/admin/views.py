@@ -120,12 +120,27 @@ class KnowledgeImport(AdminPage):
                            changelist_url=reverse("admin:retrieval_knowledgeentry_changelist"))
 
 
-def promotion_prefill(message_id: int) -> dict | None:
-    """Question and answer for a new Q&A pair from an assistant message and the user message before it."""
+def promotion_prefill(message_id: int, *, user) -> dict | None:
+    """Question and answer for a new Q&A pair from an assistant message and the user message before it.
+
+    None when there is no such answer, or when `user` may not read it: a conversation is private to
+    its owner, so only the owner — or staff who may read messages in the admin anyway
+    (`chat.view_message`) — may promote it, and even they only when every document the answer drew
+    on (its cited and its context sources) is one they may read: an answer quotes its passages.
+    The same None for "not yours" and "no such message", so ids reveal nothing.
+    """
     # By app registry, not import: chat depends on retrieval, never the reverse.
     Message = apps.get_model("chat", "Message")
-    answer = Message.objects.filter(pk=message_id, role="assistant").first()
+    Document = apps.get_model("documents", "Document")
+    answer = Message.objects.filter(pk=message_id, role="assistant").select_related("conversation").first()
     if answer is None or not answer.content.strip():
+        return None
+    if answer.conversation.owner_id != user.pk and not user.has_perm("chat.view_message"):
+        return None
+    metadata = answer.metadata or {}
+    quoted = {source.get("document_id") for key in ("sources", "context_sources")
+              for source in (metadata.get(key) or []) if isinstance(source, dict)} - {None}
+    if quoted and Document.objects.visible_to(user).filter(pk__in=quoted).count() != len(quoted):
         return None
     question = (Message.objects.filter(conversation_id=answer.conversation_id, role="user")
                 .filter(created_at__lte=answer.created_at).exclude(pk=answer.pk)

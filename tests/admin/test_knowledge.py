@@ -210,8 +210,8 @@ def test_import_json_and_whole_file_refusals(client, curator):
     assert KnowledgeEntry.objects.count() == 1
 
 
-def test_promote_an_assistant_message_to_a_prefilled_qa_pair(client, curator, user):
-    conversation = Conversation.objects.create(owner=user)
+def test_promote_an_assistant_message_to_a_prefilled_qa_pair(client, curator):
+    conversation = Conversation.objects.create(owner=curator)  # the curator's own conversation
     Message.objects.create(conversation=conversation, role="user", content="Earlier question")
     asked = Message.objects.create(conversation=conversation, role="user", content="  When is garlic planted? ")
     answer = Message.objects.create(conversation=conversation, role="assistant",
@@ -225,6 +225,38 @@ def test_promote_an_assistant_message_to_a_prefilled_qa_pair(client, curator, us
     response = client.get(add, {"from_message": asked.pk})
     assert "question" not in response.context["adminform"].form.initial
     assert "nothing was prefilled" in response.content.decode()
+
+
+def test_a_curator_cannot_read_another_users_private_answer_through_the_prefill(client, curator, user,
+                                                                                django_user_model):
+    """Issue #29: `?from_message=<id>` showed any user's private question and answer to a Q&A curator."""
+    from django.contrib.auth.models import Group, Permission
+
+    from tests.documents.factories import upload_bytes
+
+    private = upload_bytes(user, b"Alice's salary is 81,000 a year.", "salary.txt")
+    conversation = Conversation.objects.create(owner=user)
+    Message.objects.create(conversation=conversation, role="user", content="What is my salary?")
+    quoting = Message.objects.create(conversation=conversation, role="assistant", content="81,000 a year [S1].",
+                                     metadata={"sources": [{"source_id": "S1", "document_id": private.pk}]})
+    plain = Message.objects.create(conversation=conversation, role="assistant", content="Ask HR.")
+    add = reverse("admin:retrieval_knowledgeentry_add")
+    client.force_login(curator)
+    for message_id in (quoting.pk, plain.pk, "²", "99999999"):
+        response = client.get(add, {"from_message": message_id})
+        assert response.status_code == 200
+        page = response.content.decode()
+        assert "salary" not in page and "81,000" not in page and "Ask HR" not in page, message_id
+        assert "nothing was prefilled" in page
+    # A curator who may read messages in the admin anyway may promote them, but never one quoting a
+    # document they cannot read.
+    reader = django_user_model.objects.create_user(username="reader", password="reader-pass-123", is_staff=True)
+    reader.groups.add(Group.objects.get(name="curator"))
+    reader.user_permissions.add(Permission.objects.get(codename="view_message", content_type__app_label="chat"))
+    client.force_login(reader)
+    assert client.get(add, {"from_message": plain.pk}).context["adminform"].form.initial["answer"] == "Ask HR."
+    page = client.get(add, {"from_message": quoting.pk}).content.decode()
+    assert "81,000" not in page and "nothing was prefilled" in page
 
 
 def test_the_message_admin_action_opens_the_prefilled_form(admin_client, user):
