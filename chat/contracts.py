@@ -31,6 +31,8 @@ class Source(TypedDict):
     collection: NotRequired[str | None]  # the knowledge base (collection) name; None: the user's own documents
     distance: NotRequired[float | None]  # cosine distance of the vector arm
     similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
+    category: NotRequired[str]  # approved Q&A pairs: the topic the pair came from
+    subcategory: NotRequired[str]
 
 
 class LlmUsage(TypedDict):

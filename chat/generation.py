@@ -65,8 +65,11 @@ def source_origin(seg: Segment) -> dict:
     (the knowledge base's name; None for the user's own documents), `distance` (cosine) and
     `similarity` = 1 − cosine distance (None when unknown), for passages and Q&A pairs alike."""
     distance = seg.get("distance")
-    return {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
-            "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
+    origin = {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
+              "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
+    if seg.get("source_type") == "qa":  # the topic the approved pair came from (asked with or without one)
+        origin.update(category=seg.get("category", ""), subcategory=seg.get("subcategory", ""))
+    return origin
 
 
 def chat_server(rs):

@@ -30,6 +30,8 @@ class Segment(TypedDict):
     excerpt: str  # the passage's text (at most EXCERPT_CHARS), or "Q: …\nA: …"
     question: NotRequired[str]  # Q&A pairs only
     answer: NotRequired[str]
+    category: NotRequired[str]  # Q&A pairs: the topic the pair came from
+    subcategory: NotRequired[str]
     score: float  # the fused score (Q&A: 1 - cosine distance), never the reranker's
     distance: float | None  # cosine distance of the vector arm, when known
     vector_rank: int | None
@@ -50,7 +52,7 @@ class TierTrace(TypedDict):
     subcategory: str
     kept: int  # segments the tier gave
     category: NotRequired[str]  # the Q&A tier
-    searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear" or "fruit")
+    searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear", "fruit", "all topics")
     candidates: NotRequired[int]  # the Q&A tier: pairs within reach before the distance threshold
     without_vectors: NotRequired[int]  # the Q&A tier: pairs not embedded (yet)
     candidate_documents: NotRequired[int]  # document tiers: documents in scope

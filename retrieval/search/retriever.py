@@ -37,6 +37,7 @@ from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
 
 ALL_ARMS = ("vector", "fts")
+ALL_TOPICS = "all topics"  # the Q&A tier's last attempt: every topic's pairs
 EXCERPT_CHARS = 2000
 
 
@@ -123,7 +124,12 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
         segments = qa + docs
         trace["limits"] = {"qa_limit": rs.qa_limit, "doc_limit": rs.doc_limit, "k": k if explicit_k else None}
     else:
-        segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k, rerank=reranking)
+        # Without a topic approved pairs are searched across all topics: most users never pick one, and
+        # the pairs are the one way approved knowledge reaches them. They take at most half of the
+        # final top-N, so the passages keep room.
+        qa = _qa_tier(query, "", "", rs, vectors, trace)[:max(1, k // 2)]
+        segments = qa + _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k,
+                                       rerank=reranking)
     segments.sort(key=lambda s: s["tier"])  # stable: each tier keeps its own order (fused, or the reranker's)
     if explicit_k or not (category or subcategory):
         if len(segments) > k:
@@ -158,6 +164,9 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
                          live.filter(subcategory=subcategory, **({"category": category} if category else {}))))
     if category:
         attempts.append((category, live.filter(category=category)))
+    # A topic narrows first; it never gates: when none of its pairs is close enough (or no topic was
+    # given), every topic's pairs.
+    attempts.append((ALL_TOPICS, live))
     q = search_arms.vector_literal(vectors.for_server(server))
     started = time.perf_counter()  # after the query embedding, which has its own timing
     rows: list = []
@@ -181,8 +190,9 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
             break
         why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "
                f"{rs.qa_distance_threshold} (closest {rows[0][1]:.3f})" if rows else f"no approved Q&A pairs of '{label}'")
-        more = n + 1 < len(attempts)
-        trace["fallbacks"].append(why + ("; tried the category alone" if more else ""))
+        more = attempts[n + 1][0] if n + 1 < len(attempts) else None
+        trace["fallbacks"].append(why + ("" if more is None else "; tried every topic" if more == ALL_TOPICS
+                                         else "; tried the category alone"))
     trace["timings_ms"]["qa"] = round((time.perf_counter() - started) * 1000, 2)
     tier["candidates"] = len(rows)
     tier["kept"] = len(kept)
@@ -198,6 +208,7 @@ def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
         "excerpt": f"Q: {entry.question}\nA: {entry.answer}", "score": round(1.0 - distance, 6),
         "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,
         "fused_rank": None, "rerank_rank": None, "rerank_score": None,  # Q&A pairs are neither fused nor reranked
+        "category": entry.category, "subcategory": entry.subcategory,  # the topic the pair came from
     }
 
 
