@@ -104,3 +104,10 @@ class RetrievalTrace(TypedDict):
     limits: NotRequired[dict[str, int | None]]  # with a topic: qa_limit, doc_limit, k
     cut: NotRequired[list[dict[str, Any]]]  # {"reason", "dropped"}
     context_budget: NotRequired[dict[str, Any]]  # added by the chat: what the prompt kept and cut
+    # The embedding model's distances used: {"direct", "qa", "doc", "source": {name: "override" |
+    # "calibration" | "setting"}} (retrieval/knowledge/calibrating.py)
+    bounds: NotRequired[dict[str, Any]]
+    # Whether the closest approved pair was the answer itself, and why (retrieval/knowledge/agreement.py):
+    # agreed, too_far, cross_language, number_mismatch, negation_mismatch, content_word_mismatch, no_bound
+    qa_direct_reason: NotRequired[str]
+    qa_direct: NotRequired[dict[str, Any]]  # {"qa_id", "distance", "bound", "detail"}
