@@ -1,7 +1,7 @@
 """How one answer is produced: retrieval, then the model (streamed), an extractive answer, or an approved Q&A pair.
 
-`metadata.mode` says which: `qa_direct` (an approved Q&A pair within CHAT_QA_DIRECT_DISTANCE, no
-model), `documents` (the model answered from passages), `general` (nothing was found, or retrieval
+`metadata.mode` says which: `qa_direct` (an approved Q&A pair within the embedding model's direct
+distance that agrees with the question, retrieval/knowledge/direct.py; no model), `documents` (the model answered from passages), `general` (nothing was found, or retrieval
 is off, and the policy lets the model answer as an ordinary assistant: marked "not from your
 documents", no citations), `refused` (nothing was found and the policy is `refuse`), `extractive`
 (no chat server), `agent` (agentic search), `waiting` (an attached document is not indexed yet).
@@ -40,6 +40,7 @@ from chat.prompts import (
 )
 from chat.selectors import conversation_scope
 from chat.waiting import documents_waited_for, waiting_answer
+from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
 
@@ -92,10 +93,10 @@ def _from_context(job, rs, server) -> Outcome:
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
     job.mark("retrieval")
     segments = result.segments
-    direct = settings.CHAT_QA_DIRECT_DISTANCE
-    top = segments[0] if segments else None
-    if (direct > 0 and top and top.get("source_type") == "qa" and top.get("distance") is not None
-            and top["distance"] <= direct):
+    # An approved pair is the answer itself only within the model's direct distance and when it agrees
+    # with the question (numbers, negation, rare words); else it is a tier-1 source the model judges.
+    top, decision = qa_direct_decision(question=question, segments=segments, trace=result.trace)
+    if top is not None and decision is not None and decision.direct:
         tag_map = {"S1": top}
         job.sources(context_sources(tag_map))
         text = f"{top.get('answer') or segment_excerpt(top)} [S1]"

@@ -75,6 +75,8 @@ class MessageMetadata(TypedDict, total=False):
     agentic_fallback: str
     notice: str  # "not from your documents" (mode general)
     general_reason: str
+    # Why the closest approved pair was (agreed) or was not the answer itself (retrieval/knowledge/agreement.py)
+    qa_direct_reason: str
 
 
 class StatusEvent(TypedDict):

@@ -249,6 +249,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
         "timings": job.timings,
         **outcome.extra,  # agentic searches, documents waited for, why agentic mode was not used
     }
+    if outcome.trace and outcome.trace.get("qa_direct_reason"):  # why the closest approved pair was (not) the answer
+        metadata["qa_direct_reason"] = outcome.trace["qa_direct_reason"]
     sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "document_version": c.get("document_version"),
