@@ -3,6 +3,8 @@ the budgets, and one streamed request to the model (chat.answering and chat.agen
 """
 from __future__ import annotations
 
+import re
+
 import time
 from dataclasses import dataclass, field
 
@@ -46,6 +48,15 @@ class Round:
     usage: dict
     tool_calls: list | None = None
     model: str = ""
+
+
+_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/[^\s'\"<>)]*)?"
+                      r"|\b(?:localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)+):\d{2,5}\b", re.IGNORECASE)
+
+
+def without_addresses(text: str) -> str:
+    """`text` with URLs and host:port addresses replaced: errors shown to users never name a server's address."""
+    return _ADDRESS.sub("(server address hidden)", text)
 
 
 def context_sources(tag_map: dict[str, Segment]) -> list[Source]:

@@ -25,7 +25,7 @@ from chat.answering import produce
 from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
-from chat.generation import AnswerFailed, Outcome, context_sources, source_origin
+from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
 from core.dbcheck import transient_database_error
@@ -140,6 +140,10 @@ class Job:
         self.text += delta
         writer.token(self.conversation.pk, self.message.pk, delta, offset, self.text)
 
+    def restart(self) -> None:
+        """Start the text again (clients replace theirs from offset 0, as after a retried attempt)."""
+        self.text = ""
+
     def sources(self, sources: list[dict]) -> None:
         self.context = sources
         writer.sources(self.conversation.pk, self.message.pk, sources)
@@ -162,7 +166,7 @@ def answer_message(message_id: int) -> str | None:
         try:
             outcome = produce(job)
         except (AnswerFailed, AiServerError, ApplicationError) as exc:
-            _fail(job, str(exc))
+            _fail(job, without_addresses(str(exc)))  # shown to the user: never a server's address
         else:
             _finish(job, outcome)
     except Exception as exc:

@@ -111,3 +111,4 @@ class RetrievalTrace(TypedDict):
     # agreed, too_far, cross_language, number_mismatch, negation_mismatch, content_word_mismatch, no_bound
     qa_direct_reason: NotRequired[str]
     qa_direct: NotRequired[dict[str, Any]]  # {"qa_id", "distance", "bound", "detail"}
+    model_failure: NotRequired[dict[str, Any]]  # added by the chat: the chat server failed {"reason", "transient", "error"}
