@@ -103,3 +103,20 @@ def calibration_wanted(model: EmbeddingModel) -> None:
         return
     if EmbeddingModel.objects.filter(pk=model.pk, calibration={}).update(calibration={"queued_at": timezone.now().isoformat()}):
         queue(embedding_model_calibrate_task, model.pk, task_name=f"calibrate embedding model {model.pk}")
+
+
+def calibration_request(*, model_id: int) -> None:
+    """Staff asked to measure the model again: queued; the current bounds stay in use until it is done."""
+    queue(embedding_model_calibrate_force_task, model_id, task_name=f"calibrate embedding model {model_id} again")
+
+
+def embedding_model_calibrate_force_task(model_id: int) -> str:
+    """The task behind `calibration_request`: measure again even when calibrated."""
+    if not EmbeddingModel.objects.filter(pk=model_id).exists():
+        return "skipped: gone"
+    try:
+        embedding_model_calibrate(model_id=model_id, force=True)
+    except Exception as exc:  # the earlier calibration stays; the log says why
+        logger.warning("embedding model calibration failed", extra={"model_id": model_id, "reason": str(exc)})
+        return "failed"
+    return "calibrated"

@@ -63,3 +63,30 @@ def test_calibrate_command_stores_bounds_that_retrieval_uses_and_an_override_win
     result = retrieve(user, "How often do raspberries ripen in autumn?")
     assert result.trace["bounds"]["qa"] == 0.0001 and result.trace["bounds"]["source"]["qa"] == "override"
     assert not [s for s in result.segments if s["source_type"] == "qa"]
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_the_distances_in_use_and_saves_a_staff_override(client, django_user_model, fake_embedder,
+                                                                         staff_user, django_capture_on_commit_callbacks):
+    entry = KnowledgeEntry.objects.create(question="How often do raspberries fruit?", answer="Twice.")
+    knowledge_entry_approve(entry=entry, user=staff_user)
+    knowledge_entry_embed(entry.pk)
+    model = entry.embeddings.get().model
+    call_command("calibrate_embeddings", "--model", model.name)
+    model.refresh_from_db()
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(admin)
+    url = f"/admin/retrieval/embeddingmodel/{model.pk}/change/"
+    page = client.get(url).content.decode()
+    assert f"direct answer: {model.calibration['direct_distance']:.4f} (calibrated)" in page
+    response = client.post(url, {"direct_distance_override": "0.05", "qa_distance_override": "",
+                                 "doc_distance_override": ""})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    model.refresh_from_db()
+    assert model.direct_distance_override == 0.05 and model.qa_distance_override is None
+    assert "direct answer: 0.0500 (staff override)" in client.get(url).content.decode()
+    # "Calibrate again" queues the measurement; the bounds in use stay until it is done.
+    OrmQ.objects.all().delete()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/admin/retrieval/embeddingmodel/", {"action": "calibrate", "_selected_action": [model.pk]})
+    assert [t.name() for t in OrmQ.objects.all()] == [f"calibrate embedding model {model.pk} again"]
