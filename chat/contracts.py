@@ -77,6 +77,7 @@ class MessageMetadata(TypedDict, total=False):
     general_reason: str
     # Why the closest approved pair was (agreed) or was not the answer itself (retrieval/knowledge/agreement.py)
     qa_direct_reason: str
+    ungrounded_sections: int  # sections with `ungrounded_numbers`: numbers none of their cited passages holds (chat.grounding)
     model_unavailable: str  # mode extractive because the chat server failed: "timeout" | "error"
 
 
