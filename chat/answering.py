@@ -154,7 +154,10 @@ def _model_unavailable(job, question: str, segments, result, exc: AiServerError)
     tag_map = {t.tag: t.segment for t in tagged}
     job.sources(context_sources(tag_map))
     job.restart()  # what the model streamed before it broke is replaced from offset 0
-    text = notice + "\n\n" + extractive_answer(question, tagged)
+    quoted = extractive_answer(question, tagged)
+    if tagged:  # its first paragraph says no model is configured: this notice says what happened instead
+        quoted = quoted.split("\n\n", 1)[-1]
+    text = notice + "\n\n" + quoted
     for i, paragraph in enumerate(text.split("\n\n")):
         job.emit(("\n\n" if i else "") + paragraph)
     return Outcome("extractive", text, tag_map, usage=no_model_usage("extractive"), segments=segments,
