@@ -171,8 +171,9 @@ def _indexed_part_answers(job, rs) -> bool:
     user = job.conversation.owner
     result = retrieve(user, job.question.content, conversation_scope(user, job.conversation),
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
-    for segment in result.segments:
-        limit = rs.qa_distance_threshold if segment.get("source_type") == "qa" else rs.doc_distance_threshold
+    bounds = result.trace.get("bounds") or {"qa": rs.qa_distance_threshold, "doc": rs.doc_distance_threshold}
+    for segment in result.segments:  # the embedding model's distances (calibrated, or the settings' until then)
+        limit = bounds["qa"] if segment.get("source_type") == "qa" else bounds["doc"]
         if segment.get("distance") is not None and segment["distance"] < limit:
             return True
     return False
