@@ -1,10 +1,10 @@
 """How one answer is produced: retrieval, then the model (streamed), an extractive answer, or an approved Q&A pair.
 
-`metadata.mode` says which: `qa_direct` (an approved Q&A pair within CHAT_QA_DIRECT_DISTANCE, no
-model), `documents` (the model answered from passages), `general` (nothing was found, or retrieval
+`metadata.mode` says which: `qa_direct` (an approved Q&A pair within the embedding model's direct
+distance that agrees with the question, retrieval/knowledge/direct.py; no model), `documents` (the model answered from passages), `general` (nothing was found, or retrieval
 is off, and the policy lets the model answer as an ordinary assistant: marked "not from your
 documents", no citations), `refused` (nothing was found and the policy is `refuse`), `extractive`
-(no chat server), `agent` (agentic search), `waiting` (an attached document is not indexed yet).
+(no chat server, or it failed or timed out: then marked with a notice), `agent` (agentic search), `waiting` (an attached document is not indexed yet).
 
 Pure of status bookkeeping (that is chat.orchestrator): :func:`produce` streams text through
 `job.emit` and returns what was said and what it may cite. In agentic mode the model searches
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
@@ -28,6 +29,7 @@ from chat.generation import (
     context_budget,
     context_sources,
     history_for,
+    without_addresses,
 )
 from chat.prompts import (
     build_general_messages,
@@ -40,12 +42,16 @@ from chat.prompts import (
 )
 from chat.selectors import conversation_scope
 from chat.waiting import documents_waited_for, waiting_answer
+from retrieval.ai import AiServerError
+from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.search import retrieve
 from retrieval.selectors import retrieval_settings_get
+from retrieval.telemetry import MODEL_UNAVAILABLE
 
 AGENTIC = "agentic"
 NOT_FROM_DOCUMENTS = "not from your documents"
 REFUSAL = "The documents do not say: nothing relevant to this question was found in them."
+MODEL_UNAVAILABLE_NOTICE = _("The language model is unavailable; here are the passages that answer your question.")
 
 
 def produce(job) -> Outcome:
@@ -92,10 +98,10 @@ def _from_context(job, rs, server) -> Outcome:
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
     job.mark("retrieval")
     segments = result.segments
-    direct = settings.CHAT_QA_DIRECT_DISTANCE
-    top = segments[0] if segments else None
-    if (direct > 0 and top and top.get("source_type") == "qa" and top.get("distance") is not None
-            and top["distance"] <= direct):
+    # An approved pair is the answer itself only within the model's direct distance and when it agrees
+    # with the question (numbers, negation, rare words); else it is a tier-1 source the model judges.
+    top, decision = qa_direct_decision(question=question, segments=segments, trace=result.trace)
+    if top is not None and decision is not None and decision.direct:
         tag_map = {"S1": top}
         job.sources(context_sources(tag_map))
         text = f"{top.get('answer') or segment_excerpt(top)} [S1]"
@@ -128,8 +134,34 @@ def _from_context(job, rs, server) -> Outcome:
     result.trace["context_budget"] = budget  # what the prompt kept and cut, and why
     job.sources(context_sources(tag_map))
     job.mark("prompt")
-    text, usage = stream_answer(job, server, messages, json_mode=json_mode)
+    try:
+        text, usage = stream_answer(job, server, messages, json_mode=json_mode)
+    except AiServerError as exc:
+        return _model_unavailable(job, question, segments, result, exc)
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+
+
+def _model_unavailable(job, question: str, segments, result, exc: AiServerError) -> Outcome:
+    """The chat server failed or timed out: the extractive answer from the same passages, marked as such.
+
+    The failure goes into the trace (`model_failure`, its text without server addresses) and the
+    metrics; retrying the answer later asks the model again."""
+    reason = "timeout" if exc.timed_out else "error"
+    MODEL_UNAVAILABLE.labels(reason=reason).inc()
+    result.trace["model_failure"] = {"reason": reason, "transient": exc.transient, "error": without_addresses(str(exc))}
+    notice = str(MODEL_UNAVAILABLE_NOTICE)
+    tagged = tag_segments(segments)
+    tag_map = {t.tag: t.segment for t in tagged}
+    job.sources(context_sources(tag_map))
+    job.restart()  # what the model streamed before it broke is replaced from offset 0
+    quoted = extractive_answer(question, tagged)
+    if tagged:  # its first paragraph says no model is configured: this notice says what happened instead
+        quoted = quoted.split("\n\n", 1)[-1]
+    text = notice + "\n\n" + quoted
+    for i, paragraph in enumerate(text.split("\n\n")):
+        job.emit(("\n\n" if i else "") + paragraph)
+    return Outcome("extractive", text, tag_map, usage=no_model_usage("extractive"), segments=segments,
+                   trace=result.trace, extra={"notice": notice, "model_unavailable": reason})
 
 
 def _indexed_part_answers(job, rs) -> bool:
@@ -139,8 +171,9 @@ def _indexed_part_answers(job, rs) -> bool:
     user = job.conversation.owner
     result = retrieve(user, job.question.content, conversation_scope(user, job.conversation),
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
-    for segment in result.segments:
-        limit = rs.qa_distance_threshold if segment.get("source_type") == "qa" else rs.doc_distance_threshold
+    bounds = result.trace.get("bounds") or {"qa": rs.qa_distance_threshold, "doc": rs.doc_distance_threshold}
+    for segment in result.segments:  # the embedding model's distances (calibrated, or the settings' until then)
+        limit = bounds["qa"] if segment.get("source_type") == "qa" else bounds["doc"]
         if segment.get("distance") is not None and segment["distance"] < limit:
             return True
     return False

@@ -31,6 +31,8 @@ class Source(TypedDict):
     collection: NotRequired[str | None]  # the knowledge base (collection) name; None: the user's own documents
     distance: NotRequired[float | None]  # cosine distance of the vector arm
     similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
+    category: NotRequired[str]  # approved Q&A pairs: the topic the pair came from
+    subcategory: NotRequired[str]
 
 
 class LlmUsage(TypedDict):
@@ -73,6 +75,10 @@ class MessageMetadata(TypedDict, total=False):
     agentic_fallback: str
     notice: str  # "not from your documents" (mode general)
     general_reason: str
+    # Why the closest approved pair was (agreed) or was not the answer itself (retrieval/knowledge/agreement.py)
+    qa_direct_reason: str
+    ungrounded_sections: int  # sections with `ungrounded_numbers`: numbers none of their cited passages holds (chat.grounding)
+    model_unavailable: str  # mode extractive because the chat server failed: "timeout" | "error"
 
 
 class StatusEvent(TypedDict):

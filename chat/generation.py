@@ -3,6 +3,8 @@ the budgets, and one streamed request to the model (chat.answering and chat.agen
 """
 from __future__ import annotations
 
+import re
+
 import time
 from dataclasses import dataclass, field
 
@@ -48,6 +50,15 @@ class Round:
     model: str = ""
 
 
+_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>)]+|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/[^\s'\"<>)]*)?"
+                      r"|\b(?:localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)+):\d{2,5}\b", re.IGNORECASE)
+
+
+def without_addresses(text: str) -> str:
+    """`text` with URLs and host:port addresses replaced: errors shown to users never name a server's address."""
+    return _ADDRESS.sub("(server address hidden)", text)
+
+
 def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
     """What the `sources` event shows: each tag given to the model and where it comes from."""
     return [
@@ -65,8 +76,11 @@ def source_origin(seg: Segment) -> dict:
     (the knowledge base's name; None for the user's own documents), `distance` (cosine) and
     `similarity` = 1 − cosine distance (None when unknown), for passages and Q&A pairs alike."""
     distance = seg.get("distance")
-    return {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
-            "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
+    origin = {"tier": seg.get("tier"), "collection": seg.get("collection"), "distance": distance,
+              "similarity": None if distance is None else round(max(0.0, 1.0 - float(distance)), 4)}
+    if seg.get("source_type") == "qa":  # the topic the approved pair came from (asked with or without one)
+        origin.update(category=seg.get("category", ""), subcategory=seg.get("subcategory", ""))
+    return origin
 
 
 def chat_server(rs):

@@ -25,9 +25,11 @@ from chat.answering import produce
 from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
-from chat.generation import AnswerFailed, Outcome, context_sources, source_origin
+from chat.grounding import mark_ungrounded_sections
+from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
+from retrieval.telemetry import UNGROUNDED_SECTIONS
 from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
@@ -140,12 +142,17 @@ class Job:
         self.text += delta
         writer.token(self.conversation.pk, self.message.pk, delta, offset, self.text)
 
+    def restart(self) -> None:
+        """Start the text again (clients replace theirs from offset 0, as after a retried attempt)."""
+        self.text = ""
+
     def sources(self, sources: list[dict]) -> None:
         self.context = sources
         writer.sources(self.conversation.pk, self.message.pk, sources)
 
 
 RETRY = "retry"
+MODEL_MODES = ("documents", "agent")  # answers a model wrote from passages (the others quote them, or cite none)
 
 
 def answer_message(message_id: int) -> str | None:
@@ -162,7 +169,7 @@ def answer_message(message_id: int) -> str | None:
         try:
             outcome = produce(job)
         except (AnswerFailed, AiServerError, ApplicationError) as exc:
-            _fail(job, str(exc))
+            _fail(job, without_addresses(str(exc)))  # shown to the user: never a server's address
         else:
             _finish(job, outcome)
     except Exception as exc:
@@ -230,6 +237,10 @@ def _question_of(message: Message) -> Message | None:
 
 def _finish(job: Job, outcome: Outcome) -> None:
     parsed = parse_any(outcome.text, outcome.tag_map, json_mode=outcome.json_mode)
+    # A model's sections state only numbers their cited passages hold (quoted answers are the passages).
+    ungrounded = mark_ungrounded_sections(parsed.sections, outcome.tag_map) if outcome.mode in MODEL_MODES else 0
+    if ungrounded:
+        UNGROUNDED_SECTIONS.inc(ungrounded)
     job.mark("generation")
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
@@ -249,6 +260,10 @@ def _finish(job: Job, outcome: Outcome) -> None:
         "timings": job.timings,
         **outcome.extra,  # agentic searches, documents waited for, why agentic mode was not used
     }
+    if ungrounded:
+        metadata["ungrounded_sections"] = ungrounded
+    if outcome.trace and outcome.trace.get("qa_direct_reason"):  # why the closest approved pair was (not) the answer
+        metadata["qa_direct_reason"] = outcome.trace["qa_direct_reason"]
     sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "document_version": c.get("document_version"),

@@ -152,7 +152,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
-    """Answer again a failed message, or one that said a document it needs is not indexed yet.
+    """Answer again a failed message, one that said a document it needs is not indexed yet, or one
+    quoted from the passages because the language model was unavailable.
 
     An answer already queued again (pending or being written: the document it waited for finished
     indexing, see waiting_answers_requeue) is returned as it is."""
@@ -163,9 +164,12 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
             raise NotFound("No such message.")
         if message.role == MessageRole.ASSISTANT and message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
             return message
-        waited = message.status == MessageStatus.DONE and (message.metadata or {}).get("mode") == "waiting"
+        metadata = message.metadata or {}
+        waited = message.status == MessageStatus.DONE and (
+            metadata.get("mode") == "waiting" or bool(metadata.get("model_unavailable")))
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
-            raise Conflict("Only a failed answer, or one that waited for a document, can be retried.",
+            raise Conflict("Only a failed answer, one that waited for a document or for the language model, "
+                           "can be retried.",
                            code="invalid_state", extra={"status": message.status})
         _requeue(message)
     return message

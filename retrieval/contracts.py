@@ -30,6 +30,8 @@ class Segment(TypedDict):
     excerpt: str  # the passage's text (at most EXCERPT_CHARS), or "Q: …\nA: …"
     question: NotRequired[str]  # Q&A pairs only
     answer: NotRequired[str]
+    category: NotRequired[str]  # Q&A pairs: the topic the pair came from
+    subcategory: NotRequired[str]
     score: float  # the fused score (Q&A: 1 - cosine distance), never the reranker's
     distance: float | None  # cosine distance of the vector arm, when known
     vector_rank: int | None
@@ -50,7 +52,7 @@ class TierTrace(TypedDict):
     subcategory: str
     kept: int  # segments the tier gave
     category: NotRequired[str]  # the Q&A tier
-    searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear" or "fruit")
+    searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear", "fruit", "all topics")
     candidates: NotRequired[int]  # the Q&A tier: pairs within reach before the distance threshold
     without_vectors: NotRequired[int]  # the Q&A tier: pairs not embedded (yet)
     candidate_documents: NotRequired[int]  # document tiers: documents in scope
@@ -102,3 +104,11 @@ class RetrievalTrace(TypedDict):
     limits: NotRequired[dict[str, int | None]]  # with a topic: qa_limit, doc_limit, k
     cut: NotRequired[list[dict[str, Any]]]  # {"reason", "dropped"}
     context_budget: NotRequired[dict[str, Any]]  # added by the chat: what the prompt kept and cut
+    # The embedding model's distances used: {"direct", "qa", "doc", "source": {name: "override" |
+    # "calibration" | "setting"}} (retrieval/knowledge/calibrating.py)
+    bounds: NotRequired[dict[str, Any]]
+    # Whether the closest approved pair was the answer itself, and why (retrieval/knowledge/agreement.py):
+    # agreed, too_far, cross_language, number_mismatch, negation_mismatch, content_word_mismatch, no_bound
+    qa_direct_reason: NotRequired[str]
+    qa_direct: NotRequired[dict[str, Any]]  # {"qa_id", "distance", "bound", "detail"}
+    model_failure: NotRequired[dict[str, Any]]  # added by the chat: the chat server failed {"reason", "transient", "error"}

@@ -78,6 +78,20 @@ class EmbeddingModel(models.Model):
     name = models.CharField(max_length=200)
     dim = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # Distances are a property of the vector space (retrieval/knowledge/calibration.py): measured once
+    # per model from shipped unrelated questions, {"direct_distance", "qa_distance", "doc_distance",
+    # "unrelated": {percentiles}, "questions", "calibrated_at"}; empty until measured. Staff overrides
+    # are per model, so changing the embedding model never carries another space's numbers along.
+    calibration = models.JSONField(default=dict, blank=True, editable=False)
+    direct_distance_override = models.FloatField(
+        null=True, blank=True, help_text="Cosine distance within which an agreeing approved pair is the answer "
+                                         "itself; empty: the calibrated value.")
+    qa_distance_override = models.FloatField(
+        null=True, blank=True, help_text="Cosine distance within which approved pairs are sources; empty: the "
+                                         "calibrated value.")
+    doc_distance_override = models.FloatField(
+        null=True, blank=True, help_text="Cosine distance within which passages are sources (with a topic); empty: "
+                                         "the calibrated value.")
 
     class Meta:
         ordering = ["name", "dim"]

@@ -24,6 +24,11 @@ RERANK_TOTAL = Counter("ai_rag_rerank_total", "Reranking calls, by outcome (ok, 
 RERANK_LATENCY = Histogram("ai_rag_rerank_latency_seconds", "Reranking time, failed calls included",
                            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 INDEX_JOBS = Counter("ai_index_jobs_total", "Indexing jobs finished, by status", ["status"])
+UNGROUNDED_SECTIONS = Counter("ai_chat_ungrounded_sections_total",
+                              "Answer sections stating a number none of their cited passages holds")
+MODEL_UNAVAILABLE = Counter("ai_chat_model_unavailable_total",
+                            "Answers given extractively because the chat server failed, by reason (timeout, error)",
+                            ["reason"])
 
 
 def render_metrics() -> bytes:

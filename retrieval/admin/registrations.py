@@ -5,6 +5,8 @@ The health dashboard and the retrieval test page hang off the settings admin's U
 """
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.utils.translation import gettext
@@ -15,6 +17,7 @@ from django.urls import path, reverse
 from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.timezone import localtime
+from django.utils.translation import gettext_lazy as _
 
 from retrieval.admin import views as admin_views
 from retrieval.admin.documents import register_document_admin
@@ -29,6 +32,7 @@ from retrieval.models import (
     RetrievalSettings,
     SubcategoryMapping,
 )
+from retrieval.knowledge.calibrating import calibration_request, distance_bounds
 from retrieval.selectors import retrieval_settings_get
 from retrieval.ai.server_check import ai_server_test_connection
 from retrieval.ai.servers import url_is_external
@@ -155,8 +159,34 @@ class AiServerAdmin(admin.ModelAdmin):
 
 @admin.register(EmbeddingModel)
 class EmbeddingModelAdmin(admin.ModelAdmin):
-    list_display = ("name", "dim", "index_name", "index_size", "created_at")
-    readonly_fields = ("name", "dim", "created_at")
+    list_display = ("name", "dim", "index_name", "index_size", "distances", "created_at")
+    readonly_fields = ("name", "dim", "created_at", "distances", "calibration_details")
+    fields = ("name", "dim", "created_at", "distances", "direct_distance_override", "qa_distance_override",
+              "doc_distance_override", "calibration_details")
+    actions = ["calibrate"]
+
+    @admin.display(description=_("Distances in use"))
+    def distances(self, obj):
+        """The bounds retrieval uses for this model, and where each comes from (calibration, override, setting)."""
+        bounds = distance_bounds(obj, retrieval_settings_get())
+        origin = {"calibration": _("calibrated"), "override": _("staff override"), "setting": _("not calibrated yet: setting")}
+        return format_html_join(
+            ", ", "{}: {} ({})", [(label, f"{getattr(bounds, name):.4f}", origin[bounds.source[name]])
+                                  for name, label in (("direct", _("direct answer")), ("qa", _("approved pairs")),
+                                                      ("doc", _("passages")))])
+
+    @admin.display(description=_("Calibration"))
+    def calibration_details(self, obj):
+        if not obj.calibration:
+            return _("Not calibrated yet: it is measured when the model embeds its first approved pair, or with "
+                     "the action “Calibrate again” (manage.py calibrate_embeddings).")
+        return format_html("<pre>{}</pre>", json.dumps(obj.calibration, indent=2, ensure_ascii=False))
+
+    @admin.action(description=_("Calibrate again (in the background)"))
+    def calibrate(self, request, queryset):
+        for model in queryset:
+            calibration_request(model_id=model.pk)
+        self.message_user(request, _("Calibration queued for %(count)d models.") % {"count": queryset.count()})
 
     @admin.display(description="HNSW index size")
     def index_size(self, obj):

@@ -18,6 +18,7 @@ from core.errors import ApplicationError, NotFound
 from core.tasks import queue
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
+from retrieval.knowledge.calibrating import calibration_wanted
 from retrieval.models import EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.selectors import default_embedding_server
 from retrieval.vectors import embedding_model_ensure
@@ -134,6 +135,7 @@ def knowledge_entry_embed(entry_id: int) -> str:
         client = embedder_for(server)
         vector = client.embed_queries([entry.question])[0]
         model = embedding_model_ensure(name=client.model, dim=len(vector))
+        calibration_wanted(model)  # the first pair of a model: its distances are measured in the background
         with transaction.atomic():
             KnowledgeEmbedding.objects.update_or_create(entry=entry, model=model, defaults={"embedding": vector})
             KnowledgeEntry.objects.filter(pk=entry.pk).update(embedding_state=EmbeddingState.READY, embedding_error="")

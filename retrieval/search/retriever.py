@@ -24,6 +24,7 @@ from documents.models import Collection
 from documents.language import detect_question_language, text_config_for
 from documents.language import analysis_of
 from retrieval.contracts import RetrievalTrace, Segment, TierTrace
+from retrieval.knowledge.calibrating import Bounds, distance_bounds
 from retrieval.search import arms as search_arms
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
@@ -37,6 +38,7 @@ from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL, SEARCH_LATENCY, log_retrieval
 
 ALL_ARMS = ("vector", "fts")
+ALL_TOPICS = "all topics"  # the Q&A tier's last attempt: every topic's pairs
 EXCERPT_CHARS = 2000
 
 
@@ -96,17 +98,18 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
                    "rerank": None}  # rerank: set by the rerank stage when it runs
     reranking = reranking_plan(rs, rerank)
     vectors = _QueryVectors(query, trace)
+    bounds = _distance_bounds(rs, trace)
     segments: list[Segment] = []
     if category or subcategory:
         # Each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the final
         # top-N, so approved answers cannot push every passage out (the prompt splits its budget, see
         # chat.prompts.select_context). Only an explicit `k` cuts it.
-        qa = _qa_tier(query, category, subcategory, rs, vectors, trace)
+        qa = _qa_tier(query, category, subcategory, rs, vectors, trace, bounds.qa)
         # Tier 2 filters by the subcategory alone (a document filed under another category but the same
         # subcategory still answers); by the category only when no subcategory is given.
         docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2,
                               category="" if subcategory else category,
-                              subcategory=subcategory, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                              subcategory=subcategory, threshold=bounds.doc, limit=rs.doc_limit,
                               rerank=reranking)
         if not docs and subcategory:
             general = SubcategoryMapping.objects.filter(subcategory=subcategory).values_list(
@@ -115,7 +118,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold; "
                                           f"tried the general subcategory '{general}'")
                 docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=3,
-                                      subcategory=general, threshold=rs.doc_distance_threshold, limit=rs.doc_limit,
+                                      subcategory=general, threshold=bounds.doc, limit=rs.doc_limit,
                                       rerank=reranking)
             else:
                 trace["fallbacks"].append(f"no documents of '{subcategory}' within the threshold and no "
@@ -123,7 +126,14 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
         segments = qa + docs
         trace["limits"] = {"qa_limit": rs.qa_limit, "doc_limit": rs.doc_limit, "k": k if explicit_k else None}
     else:
-        segments = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k, rerank=reranking)
+        # Without a topic approved pairs are searched across all topics: most users never pick one, and
+        # the pairs are the one way approved knowledge reaches them. They take at most half of the
+        # final top-N, so the passages keep room.
+        # With no approved pair at all the tier is not tried (and not traced): nothing to embed the query for.
+        qa = _qa_tier(query, "", "", rs, vectors, trace, bounds.qa)[:max(1, k // 2)] \
+            if KnowledgeEntry.objects.live().exists() else []
+        segments = qa + _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k,
+                                       rerank=reranking)
     segments.sort(key=lambda s: s["tier"])  # stable: each tier keeps its own order (fused, or the reranker's)
     if explicit_k or not (category or subcategory):
         if len(segments) > k:
@@ -139,7 +149,18 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
 # --- tier 1: approved Q&A pairs --------------------------------------------------------------
 
 
-def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: RetrievalTrace) -> list[Segment]:
+def _distance_bounds(rs, trace: RetrievalTrace) -> Bounds:
+    """The default embedding model's distances (calibrated, overridden, or the settings' until calibrated)."""
+    server = default_embedding_server(rs)
+    model = EmbeddingModel.objects.filter(name=server.embedding_model, dim=server.embedding_dim).first() \
+        if server is not None and server.embedding_model else None
+    bounds = distance_bounds(model, rs)
+    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source}
+    return bounds
+
+
+def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: RetrievalTrace,
+             threshold: float) -> list[Segment]:
     server = default_embedding_server(rs)
     tier: TierTrace = {"tier": 1, "kind": "qa", "category": category, "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(tier)
@@ -158,6 +179,9 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
                          live.filter(subcategory=subcategory, **({"category": category} if category else {}))))
     if category:
         attempts.append((category, live.filter(category=category)))
+    # A topic narrows first; it never gates: when none of its pairs is close enough (or no topic was
+    # given), every topic's pairs.
+    attempts.append((ALL_TOPICS, live))
     q = search_arms.vector_literal(vectors.for_server(server))
     started = time.perf_counter()  # after the query embedding, which has its own timing
     rows: list = []
@@ -176,13 +200,14 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
             if len(rows) < len(ids):
                 tier["without_vectors"] = len(ids) - len(rows)
         tier["searched"] = label
-        kept = [(entry_id, d) for entry_id, d in rows if d < rs.qa_distance_threshold]
+        kept = [(entry_id, d) for entry_id, d in rows if d < threshold]
         if kept:
             break
         why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "
-               f"{rs.qa_distance_threshold} (closest {rows[0][1]:.3f})" if rows else f"no approved Q&A pairs of '{label}'")
-        more = n + 1 < len(attempts)
-        trace["fallbacks"].append(why + ("; tried the category alone" if more else ""))
+               f"{threshold:g} (closest {rows[0][1]:.3f})" if rows else f"no approved Q&A pairs of '{label}'")
+        more = attempts[n + 1][0] if n + 1 < len(attempts) else None
+        trace["fallbacks"].append(why + ("" if more is None else "; tried every topic" if more == ALL_TOPICS
+                                         else "; tried the category alone"))
     trace["timings_ms"]["qa"] = round((time.perf_counter() - started) * 1000, 2)
     tier["candidates"] = len(rows)
     tier["kept"] = len(kept)
@@ -198,6 +223,7 @@ def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
         "excerpt": f"Q: {entry.question}\nA: {entry.answer}", "score": round(1.0 - distance, 6),
         "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,
         "fused_rank": None, "rerank_rank": None, "rerank_score": None,  # Q&A pairs are neither fused nor reranked
+        "category": entry.category, "subcategory": entry.subcategory,  # the topic the pair came from
     }
 
 

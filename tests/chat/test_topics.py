@@ -109,3 +109,17 @@ def test_eight_close_qa_pairs_leave_room_for_passages_in_a_real_answer(api, user
     assert "Pear trees are planted deep enough to cover the roots" in prompt
     assert answer.metadata["retrieval"]["tiers"][0]["kept"] == 8  # tier 1 kept all 8 (limit 20) before the budget
     assert {s["document_id"] for s in answer.metadata["context_sources"] if s["source_type"] == "document"} == {document.pk}
+
+
+def test_an_approved_pair_reaches_a_question_without_a_topic_and_says_its_topic(api, user, staff_user, chat_ai):
+    pair = _approved(staff_user, "How often do everbearing raspberries fruit?", "Twice a year, summer and autumn.",
+                     "fruit", "raspberry, everbearing")
+    conversation = api.post("/api/conversations/", {}, format="json").json()
+    sent = api.post(f"/api/conversations/{conversation['id']}/messages/",
+                    {"content": "How often do everbearing raspberries fruit?"}, format="json").json()
+    answer_conversation(conversation["id"])
+    answer = Message.objects.get(pk=sent["assistant_message"]["id"])
+    assert answer.status == "done", answer.error
+    qa = [s for s in answer.metadata["context_sources"] if s["source_type"] == "qa"]
+    assert [s["qa_id"] for s in qa] == [pair.pk]
+    assert (qa[0]["category"], qa[0]["subcategory"]) == ("fruit", "raspberry, everbearing")

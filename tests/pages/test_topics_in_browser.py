@@ -61,6 +61,9 @@ def test_pick_a_topic_and_get_the_approved_answer_marked_as_such(live_site, chat
         expect(answer.locator(".section").first).to_contain_text(APPROVED)
         expect(answer.locator(".source-label")).to_have_text(["approved answer"])
         expect(answer.locator(".note-extractive")).to_contain_text("An approved answer")
+        # The answer says which topic the approved pair came from (issue #30: asked without one too).
+        expect(answer.locator(".cite").first).to_have_attribute(
+            "aria-label", "Source 1: Approved answer, fruit › raspberry, everbearing")
         page.screenshot(path=artifacts / "topic-approved-answer.png")
 
         stored = Message.objects.get(conversation=conversation, role="assistant")

@@ -104,3 +104,26 @@ def test_unused_passage_room_goes_to_qa_pairs_and_budget_cuts_say_so():
     only_passages = [_seg("document", 100 + i, 40) for i in range(10)]
     _order, chosen, report = select_context(only_passages, 300, _words)
     assert len(chosen) == 6 and {c["reason"] for c in report["cut"]} == {"budget"}
+
+
+# --- tier 1 without a topic (issue #30) -------------------------------------------------------------
+
+
+def test_without_a_topic_approved_pairs_of_every_topic_are_searched(user, staff_user, fake_embedder):
+    pair = _qa(staff_user, "How often do everbearing raspberries fruit?", "Twice a year.", "fruit",
+               "raspberry, everbearing")
+    indexed(user, "Everbearing raspberries fruit in summer and again in autumn.", "rasp.txt")
+    result = retrieve(user, "How often do everbearing raspberries fruit?")
+    assert result.segments[0]["source_type"] == "qa" and result.segments[0]["qa_id"] == pair.pk
+    assert (result.segments[0]["category"], result.segments[0]["subcategory"]) == ("fruit", "raspberry, everbearing")
+    assert result.trace["tiers"][0]["searched"] == "all topics"
+    assert any(s["source_type"] == "document" for s in result.segments)  # the passages keep their room
+
+
+def test_a_topic_narrows_but_never_gates_approved_pairs(user, staff_user, fake_embedder):
+    pair = _qa(staff_user, "How often do everbearing raspberries fruit?", "Twice a year.", "fruit",
+               "raspberry, everbearing")
+    result = retrieve(user, "How often do everbearing raspberries fruit?", category="vegetables", subcategory="leek")
+    assert [s["qa_id"] for s in result.segments if s["source_type"] == "qa"] == [pair.pk]
+    assert result.trace["tiers"][0]["searched"] == "all topics"
+    assert any("tried every topic" in f for f in result.trace["fallbacks"]), result.trace["fallbacks"]

@@ -14,7 +14,7 @@ export function citationsOf(m) {
     for (const c of (m.metadata && m.metadata.citations) || []) {
       const s = stored.get(c.source_id) || {};
       byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
-        similarity: s.similarity, tier: s.tier });
+        similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory });
       numbers.set(c.source_id, numbers.size + 1);
     }
     return { byTag, numbers };
@@ -51,6 +51,8 @@ export function labelChip(c) {
 
 export function whereLabel(c) {
   const parts = [];
+  const topic = [c.category, c.subcategory].filter(Boolean).join(" › "); // an approved pair's topic
+  if (c.source_type === "qa" && topic) parts.push(topic);
   if (c.page_number) parts.push(`page ${c.page_number}`);
   if (c.heading_path && c.heading_path.length) parts.push(c.heading_path.join(" › "));
   return parts.join(" · ");

@@ -12,8 +12,11 @@ function thinking(label) {
   return el("div", { class: "thinking" }, el("span", { class: "dots", "aria-hidden": "true" }, el("span"), el("span"), el("span")), label);
 }
 
+const t = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+
 function modeNote(m) {
   const mode = m.metadata && m.metadata.mode;
+  if (mode === "extractive" && m.metadata.model_unavailable) return m.metadata.notice; // translated by the server
   if (mode === "extractive") return "No language model is configured, so this answer quotes the most relevant passages of your documents.";
   if (mode === "qa_direct" || mode === "approved_answer") return "An approved answer to this question.";
   if (mode === "general") return "Not from your documents: nothing relevant was found in them, so this is a general answer.";
@@ -47,7 +50,15 @@ function finalBody(m) {
     sections = sections.slice(1); // the extractor's own "no language model" line: shown as the note below
   }
   if (note) box.append(el("div", { class: "note-extractive", dataset: { mode: m.metadata.mode } }, icon("info"), " ", note));
-  for (const s of sections) box.append(el("p", { class: "section" }, richText(s.text, cites, m.id)));
+  for (const s of sections) {
+    const para = el("p", { class: "section" }, richText(s.text, cites, m.id));
+    if (s.ungrounded_numbers && s.ungrounded_numbers.length) { // chat/grounding.py
+      para.classList.add("ungrounded");
+      para.append(" ", el("span", { class: "ungrounded-note", title: s.ungrounded_numbers.join(", ") },
+        icon("alert"), " ", t("not found in the cited sources")));
+    }
+    box.append(para);
+  }
   if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
   const wait = waitBox(m);
   if (wait) box.append(wait);
