@@ -11,12 +11,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from core.errors import ApplicationError
+from core.errors import Throttled
 
 
-class QuotaExceeded(ApplicationError):
+class QuotaExceeded(Throttled):
+    """Over a quota: a 429 like any limit (core/errors.py decides the status)."""
+
     code = "quota_exceeded"
-    status_code = 429
 
 
 def no_limit(*, document, pages: int | None) -> str | None:
