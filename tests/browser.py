@@ -99,6 +99,20 @@ def desktop_page(browser: Browser, *, base_url: str | None = None, width: int = 
     return context.new_page()
 
 
+def signed_in_page(browser: Browser, site_url: str, user, *, width: int = 1280, height: int = 800,
+                   timeout_ms: int = 20_000) -> Page:
+    """A new page in a fresh context carrying `user`'s session for the live site at `site_url`
+    (signed in through Django's test client, no login form); close it with `page.context.close()`."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(timeout_ms)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site_url}])
+    return context.new_page()
+
+
 def login(page: Page, username: str, password: str, *, path: str = "/admin/login/") -> None:
     """Sign in through the Django login form (admin or site login)."""
     page.goto(path)

@@ -72,6 +72,20 @@ class ManagedProcess:
             self._log.close()
 
 
+def wait_for_http(url: str, *, statuses=(200,), timeout: float, what: str, process=None) -> None:
+    """Poll `url` until it answers with one of `statuses` (a server that is up); fail with the
+    process log when it never does."""
+    import httpx
+
+    def up() -> bool:
+        try:
+            return httpx.get(url, timeout=2).status_code in statuses
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, timeout=timeout, what=what, process=process)
+
+
 def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition", process=None):
     """Poll until predicate() is truthy; fail with the process log when it never is."""
     deadline = time.monotonic() + timeout

@@ -50,23 +50,15 @@ def chat_qcluster(database_url):
 @pytest.fixture
 def daphne(database_url):
     """The ASGI server (HTTP + WebSocket) in its own process; yields its base URL."""
-    import httpx
 
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     port = _free_port()
     proc = ManagedProcess(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "ragsite.asgi:application"],
                           database_url=database_url, name="daphne")
     proc.start()
     url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"{url}/api/me/", timeout=1).status_code == 401
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, timeout=30, what="daphne", process=proc)
+    wait_for_http(f"{url}/api/me/", statuses=(401,), timeout=30, what="daphne", process=proc)
     proc.url = url
     yield proc
     proc.stop()

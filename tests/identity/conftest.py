@@ -96,13 +96,12 @@ class Provider:
 @pytest.fixture(scope="session")
 def oidc_provider():
     """django-oauth-toolkit's OpenID Connect provider in its own daphne, with an RSA key made now."""
-    import httpx
     import psycopg
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     from tests.chat.conftest import _free_port
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     with psycopg.connect(_cluster_url("postgres"), autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS oidc_provider")
@@ -118,14 +117,8 @@ def oidc_provider():
     provider.cli("migrate")
     proc.start()
 
-    def up() -> bool:
-        try:
-            return httpx.get(f"{provider.issuer}/.well-known/openid-configuration", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_for(up, timeout=40, what="the OpenID Connect provider", process=proc)
+        wait_for_http(f"{provider.issuer}/.well-known/openid-configuration", statuses=(200,), timeout=40, what="the OpenID Connect provider", process=proc)
         yield provider
     finally:
         proc.stop()
@@ -141,10 +134,9 @@ OIDC_CLIENT_SECRET = "ragsite-test-secret"
 def oidc_ragsite(oidc_provider, database_url):
     """ragsite in daphne, signing in with the test provider as docs/identity.md shows, the groups
     re-checked every 2 seconds, local password sign-in off; the provider's client is registered with this server's URLs."""
-    import httpx
 
     from tests.chat.conftest import _free_port
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -164,14 +156,8 @@ def oidc_ragsite(oidc_provider, database_url):
     proc.start()
     proc.url = url
 
-    def up() -> bool:
-        try:
-            return httpx.get(f"{url}/api/me/", timeout=1).status_code in (401, 403)
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_for(up, timeout=40, what="daphne", process=proc)
+        wait_for_http(f"{url}/api/me/", statuses=(401, 403), timeout=40, what="daphne", process=proc)
         yield proc
     finally:
         proc.stop()

@@ -33,9 +33,8 @@ def stack(chat_ai, chat_qcluster, daphne, user, other_user, tokens):
 @pytest.fixture
 def daphne_with(database_url):
     """Start daphne with extra environment variables: `daphne_with({"THROTTLE_QUESTIONS": "2/minute"})`."""
-    import httpx
 
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     started = []
 
@@ -46,14 +45,7 @@ def daphne_with(database_url):
         proc.start()
         started.append(proc)
         proc.url = f"http://127.0.0.1:{port}"
-
-        def up() -> bool:
-            try:
-                return httpx.get(f"{proc.url}/api/me/", timeout=1).status_code == 401
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, timeout=30, what="daphne", process=proc)
+        wait_for_http(f"{proc.url}/api/me/", statuses=(401,), timeout=30, what="daphne", process=proc)
         return proc
 
     yield start

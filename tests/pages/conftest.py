@@ -65,9 +65,8 @@ def chat_server(fake_embedder):
 @pytest.fixture
 def live_site(database_url):
     """daphne (HTTP + WebSocket), the indexing cluster and the chat cluster, on the test database."""
-    import httpx
 
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     port = _free_port()
     env = {"AI_BACKOFF_BASE": "0.01"}
@@ -82,14 +81,8 @@ def live_site(database_url):
         proc.start()
     url = f"http://127.0.0.1:{port}"
 
-    def up() -> bool:
-        try:
-            return httpx.get(f"{url}/accounts/login/", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_for(up, timeout=40, what="daphne", process=processes[0])
+        wait_for_http(f"{url}/accounts/login/", statuses=(200,), timeout=40, what="daphne", process=processes[0])
         yield type("LiveSite", (), {"url": url, "processes": processes})
     finally:
         for proc in processes:

@@ -7,13 +7,13 @@ asked under it, so tier 1 (approved Q&A pairs) runs and its answer reaches the r
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from chat.models import Conversation, Message
 from chat.services import conversation_create
 from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import KnowledgeEntry
 from tests.chat.helpers import indexed
+from tests.browser import signed_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -34,12 +34,8 @@ def test_pick_a_topic_and_get_the_approved_answer_marked_as_such(live_site, chat
             "catalogue.txt", category="catalogues", subcategory="seeds")
     chat_server.script_chat({"content": "From the catalogue: every day. [S1]"})  # what would answer without a topic
     conversation = conversation_create(user=user)
-    client = Client()
-    client.force_login(user)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
-    page = context.new_page()
+    page = signed_in_page(browser, live_site.url, user)
+    context = page.context
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:

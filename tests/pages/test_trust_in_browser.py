@@ -4,10 +4,10 @@ instead of "no language model is configured" (daphne, both clusters, PostgreSQL,
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from chat.models import Message
 from chat.services import conversation_create
+from tests.browser import signed_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -30,12 +30,8 @@ def test_ungrounded_numbers_and_the_model_down_notice_are_shown(live_site, user,
     _answer(conversation, "And the allowance?", f"{NOTICE}\n\nOver 18 hours: 333 CZK.",
             {"mode": "extractive", "model_unavailable": "error", "notice": NOTICE,
              "sections": [{"text": NOTICE, "source_ids": []}, {"text": "Over 18 hours: 333 CZK.", "source_ids": []}]})
-    client = Client()
-    client.force_login(user)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
-    page = context.new_page()
+    page = signed_in_page(browser, live_site.url, user)
+    context = page.context
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:

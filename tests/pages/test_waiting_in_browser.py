@@ -11,7 +11,6 @@ import re
 
 import pytest
 from django.core.files.base import ContentFile
-from django.test import Client
 from django.utils import timezone
 
 from chat.models import Message
@@ -19,6 +18,7 @@ from chat.services import conversation_create
 from documents.models import Document
 from retrieval.tasks import index_document
 from tests.pdfgen import text_pdf
+from tests.browser import signed_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -39,12 +39,8 @@ def test_wait_for_the_document_then_the_question_is_asked_again(live_site, chat_
 
     document = _processing_pdf(user)
     conversation = conversation_create(user=user, document_ids=[document.pk])
-    client = Client()
-    client.force_login(user)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
-    page = context.new_page()
+    page = signed_in_page(browser, live_site.url, user)
+    context = page.context
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:

@@ -46,9 +46,7 @@ def test_trusted_proxies_are_addresses_or_networks():
 
 def _serve(database_url, *, trusted: str):
     """`manage.py serve --no-worker` as deployed, with three free sign-in failures per address."""
-    import httpx
-
-    from tests.processes import ManagedProcess, wait_for
+    from tests.processes import ManagedProcess, wait_for_http
 
     port = _free_port()
     proc = ManagedProcess(["manage.py", "serve", "--no-worker", "--port", str(port)], database_url=database_url,
@@ -57,14 +55,7 @@ def _serve(database_url, *, trusted: str):
                                                    "SECURE_COOKIES": "true"})
     proc.start()
     url = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"{url}/api/me/", timeout=1).status_code == 401
-        except httpx.HTTPError:
-            return False
-
-    wait_for(up, timeout=60, what="serve", process=proc)
+    wait_for_http(f"{url}/api/me/", statuses=(401,), timeout=60, what="serve", process=proc)
     proc.url = url
     return proc
 

@@ -101,6 +101,12 @@ function errorBox(m) {
     el("p", {}, m.error || "The answer could not be produced."), retry);
 }
 
+function modelDownRetry() {
+  // The passages stood in for the model: asking it again is one click (retry.js handles the button).
+  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), t("Ask the language model again"));
+  return el("div", { class: "msg-retry" }, retry);
+}
+
 export function renderMessage(m) {
   if (m.role === "user") {
     return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": "Question" }, el("div", { class: "bubble" }, m.content));
@@ -116,6 +122,7 @@ export function renderMessage(m) {
     bubble.append(errorBox(m));
   } else {
     bubble.append(finalBody(m));
+    if (m.metadata && m.metadata.model_unavailable) bubble.append(modelDownRetry());
     node.append(footer(m));
   }
   return node;

@@ -58,9 +58,9 @@ async function waitAndAskAgain(id, docs) {
 }
 
 thread.addEventListener("click", (e) => {
-  const button = e.target.closest(".msg-error > button, .msg-wait > button");
+  const button = e.target.closest(".msg-error > button, .msg-retry > button, .msg-wait > button");
   if (!button) return;
   const id = Number(button.closest(".msg").id.slice(4));
-  if (button.parentElement.classList.contains("msg-error")) retry(id, button);
+  if (!button.parentElement.classList.contains("msg-wait")) retry(id, button);
   else if (messages.has(id)) waitAndAskAgain(id, waitedFor(messages.get(id)));
 });
