@@ -2,6 +2,7 @@
    one with Retry (handled by retry.js); upsert() puts a message in its place, renderLive() redraws
    answers in flight. */
 import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
+import { caretHost, patch } from "./markdown.js";
 import { showSources, toggleSources } from "./sources.js";
 import { IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
 import { waitBox } from "./waiting.js";
@@ -28,12 +29,11 @@ function streamingBody(m) {
     box.append(thinking(m.status === "pending" ? "Searching your documents…" : "Writing the answer…"));
     return box;
   }
-  const paragraphs = text.split(/\n{2,}/);
-  paragraphs.forEach((p, i) => {
-    const para = el("p", { class: "section" }, richText(p, cites, m.id));
-    if (i === paragraphs.length - 1) para.append(el("span", { class: "caret", "aria-hidden": "true" }));
-    box.append(para);
-  });
+  // The whole text as Markdown, rendered again on each frame's batch of tokens; patch() keeps the
+  // blocks already written, so only the one being written changes.
+  const section = el("div", { class: "section md" }, richText(text, cites, m.id));
+  caretHost(section).append(el("span", { class: "caret", "aria-hidden": "true" }));
+  box.append(section);
   return box;
 }
 
@@ -47,7 +47,7 @@ function finalBody(m) {
     sections = sections.slice(1); // the extractor's own "no language model" line: shown as the note below
   }
   if (note) box.append(el("div", { class: "note-extractive", dataset: { mode: m.metadata.mode } }, icon("info"), " ", note));
-  for (const s of sections) box.append(el("p", { class: "section" }, richText(s.text, cites, m.id)));
+  for (const s of sections) box.append(el("div", { class: "section md" }, richText(s.text, cites, m.id)));
   if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
   const wait = waitBox(m);
   if (wait) box.append(wait);
@@ -101,7 +101,7 @@ export function renderMessage(m) {
     bubble.append(streamingBody(m));
     node.setAttribute("aria-busy", "true");
   } else if (m.status === "failed") {
-    if (m.content) bubble.append(el("p", { class: "section" }, m.content));
+    if (m.content) bubble.append(el("div", { class: "section md" }, richText(m.content, citationsOf(m), m.id)));
     bubble.append(errorBox(m));
   } else {
     bubble.append(finalBody(m));
@@ -125,7 +125,9 @@ export function upsert(m) {
   const stick = nearBottom();
   const fresh = renderMessage(m);
   const existing = document.getElementById(`msg-${m.id}`);
-  if (existing) {
+  if (existing && IN_FLIGHT.has(m.status) && existing.dataset.status === m.status) {
+    patchLive(existing, m); // the same answer still being written: keep what is already drawn
+  } else if (existing) {
     existing.replaceWith(fresh);
   } else {
     const empty = document.getElementById("thread-empty");
@@ -136,6 +138,18 @@ export function upsert(m) {
   }
   if (stick) toBottom();
   if (!panel.hidden && Number(panel.dataset.message) === m.id) showSources(m.id);
+}
+
+/** Redraw an answer in flight: its text's blocks that did not change stay the same elements. */
+function patchLive(node, m) {
+  const body = node.querySelector(".answer-body");
+  const fresh = streamingBody(m);
+  const section = body && body.querySelector(":scope > .section");
+  const freshSection = fresh.querySelector(":scope > .section");
+  if (section && freshSection) {
+    for (const caret of section.querySelectorAll(".caret")) caret.remove(); // it moves on with the text
+    patch(section, freshSection);
+  } else if (body) body.replaceWith(fresh);
 }
 
 const dirty = new Set();
@@ -150,7 +164,7 @@ export function renderLive(id) {
       const m = messages.get(mid);
       const node = document.getElementById(`msg-${mid}`);
       if (!m || !node || !IN_FLIGHT.has(m.status)) continue;
-      node.querySelector(".answer-body").replaceWith(streamingBody(m));
+      patchLive(node, m);
     }
     dirty.clear();
     if (stick) toBottom();
