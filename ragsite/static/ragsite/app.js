@@ -210,3 +210,14 @@
   window.rag = { icon, api, ApiError, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge,
     progressBar, data, csrfToken, plural, hasWarnings };
 })();
+
+/* The user menu (base.html): closes on Escape and on a click elsewhere. */
+(function () {
+  "use strict";
+  const menu = document.querySelector(".user-menu");
+  if (!menu) return;
+  document.addEventListener("click", (e) => { if (menu.open && !menu.contains(e.target)) menu.open = false; });
+  menu.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && menu.open) { menu.open = false; menu.querySelector("summary").focus(); }
+  });
+})();
