@@ -96,6 +96,19 @@ def _hostile_conversation(user) -> Conversation:
     return conversation
 
 
+def _extractive_conversation(user) -> Conversation:
+    conversation = Conversation.objects.create(owner=user, title="Extractive")
+    for question, passage in (("Crane?", "Lower the boom above 60 km/h."), ("Brake?", "The brake is tested monthly.")):
+        Message.objects.create(conversation=conversation, role="user", content=question)
+        Message.objects.create(
+            conversation=conversation, role="assistant", status="done",
+            content=f"No language model is configured; the most relevant passages:\n\n{passage}",
+            metadata={"mode": "extractive", "sections": [
+                {"text": "No language model is configured; the most relevant passages:", "source_ids": []},
+                {"text": passage, "source_ids": ["S1"]}]})
+    return conversation
+
+
 def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is_inert(
         live_site, chat_server, user, browser, artifacts):
     from playwright.sync_api import expect
@@ -170,6 +183,15 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
             # Nothing wider than the screen: tables scroll inside their box.
             assert page.evaluate("document.documentElement.scrollWidth") <= width
             page.screenshot(path=artifacts / f"markdown-hostile-{width}.png")
+
+        # 3. Extractive mode: its notice once per conversation, on the first such answer, not on each.
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(f"{live_site.url}/c/{_extractive_conversation(user).pk}/")
+        answers = page.locator(".msg-assistant")
+        expect(answers).to_have_count(2)
+        expect(answers.first.locator(".note-extractive")).to_contain_text("No language model is configured")
+        expect(page.locator(".note-extractive")).to_have_count(1)
+        expect(answers.last.locator(".section")).to_have_text("The brake is tested monthly.")
         assert not dialogs, dialogs
         assert not errors, errors
     finally:

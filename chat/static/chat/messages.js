@@ -21,6 +21,14 @@ function modeNote(m) {
   return null;
 }
 
+/** Extractive mode is said once per conversation: on its first extractive answer the page knows. */
+function firstExtractive(m) {
+  for (const other of messages.values()) {
+    if (other.id < m.id && other.role === "assistant" && other.metadata && other.metadata.mode === "extractive") return false;
+  }
+  return true;
+}
+
 function streamingBody(m) {
   const text = (liveText.get(m.id) || "").replace(/[[［【][^\]］】\n]{0,24}$/, ""); // hide a tag still being written
   const cites = citationsOf(m);
@@ -42,7 +50,7 @@ function finalBody(m) {
   const box = el("div", { class: "answer-body" });
   let sections = (m.metadata && m.metadata.sections) || null;
   if (!sections || !sections.length) sections = (m.content || "").split(/\n{2,}/).filter(Boolean).map((text) => ({ text, source_ids: [] }));
-  const note = modeNote(m);
+  const note = m.metadata && m.metadata.mode === "extractive" && !firstExtractive(m) ? null : modeNote(m);
   if (m.metadata && m.metadata.mode === "extractive" && sections.length && !(sections[0].source_ids || []).length) {
     sections = sections.slice(1); // the extractor's own "no language model" line: shown as the note below
   }
