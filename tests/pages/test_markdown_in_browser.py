@@ -76,6 +76,7 @@ def _context(browser, live_site, user, width, height):
     client = Client()
     client.force_login(user)
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_site.url)
     context.set_default_timeout(20_000)
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
     return context
@@ -156,6 +157,17 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
         result = page.evaluate(UNSAFE)
         assert result == {"bad": [], "pwned": None}, result
         page.screenshot(path=artifacts / "markdown-desktop.png")
+        # Copy: as Markdown (what the model wrote), and as the plain text the reader sees.
+        answer.get_by_role("button", name="Markdown").click()
+        expect(page.locator("#toasts")).to_contain_text("Copied as Markdown.")
+        copied = page.evaluate("navigator.clipboard.readText()")
+        assert "| 60 km/h | 4 t |" in copied and "- check the **outriggers**" in copied, copied
+        assert "```\nlimit = 12 * factor\n```" in copied, copied
+        answer.get_by_role("button", name="Copy", exact=True).click()
+        plain = page.evaluate("navigator.clipboard.readText()")
+        assert plain.startswith("Not from your documents") is False, plain
+        assert "Crane loads" in plain and "60 km/h\t4 t" in plain and "check the outriggers" in plain, plain
+        assert "|" not in plain and "**" not in plain and "##" not in plain, plain
 
         # 2. Hostile answer, stored: inert, with the citation markers inside the table and the list.
         for width, height in ((1280, 800), (390, 844)):
@@ -167,6 +179,9 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
             expect(answer.locator("table tbody tr").first.locator("td").nth(1)).to_contain_text(
                 '<img src=x onerror="window.__pwned = 4"> lowered')
             expect(answer.locator("li .cite")).to_have_text("2")
+            answer.get_by_role("button", name="Markdown").click()
+            copied = page.evaluate("navigator.clipboard.readText()")
+            assert "lowered [1] |" in copied and "grease the ring [2]" in copied and "[S1]" not in copied, copied
             expect(answer.locator("li").nth(1).locator("a")).to_have_count(2)
             for link in answer.locator("li a").all():
                 assert link.get_attribute("href") is None

@@ -82,3 +82,15 @@ export function richText(text, cites, messageId) {
     return put(nodes);
   }));
 }
+
+/** Markdown text with its [S1][S2] groups as the numbers the reader sees ("[1][2]"); unknown tags dropped. */
+export function numberedText(text, cites) {
+  return String(text || "").replace(new RegExp(TAG_GROUP.source, "gi"), (whole, inner) => {
+    const nums = [];
+    for (const t of inner.matchAll(TAG)) {
+      const n = cites.numbers.get(`S${parseInt(t[1], 10)}`);
+      if (n && !nums.includes(n)) nums.push(n);
+    }
+    return nums.map((n) => `[${n}]`).join("");
+  });
+}

@@ -89,6 +89,13 @@ function footer(m) {
   for (const c of origins.values()) originBox.append(labelChip(c), " ");
   if (origins.size) foot.append(originBox);
   foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
+  // Copy the answer (actions.js handles the clicks): as plain text, or as the Markdown it was written in.
+  const gettext = window.gettext || ((t) => t);
+  foot.append(el("span", { class: "msg-actions" },
+    el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "plain" },
+      title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "markdown" },
+      title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown"))));
   return foot;
 }
 
