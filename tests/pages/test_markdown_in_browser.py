@@ -168,6 +168,26 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
         assert plain.startswith("Not from your documents") is False, plain
         assert "Crane loads" in plain and "60 km/h\t4 t" in plain and "check the outriggers" in plain, plain
         assert "|" not in plain and "**" not in plain and "##" not in plain, plain
+        # Keyboard shortcuts, listed in a dialog that "?" opens; one-key ones only outside a text box.
+        page.get_by_label("Your question").focus()
+        page.keyboard.press("?")
+        help_dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+        expect(help_dialog).to_be_hidden()  # typed into the question, not a shortcut
+        expect(page.get_by_label("Your question")).to_have_value("?")
+        page.get_by_label("Your question").fill("")
+        page.evaluate("document.activeElement.blur()")
+        page.keyboard.press("?")
+        expect(help_dialog).to_be_visible()
+        expect(help_dialog).to_contain_text("Copy the last answer as Markdown")
+        page.keyboard.press("Escape")
+        expect(help_dialog).to_be_hidden()
+        page.evaluate("navigator.clipboard.writeText('')")
+        page.evaluate("document.activeElement.blur()")
+        page.keyboard.press("m")
+        expect(page.locator("#toasts")).to_contain_text("Copied as Markdown.")
+        assert page.evaluate("navigator.clipboard.readText()") == copied
+        page.keyboard.press("/")
+        expect(page.get_by_label("Your question")).to_be_focused()
 
         # 2. Hostile answer, stored: inert, with the citation markers inside the table and the list.
         for width, height in ((1280, 800), (390, 844)):
@@ -187,7 +207,8 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
                 assert link.get_attribute("href") is None
             answer.locator("table td .cite").hover()
             expect(page.locator("#preview table td").first).to_have_text("calm")
-            answer.get_by_role("button", name="2 sources").click()
+            page.evaluate("document.activeElement.blur()")
+            page.keyboard.press("s")  # the shortcut for the last answer's sources
             panel = page.locator("#sources-panel")
             expect(panel).to_be_visible()
             expect(panel.locator(".source-snippet table tbody tr")).to_have_count(2)

@@ -1,7 +1,8 @@
 /* The action row under an answer: copy it as plain text or as Markdown (with the source numbers the
-   reader sees). The buttons are drawn by messages.js; the clicks are handled here, for the whole thread. */
+   reader sees). The buttons are drawn by messages.js; the clicks are handled here, for the whole thread.
+   And the page's keyboard shortcuts, listed in the #shortcuts dialog (chat.html). */
 import { citationsOf, numberedText } from "./citations.js";
-import { messages, thread } from "./state.js";
+import { messages, question, thread } from "./state.js";
 
 const { el, toast } = window.rag;
 const gettext = window.gettext || ((text) => text);
@@ -53,4 +54,35 @@ thread.addEventListener("click", async (e) => {
   } catch (err) {
     toast(gettext("The answer could not be copied: the browser refused."), "error");
   }
+});
+
+// --- keyboard shortcuts ------------------------------------------------------------------------
+
+const help = document.getElementById("shortcuts");
+document.getElementById("shortcuts-btn").addEventListener("click", () => help.showModal());
+document.getElementById("shortcuts-x").addEventListener("click", () => help.close());
+
+function typing(target) {
+  return target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']") !== null;
+}
+
+function lastAnswerButton(selector) {
+  const answers = thread.querySelectorAll(".msg-assistant");
+  const last = answers[answers.length - 1];
+  return last ? last.querySelector(selector) : null;
+}
+
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing || typing(e.target)) return;
+  if (document.querySelector("dialog[open]") && e.key !== "?") return;
+  const act = {
+    "?": () => { if (!help.open) help.showModal(); },
+    "/": () => question.focus(),
+    c: () => { const b = lastAnswerButton('.copy-btn[data-format="plain"]'); if (b) b.click(); },
+    m: () => { const b = lastAnswerButton('.copy-btn[data-format="markdown"]'); if (b) b.click(); },
+    s: () => { const b = lastAnswerButton(".sources-btn"); if (b) b.click(); },
+  }[e.key];
+  if (!act) return;
+  e.preventDefault();
+  act();
 });
