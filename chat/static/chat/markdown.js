@@ -48,6 +48,13 @@ export function renderMarkdown(text, slots) {
   let source = String(text || "").replace(/[\uE000\uE001]/g, "");
   if (slots) source = slots(source, (nodes) => { filled.push(nodes); return `\uE000${filled.length - 1}\uE001`; });
   const frag = DOMPurify.sanitize(marked.parse(source), PURIFY);
+  // A wide table scrolls inside its own box (the table keeps display: table, so its semantics).
+  for (const table of frag.querySelectorAll("table")) {
+    const box = document.createElement("div");
+    box.className = "md-table";
+    table.replaceWith(box);
+    box.append(table);
+  }
   if (filled.length) {
     const walker = document.createTreeWalker(frag, NodeFilter.SHOW_TEXT);
     const hits = [];
@@ -79,7 +86,7 @@ export function patch(box, fresh) {
 /** The element a caret goes at the end of: the last block's innermost last text container. */
 export function caretHost(box) {
   let node = box.lastElementChild;
-  while (node && node.lastElementChild && ["UL", "OL", "LI", "BLOCKQUOTE", "TABLE", "THEAD", "TBODY", "TR", "PRE"].includes(node.tagName)) {
+  while (node && node.lastElementChild && ["DIV", "UL", "OL", "LI", "BLOCKQUOTE", "TABLE", "THEAD", "TBODY", "TR", "PRE"].includes(node.tagName)) {
     node = node.lastElementChild;
   }
   return node || box;
