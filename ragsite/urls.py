@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from ragsite import views
@@ -28,6 +29,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    # gettext() and interpolate() for the pages' scripts (their strings, once catalogues exist).
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", DirectoryLogoutView.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),

@@ -35,6 +35,7 @@ from documents.models import Chunk, Document, DocumentStatus, DocumentText, Docu
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.signals import index_finished
 from documents.storage import copy_to_temp
+from documents.titles import metadata_title, named_after_file, opening_heading
 from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
                                 version_to_index)
 from core.dbcheck import transient_database_error
@@ -87,6 +88,7 @@ class Built:
     reused: int = 0  # chunks whose vector came from the embeddings cache
     chunking: dict = field(default_factory=dict)  # the cutter's parameters, kept in the stats for the next version
     kept: int | None = None  # chunks kept from the previous version (None: chunked afresh)
+    title: str = ""  # the title the document gives itself (metadata or opening heading), "" if none
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -261,6 +263,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
         layout = build_layout(extraction.blocks())
+        # The document's own name for itself, for a document still named after its file (in _commit).
+        title = metadata_title(path, mime_type) or opening_heading(layout.text, layout.spans)
     finally:
         path.unlink(missing_ok=True)
     timings["extract_s"] = round(time.monotonic() - t0, 3)
@@ -319,7 +323,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
-        keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept,
+        keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept, title=title,
     )
 
 
@@ -380,6 +384,8 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
         warnings = list(built.warnings)
         built.timings["commit_s"] = round(time.monotonic() - t0, 3)
         stats = _stats(built)
+        # A title someone chose is kept; one made from the file name gives way to the document's own.
+        named = {"title": built.title} if built.title and named_after_file(locked.title, locked.original_filename) else {}
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
@@ -387,7 +393,7 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
-            ocr=built.ocr, progress_note="", index_stats=stats, **switch,
+            ocr=built.ocr, progress_note="", index_stats=stats, **switch, **named,
         )
         version_indexed(version=version, chunk_count=len(chunks), stats=stats)
         transaction.on_commit(lambda: _announce_finished(document.pk))

@@ -5,7 +5,7 @@ Not part of `make test` (the file name does not match test_*.py). Regenerate wit
     .venv/bin/python -m pytest tests/pages/screenshots.py
 
 It writes docs/screenshots/{library,conversations,chat,chat-sources,viewer,viewer-text}-{desktop,phone}.png:
-desktop 1280x800, phone 360x740. The scene is built through the pages themselves (files dropped on
+desktop 1280x800, phone 360x740, and in dark mode chat-dark-{desktop,phone}.png and viewer-dark-desktop.png. The scene is built through the pages themselves (files dropped on
 the library, indexed by the worker, an answer streamed by the chat worker from the fake AI server).
 """
 from __future__ import annotations
@@ -113,7 +113,8 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     _drop(page, report)
     wait_for(lambda: Document.objects.filter(original_filename=report.name, chunks_embedded__gte=40).exists(),
              timeout=90, what="report progress")
-    expect(page.locator(".doc", has_text="annual-report-2025").locator(".badge")).to_contain_text("Indexing…")
+    expect(page.locator(".doc", has_text="annual-report-2025").locator(".badge")).to_contain_text(
+        re.compile(r"Reading pages|Making it searchable"))
     page.wait_for_timeout(1600)
     _shots(page, "library-desktop.png", full=True)
 
@@ -124,6 +125,8 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     chat_server.script_chat({"content": ANSWER, "first_token_delay": 0.2, "piece_delay": 0.03})
     page.get_by_role("link", name="Conversations").click()
     page.get_by_role("button", name="New conversation").click()
+    page.wait_for_url(re.compile(r"/c/\d+/$"))
+    page.wait_for_load_state()  # the page's modules have run (they wire the buttons)
     page.get_by_role("button", name="Attach documents from my library").click()
     dialog = page.get_by_role("dialog", name="Choose from my library")
     dialog.get_by_label(re.compile("pdflatex-4-pages")).check()
@@ -133,7 +136,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     page.get_by_label("Your question").fill(QUESTION)
     page.keyboard.press("Enter")
     answer = page.locator(".msg-assistant").last
-    expect(answer).to_have_attribute("data-status", "done")
+    expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
     chat_url = page.url
     _shots(page, "chat-desktop.png")
     answer.get_by_role("button", name=re.compile(r"sources?$")).click()
@@ -171,4 +174,23 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     p.wait_for_timeout(1500)
     _shots(p, "viewer-text-phone.png")
     phone.close()
+
+    # Dark mode (the system's choice; the user menu can pick it too): chat and a PDF page, which stays light.
+    dark = browser.new_context(viewport=DESKTOP, storage_state=context.storage_state(), color_scheme="dark")
+    d = dark.new_page()
+    d.goto(chat_url)
+    expect(d.locator(".msg-assistant").last).to_have_attribute("data-status", "done")
+    _shots(d, "chat-dark-desktop.png")
+    d.goto(f"{live_site.url}{href}")
+    expect(d.locator(".textLayer .highlight").first).to_be_in_viewport()
+    d.wait_for_timeout(1600)
+    _shots(d, "viewer-dark-desktop.png")
+    dark.close()
+    dark_phone = browser.new_context(viewport=PHONE, storage_state=context.storage_state(), is_mobile=True,
+                                     has_touch=True, color_scheme="dark")
+    p = dark_phone.new_page()
+    p.goto(chat_url)
+    p.wait_for_timeout(500)
+    _shots(p, "chat-dark-phone.png")
+    dark_phone.close()
     context.close()

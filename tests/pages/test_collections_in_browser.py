@@ -86,7 +86,8 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
         good_row = section.locator(".doc-row", has_text=good.stem)
         broken_row = section.locator(".doc-row", has_text=broken.stem)
         # Each row follows its document without a reload.
-        expect(good_row.locator(".badge").first).to_have_text(re.compile(r"^Indexed \(1 chunk\)$"), timeout=60_000)
+        expect(good_row.locator(".badge").first).to_have_text("Ready", timeout=60_000)
+        expect(good_row.locator(".badge").first).to_have_attribute("title", "1 passage indexed")
         expect(broken_row.locator(".badge").first).to_contain_text("Failed — This PDF is damaged and cannot be read",
                                                                    timeout=60_000)
         assert page.evaluate("window.__sameDocument") is True

@@ -37,7 +37,8 @@ def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site,
 
     _drop(page, pdf)
     row = page.locator(".doc", has_text="pdflatex-4-pages")
-    expect(row.locator(".badge")).to_have_text(re.compile(r"^Indexed \(\d+ chunks?\)$"), timeout=60_000)
+    expect(row.locator(".badge")).to_have_text("Ready", timeout=60_000)
+    expect(row.locator(".badge")).to_have_attribute("title", re.compile(r"^\d+ passages? indexed$"))
     assert not errors, errors
     api_posts = [u.removeprefix(live_site.url) for u in posts if u.startswith(live_site.url)]
     assert "/api/documents/upload-url/" in api_posts and "/api/documents/finalize/" in api_posts

@@ -222,9 +222,11 @@ def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app
         imports = re.findall(r'^import (?:[^"]* from )?"([^"]+)";$', body, re.M)
         assert len(imports) == len(re.findall(r"^import\b", body, re.M)), name  # each import statement read
         assert all(i.startswith("./") and i.endswith(".js") for i in imports), (name, imports)  # no CDN, no bare names
-        todo += [i[2:] for i in imports if i[2:] not in seen]
+        base = name.rpartition("/")[0]
+        todo += [f"{base}/{i[2:]}" if base else i[2:] for i in imports if i[2:] not in seen]
     assert seen == {"main.js", "state.js", "citations.js", "sources.js", "waiting.js", "messages.js", "live.js",
-                    "retry.js", "composer.js", "title.js", "attachments.js"}
+                    "retry.js", "composer.js", "title.js", "attachments.js", "markdown.js", "actions.js",
+                    "vendor/marked/marked.esm.js", "vendor/dompurify/purify.es.js"}
 
 
 def test_the_chat_modules_can_be_hashed_by_the_manifest_storage_with_their_imports(tmp_path):
@@ -241,10 +243,15 @@ def test_the_chat_modules_can_be_hashed_by_the_manifest_storage_with_their_impor
     source = FileSystemStorage(location=settings.BASE_DIR / "chat" / "static")
     target = Hashing(location=tmp_path)
     paths = {}
-    for name in source.listdir("chat")[1]:
-        with source.open(f"chat/{name}") as f:
-            target.save(f"chat/{name}", f)  # collectstatic copies, then post-processes
-        paths[f"chat/{name}"] = (source, f"chat/{name}")
+    folders = ["chat"]
+    while folders:  # the modules and the vendored libraries under chat/vendor/
+        folder = folders.pop()
+        subfolders, files = source.listdir(folder)
+        folders += [f"{folder}/{d}" for d in subfolders]
+        for name in files:
+            with source.open(f"{folder}/{name}") as f:
+                target.save(f"{folder}/{name}", f)  # collectstatic copies, then post-processes
+            paths[f"{folder}/{name}"] = (source, f"{folder}/{name}")
     failed = [(name, result) for name, _, result in target.post_process(paths) if isinstance(result, Exception)]
     assert not failed
     main = (tmp_path / target.stored_name("chat/main.js")).read_text()

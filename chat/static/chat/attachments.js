@@ -97,7 +97,7 @@ function renderPicker() {
     box.addEventListener("change", () => { if (box.checked) selected.add(d.id); else selected.delete(d.id); updatePickerFoot(); });
     const meta = [d.name, rag.formatBytes(d.size), d.pages_total ? plural(d.pages_total, "page", "pages") : null, `added ${timeAgo(d.created_at)}`].filter(Boolean).join(" · ");
     pickerList.append(el("li", { class: "picker-item" }, el("label", {}, box,
-      el("span", { style: "min-width:0" }, el("span", { class: "p-name" }, d.title), el("span", { class: "p-meta" }, meta)),
+      el("span", { class: "p-text" }, el("span", { class: "p-name" }, d.title), el("span", { class: "p-meta" }, meta)),
       badge(d, { short: true }))));
   }
   if (!shown.length) {

@@ -1,4 +1,5 @@
 /* Citations of an answer: its [S1][S2] tags as numbered markers, and where each source comes from. */
+import { renderMarkdown } from "./markdown.js";
 import { liveSources, liveText } from "./state.js";
 
 const { el } = window.rag;
@@ -69,20 +70,29 @@ function marker(num, c, messageId) {
   }, String(num));
 }
 
-/** Text with [S1][S2] groups turned into numbered markers (unknown tags are dropped). */
+/** Markdown text as safe DOM with its [S1][S2] groups turned into numbered markers (unknown tags are dropped). */
 export function richText(text, cites, messageId) {
-  const frag = document.createDocumentFragment();
-  let last = 0;
-  for (const group of text.matchAll(TAG_GROUP)) {
-    frag.append(text.slice(last, group.index).replace(/[ \t]+$/, ""));
-    for (const t of group[1].matchAll(TAG)) {
+  const groups = new RegExp(`[ \\t]*${TAG_GROUP.source}`, "gi");
+  return renderMarkdown(text, (source, put) => source.replace(groups, (whole, inner) => {
+    const nodes = [];
+    for (const t of inner.matchAll(TAG)) {
       const tag = `S${parseInt(t[1], 10)}`;
       const c = cites.byTag.get(tag);
       const n = cites.numbers.get(tag);
-      if (c && n) frag.append(marker(n, c, messageId));
+      if (c && n) nodes.push(marker(n, c, messageId));
     }
-    last = group.index + group[0].length;
-  }
-  frag.append(text.slice(last));
-  return frag;
+    return put(nodes);
+  }));
+}
+
+/** Markdown text with its [S1][S2] groups as the numbers the reader sees ("[1][2]"); unknown tags dropped. */
+export function numberedText(text, cites) {
+  return String(text || "").replace(new RegExp(TAG_GROUP.source, "gi"), (whole, inner) => {
+    const nums = [];
+    for (const t of inner.matchAll(TAG)) {
+      const n = cites.numbers.get(`S${parseInt(t[1], 10)}`);
+      if (n && !nums.includes(n)) nums.push(n);
+    }
+    return nums.map((n) => `[${n}]`).join("");
+  });
 }

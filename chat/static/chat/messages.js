@@ -2,6 +2,7 @@
    one with Retry (handled by retry.js); upsert() puts a message in its place, renderLive() redraws
    answers in flight. */
 import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
+import { caretHost, patch } from "./markdown.js";
 import { showSources, toggleSources } from "./sources.js";
 import { IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
 import { waitBox } from "./waiting.js";
@@ -23,6 +24,14 @@ function modeNote(m) {
   return null;
 }
 
+/** Extractive mode is said once per conversation: on its first extractive answer the page knows. */
+function firstExtractive(m) {
+  for (const other of messages.values()) {
+    if (other.id < m.id && other.role === "assistant" && other.metadata && other.metadata.mode === "extractive") return false;
+  }
+  return true;
+}
+
 function streamingBody(m) {
   const text = (liveText.get(m.id) || "").replace(/[[［【][^\]］】\n]{0,24}$/, ""); // hide a tag still being written
   const cites = citationsOf(m);
@@ -31,12 +40,11 @@ function streamingBody(m) {
     box.append(thinking(m.status === "pending" ? "Searching your documents…" : "Writing the answer…"));
     return box;
   }
-  const paragraphs = text.split(/\n{2,}/);
-  paragraphs.forEach((p, i) => {
-    const para = el("p", { class: "section" }, richText(p, cites, m.id));
-    if (i === paragraphs.length - 1) para.append(el("span", { class: "caret", "aria-hidden": "true" }));
-    box.append(para);
-  });
+  // The whole text as Markdown, rendered again on each frame's batch of tokens; patch() keeps the
+  // blocks already written, so only the one being written changes.
+  const section = el("div", { class: "section md" }, richText(text, cites, m.id));
+  caretHost(section).append(el("span", { class: "caret", "aria-hidden": "true" }));
+  box.append(section);
   return box;
 }
 
@@ -45,16 +53,18 @@ function finalBody(m) {
   const box = el("div", { class: "answer-body" });
   let sections = (m.metadata && m.metadata.sections) || null;
   if (!sections || !sections.length) sections = (m.content || "").split(/\n{2,}/).filter(Boolean).map((text) => ({ text, source_ids: [] }));
-  const note = modeNote(m);
+  // The "no language model is configured" note once per conversation; a model that failed is said every time.
+  const note = m.metadata && m.metadata.mode === "extractive" && !m.metadata.model_unavailable && !firstExtractive(m)
+    ? null : modeNote(m);
   if (m.metadata && m.metadata.mode === "extractive" && sections.length && !(sections[0].source_ids || []).length) {
     sections = sections.slice(1); // the extractor's own "no language model" line: shown as the note below
   }
   if (note) box.append(el("div", { class: "note-extractive", dataset: { mode: m.metadata.mode } }, icon("info"), " ", note));
   for (const s of sections) {
-    const para = el("p", { class: "section" }, richText(s.text, cites, m.id));
+    const para = el("div", { class: "section md" }, richText(s.text, cites, m.id));
     if (s.ungrounded_numbers && s.ungrounded_numbers.length) { // chat/grounding.py
       para.classList.add("ungrounded");
-      para.append(" ", el("span", { class: "ungrounded-note", title: s.ungrounded_numbers.join(", ") },
+      para.append(el("span", { class: "ungrounded-note", title: s.ungrounded_numbers.join(", ") },
         icon("alert"), " ", t("not found in the cited sources")));
     }
     box.append(para);
@@ -92,6 +102,13 @@ function footer(m) {
   for (const c of origins.values()) originBox.append(labelChip(c), " ");
   if (origins.size) foot.append(originBox);
   foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
+  // Copy the answer (actions.js handles the clicks): as plain text, or as the Markdown it was written in.
+  const gettext = window.gettext || ((t) => t);
+  foot.append(el("span", { class: "msg-actions" },
+    el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "plain" },
+      title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "markdown" },
+      title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown"))));
   return foot;
 }
 
@@ -118,7 +135,7 @@ export function renderMessage(m) {
     bubble.append(streamingBody(m));
     node.setAttribute("aria-busy", "true");
   } else if (m.status === "failed") {
-    if (m.content) bubble.append(el("p", { class: "section" }, m.content));
+    if (m.content) bubble.append(el("div", { class: "section md" }, richText(m.content, citationsOf(m), m.id)));
     bubble.append(errorBox(m));
   } else {
     bubble.append(finalBody(m));
@@ -143,7 +160,9 @@ export function upsert(m) {
   const stick = nearBottom();
   const fresh = renderMessage(m);
   const existing = document.getElementById(`msg-${m.id}`);
-  if (existing) {
+  if (existing && IN_FLIGHT.has(m.status) && existing.dataset.status === m.status) {
+    patchLive(existing, m); // the same answer still being written: keep what is already drawn
+  } else if (existing) {
     existing.replaceWith(fresh);
   } else {
     const empty = document.getElementById("thread-empty");
@@ -154,6 +173,18 @@ export function upsert(m) {
   }
   if (stick) toBottom();
   if (!panel.hidden && Number(panel.dataset.message) === m.id) showSources(m.id);
+}
+
+/** Redraw an answer in flight: its text's blocks that did not change stay the same elements. */
+function patchLive(node, m) {
+  const body = node.querySelector(".answer-body");
+  const fresh = streamingBody(m);
+  const section = body && body.querySelector(":scope > .section");
+  const freshSection = fresh.querySelector(":scope > .section");
+  if (section && freshSection) {
+    for (const caret of section.querySelectorAll(".caret")) caret.remove(); // it moves on with the text
+    patch(section, freshSection);
+  } else if (body) body.replaceWith(fresh);
 }
 
 const dirty = new Set();
@@ -168,7 +199,7 @@ export function renderLive(id) {
       const m = messages.get(mid);
       const node = document.getElementById(`msg-${mid}`);
       if (!m || !node || !IN_FLIGHT.has(m.status)) continue;
-      node.querySelector(".answer-body").replaceWith(streamingBody(m));
+      patchLive(node, m);
     }
     dirty.clear();
     if (stick) toBottom();

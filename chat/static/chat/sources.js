@@ -1,5 +1,6 @@
 /* The sources panel of an answer and the passage preview of a citation marker. */
 import { citationsOf, citeHref, labelChip, whereLabel } from "./citations.js";
+import { renderMarkdown } from "./markdown.js";
 import { messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
 
 const { el, plural } = window.rag;
@@ -20,7 +21,7 @@ function sourceItem(c, label) {
       el("span", { class: "source-name" }, c.document_name || "Approved answer"),
       similarity ? el("span", { class: "source-score", title: "How close the passage is to the question (1 − cosine distance)" }, similarity) : null),
     el("div", { class: "source-where" }, labelChip(c), where ? ` ${where.charAt(0).toUpperCase() + where.slice(1)}` : ""),
-    el("div", { class: "source-snippet" }, c.snippet || "")));
+    el("div", { class: "source-snippet md" }, renderMarkdown(c.snippet))));
 }
 
 /** Cited sources first (numbered as in the answer), then the other passages given to the model, collapsed. */
@@ -71,7 +72,7 @@ function showPreview(target) {
   preview.replaceChildren(...[
     el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${c.document_name || "Approved answer"}`),
     where ? el("div", { class: "p-where" }, where.charAt(0).toUpperCase() + where.slice(1)) : null,
-    el("div", { class: "p-snippet" }, c.snippet || "")].filter(Boolean));
+    el("div", { class: "p-snippet md" }, renderMarkdown(c.snippet))].filter(Boolean));
   preview.hidden = false;
   const r = target.getBoundingClientRect();
   const w = preview.offsetWidth;

@@ -146,43 +146,76 @@
 
   function plural(n, one, many) { return `${n.toLocaleString()} ${n === 1 ? one : many}`; }
 
+  // Django's JavaScript catalogue (/jsi18n/, loaded before this script) when present.
+  const gettext = window.gettext || ((text) => text);
+  const interpolate = window.interpolate || ((fmt, obj) => fmt.replace(/%\((\w+)\)s/g, (m, k) => String(obj[k])));
+  const tr = (fmt, values) => interpolate(gettext(fmt), values, true);
+
+  // How fast each document's current step goes, measured on this page: id -> {phase, t0, f0}.
+  const rates = new Map();
+  /** "about 2 min left" from the rate measured since the step was first seen here; null until it can tell. */
+  function timeLeft(doc, phase, fraction) {
+    const now = Date.now();
+    const seen = rates.get(doc.id);
+    if (!seen || seen.phase !== phase || fraction < seen.f0) {
+      rates.set(doc.id, { phase, t0: now, f0: fraction });
+      return null;
+    }
+    const elapsed = (now - seen.t0) / 1000;
+    if (elapsed < 3 || fraction <= seen.f0 || fraction >= 1) return null;
+    const seconds = ((1 - fraction) * elapsed) / (fraction - seen.f0);
+    if (seconds < 60) return tr("about %(n)s s left", { n: Math.max(5, Math.round(seconds / 5) * 5) });
+    if (seconds < 3600) return tr("about %(n)s min left", { n: Math.round(seconds / 60) });
+    return tr("about %(n)s h left", { n: Math.round(seconds / 360) / 10 });
+  }
+
   /**
    * What a document's status looks like to a person:
-   * {label, kind: ok|warn|err|busy|idle, progress: 0..1|null (null = indeterminate), detail, details[]}.
+   * {label, kind: ok|warn|err|busy|idle, progress: 0..1|null (null = indeterminate), eta, title (tooltip), details[]}.
+   * Plain words: "Reading pages 12/117", "Making it searchable 40 %", "Ready"; chunk counts only in the tooltip.
    */
   function docStatus(doc) {
     const reindexing = doc.status === "reindexing" || (doc.status === "processing" && doc.chunk_count > 0);
+    const chunks = doc.chunk_count ? tr(doc.chunk_count === 1 ? "%(n)s passage indexed" : "%(n)s passages indexed", { n: doc.chunk_count.toLocaleString() }) : "";
     if (doc.status === "indexed") {
+      rates.delete(doc.id);
       if (hasWarnings(doc)) {
         const details = [];
         if (doc.empty_pages && doc.empty_pages.length && !(doc.index_warnings && doc.index_warnings.length)) {
           const pages = doc.empty_pages.slice(0, 12).join(", ") + (doc.empty_pages.length > 12 ? ", …" : "");
-          details.push(`No text on ${doc.empty_pages.length === 1 ? "page" : "pages"} ${pages} (scanned images are not read).`);
+          details.push(tr(doc.empty_pages.length === 1 ? "No text on page %(pages)s (scanned images are not read)." : "No text on pages %(pages)s (scanned images are not read).", { pages }));
         }
         for (const w of doc.index_warnings || []) details.push(String(w));
-        return { label: "Indexed with warnings", kind: "warn", short: `Indexed with warnings (${plural(doc.chunk_count, "chunk", "chunks")})`, details, chunks: doc.chunk_count };
+        return { label: gettext("Ready, with warnings"), kind: "warn", title: chunks, details, chunks: doc.chunk_count };
       }
-      return { label: `Indexed (${plural(doc.chunk_count, "chunk", "chunks")})`, kind: "ok", details: [] };
+      return { label: gettext("Ready"), kind: "ok", title: chunks, details: [] };
     }
     if (doc.status === "failed") {
-      return { label: `Failed — ${doc.index_error || "unknown reason"}`, kind: "err", details: [] };
+      return { label: `${gettext("Failed")} — ${doc.index_error || gettext("unknown reason")}`, kind: "err", details: [] };
     }
     if (doc.status === "uploaded" || (doc.status === "reindexing")) {
       const retrying = doc.index_error ? [doc.index_error] : [];
-      if (reindexing) return { label: "Re-indexing…", kind: "busy", progress: null, details: retrying.length ? retrying : ["Waiting for a worker. The current version keeps answering."] };
-      return { label: "Uploaded — waiting to index", kind: "idle", progress: null, details: retrying };
+      if (reindexing) return { label: gettext("Re-indexing…"), kind: "busy", progress: null, details: retrying.length ? retrying : [gettext("Waiting for a worker. The current version keeps answering.")] };
+      return { label: gettext("Uploaded — waiting to index"), kind: "idle", progress: null, details: retrying };
     }
-    // processing
-    let progress = null, label = reindexing ? "Re-indexing…" : "Indexing…";
+    // processing: first the pages are read, then the passages are made searchable (embedded).
+    let progress = null, eta = null;
+    let label = gettext("Reading the document…");
+    let title = chunks;
     if (doc.chunks_total > 0) {
       progress = Math.min(1, doc.chunks_embedded / doc.chunks_total);
-      label += ` ${doc.chunks_embedded.toLocaleString()} / ${plural(doc.chunks_total, "chunk", "chunks")}`;
+      label = tr("Making it searchable %(percent)s %", { percent: Math.floor(progress * 100) });
+      title = tr("%(done)s of %(total)s passages made searchable", { done: doc.chunks_embedded.toLocaleString(), total: doc.chunks_total.toLocaleString() });
+      eta = timeLeft(doc, "embed", progress);
     } else if (doc.pages_total) {
       progress = Math.min(1, doc.pages_done / doc.pages_total);
-      label += ` ${doc.pages_done.toLocaleString()} / ${plural(doc.pages_total, "page", "pages")}`;
+      label = tr("Reading pages %(done)s/%(total)s", { done: doc.pages_done.toLocaleString(), total: doc.pages_total.toLocaleString() });
+      eta = timeLeft(doc, "read", progress);
     }
     if (doc.progress_note && !doc.chunks_total) label += ` (${doc.progress_note})`;  // "OCR 12 of 40 pages"
-    return { label, kind: "busy", progress, details: reindexing ? ["The current version keeps answering until this finishes."] : [] };
+    if (reindexing) label = `${gettext("Re-indexing:")} ${label.charAt(0).toLowerCase()}${label.slice(1)}`;
+    if (eta) label += ` · ${eta}`;
+    return { label, kind: "busy", progress, eta, title, details: reindexing ? [gettext("The current version keeps answering until this finishes.")] : [] };
   }
 
   function badge(doc, { short = false } = {}) {
@@ -191,7 +224,7 @@
     const kindClass = { ok: "badge-ok", warn: "badge-warn", err: "badge-err", busy: "badge-busy", idle: "" }[s.kind];
     const cut = s.kind === "err" ? label.indexOf(" — ") : -1;
     const text = cut > 0 ? [el("strong", {}, label.slice(0, cut + 3)), el("span", { class: "reason" }, label.slice(cut + 3))] : [label];
-    return el("span", { class: `badge ${kindClass}`, dataset: { status: doc.status } }, el("span", { class: "dot", "aria-hidden": "true" }), el("span", {}, ...text));
+    return el("span", { class: `badge ${kindClass}`, title: s.title || null, dataset: { status: doc.status } }, el("span", { class: "dot", "aria-hidden": "true" }), el("span", {}, ...text));
   }
 
   function progressBar(fraction, label) {
@@ -209,4 +242,15 @@
 
   window.rag = { icon, api, ApiError, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge,
     progressBar, data, csrfToken, plural, hasWarnings };
+})();
+
+/* The user menu (base.html): closes on Escape and on a click elsewhere. */
+(function () {
+  "use strict";
+  const menu = document.querySelector(".user-menu");
+  if (!menu) return;
+  document.addEventListener("click", (e) => { if (menu.open && !menu.contains(e.target)) menu.open = false; });
+  menu.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && menu.open) { menu.open = false; menu.querySelector("summary").focus(); }
+  });
 })();

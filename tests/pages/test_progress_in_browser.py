@@ -1,0 +1,88 @@
+"""In a real browser: indexing progress in plain words, on the library page and in the attach picker.
+
+One real ragsite; the document's progress fields are moved on by the test as a worker would (no
+task queued, so nothing else changes them): "Reading pages 12/117", then an estimate of the time
+left from the rate the page measured, "Making it searchable 40 %", "Ready" with the passage count
+in the tooltip. On a 390×844 phone the attach picker keeps a long file name on whole lines.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from django.core.files.base import ContentFile
+from django.test import Client
+from django.utils import timezone
+
+from chat.models import Conversation
+from documents.models import Document
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+def _document(user, name: str, **fields) -> Document:
+    data = f"%PDF-1.4 {name}".encode()
+    document = Document(owner=user, title=name.rsplit(".", 1)[0], original_filename=name, mime_type="application/pdf",
+                        size=len(data), sha256=hashlib.sha256(data).hexdigest(), **fields)
+    document.file.save(name, ContentFile(data), save=True)
+    return document
+
+
+def _context(browser, live_site, user, width, height):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(20_000)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
+    return context
+
+
+def test_progress_speaks_plainly_with_time_left_and_ready(live_site, user, browser, artifacts):
+    from playwright.sync_api import expect
+
+    report = _document(user, "annual-report.pdf", status="processing", pages_total=117, pages_done=12,
+                       heartbeat_at=timezone.now())
+    long_name = "Quarterly_safety_inspection_report_for_the_northern_depot_2026.pdf"
+    _document(user, long_name, status="indexed", pages_total=3, pages_done=3, chunk_count=9)
+    conversation = Conversation.objects.create(owner=user)
+    context = _context(browser, live_site, user, 1280, 800)
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{live_site.url}/library/")
+        badge = page.locator(".doc", has_text="annual-report").locator(".badge")
+        expect(badge).to_have_text("Reading pages 12/117")
+        page.wait_for_timeout(3500)
+        Document.objects.filter(pk=report.pk).update(pages_done=60, heartbeat_at=timezone.now())
+        # 48 pages in about 3.5 s (plus a poll): the remaining 57 take a few seconds more.
+        expect(badge).to_have_text(re.compile(r"^Reading pages 60/117 · about \d+ s left$"))
+        Document.objects.filter(pk=report.pk).update(pages_done=117, chunks_total=200, chunks_embedded=80,
+                                                     heartbeat_at=timezone.now())
+        expect(badge).to_have_text("Making it searchable 40 %")
+        expect(badge).to_have_attribute("title", "80 of 200 passages made searchable")
+        page.screenshot(path=artifacts / "progress-library.png")
+        Document.objects.filter(pk=report.pk).update(status="indexed", chunks_embedded=200, chunk_count=164,
+                                                     heartbeat_at=None)
+        expect(badge).to_have_text("Ready")
+        expect(badge).to_have_attribute("title", "164 passages indexed")
+        assert "chunk" not in page.locator("main").inner_text().lower()
+
+        # The attach picker on a phone: the same words, and a long file name on whole lines.
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{live_site.url}/c/{conversation.pk}/")
+        page.get_by_role("button", name="Attach documents from my library").click()
+        dialog = page.get_by_role("dialog", name="Choose from my library")
+        item = dialog.locator(".picker-item", has_text="Quarterly_safety")
+        expect(item.locator(".badge")).to_have_text("Ready")
+        meta = item.locator(".p-meta")
+        line = float(meta.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)"))
+        box = meta.bounding_box()
+        assert box["height"] <= 3.2 * line, (box, line)  # not one word per line
+        assert box["width"] > 250, box  # the name has the row's width, the badge went under it
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=artifacts / "progress-picker-phone.png")
+        assert not errors, errors
+    finally:
+        context.close()
