@@ -83,7 +83,7 @@ def seed(password: str) -> dict:
     from django.utils import timezone
 
     from documents.services import document_upload
-    from retrieval.tasks import enqueue_knowledge_embedding
+    from retrieval.knowledge.services import knowledge_entries_reembed
     from retrieval.models import KnowledgeEntry, SubcategoryMapping
 
     User = get_user_model()
@@ -113,7 +113,7 @@ def seed(password: str) -> dict:
             question=qa["question"].strip(), answer=answer, category=category, subcategory=subcategory,
             is_active=state != "retired", approved_by=None if state == "awaiting" else staff,
             approved_at=None if state == "awaiting" else timezone.now())
-        enqueue_knowledge_embedding(entry.pk)  # outside a transaction: queued at once
+        knowledge_entries_reembed(entry_ids=[entry.pk])  # outside a transaction: queued at once
     return ids
 
 

@@ -18,7 +18,6 @@ from datetime import datetime
 from core.tasks import queue, queue_at
 from retrieval.indexing import pipeline as indexing
 from retrieval.indexing import reembed
-from retrieval.knowledge import services as knowledge
 
 
 def index_document(document_id: int, strategy: str | None = None) -> str:
@@ -65,12 +64,6 @@ def enqueue_reembedding(document_ids: list[int], server_id: int) -> None:
     for document_id in document_ids:
         queue(reembed_document, document_id, server_id, task_name=f"re-embed document {document_id}",
               group="reembed")
-
-
-def enqueue_knowledge_embedding(entry_id: int) -> None:
-    """Compute a Q&A pair's vectors again in the background (retrieval.knowledge.services does it;
-    kept for scripts that seed pairs, such as bench/screenshots_admin.py)."""
-    knowledge.knowledge_entries_reembed(entry_ids=[entry_id])
 
 
 def recover_at_worker_start(**kwargs) -> None:
