@@ -10,7 +10,7 @@ from email.message import EmailMessage
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from documents.extract_types import FILE_TYPES
+from documents.extraction import FILE_TYPES
 from documents.models import Document
 from retrieval.tasks import index_document
 from tests.pdfgen import text_pdf
