@@ -1,6 +1,6 @@
 """The whole flow in a real browser against a real ragsite: daphne, both django-q2 clusters, PostgreSQL.
 
-Sign in, drop a PDF on the library, watch its badge reach "Indexed" without a reload, attach it to
+Sign in, drop a PDF on the library, watch its badge reach "Ready" without a reload, attach it to
 a conversation, ask, see the answer stream in with a citation, open the citation and find the
 passage highlighted on the right page of the original PDF (and in the extracted text, one click
 away). Screenshots go to artifacts/pages/.

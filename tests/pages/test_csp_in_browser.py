@@ -54,7 +54,7 @@ def test_pages_work_under_the_csp_without_a_violation(live_site, chat_server, us
         expect(page).to_have_url(f"{live_site.url}/")
 
         visit("library", "/library/",
-              lambda: expect(page.locator(".doc .badge").first).to_have_text(re.compile(r"^Indexed")))
+              lambda: expect(page.locator(".doc .badge").first).to_have_text(re.compile(r"^Ready")))
         visit("pdf viewer", f"/documents/{document.pk}/",
               lambda: expect(page.locator(".pdf-page canvas").first).to_be_visible())
         expect(page.locator(".textLayer span").first).to_be_attached()  # PDF.js's worker did its part
