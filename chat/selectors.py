@@ -1,10 +1,10 @@
 """Reads of conversations and messages; every one is scoped to the user (others get 404)."""
 from __future__ import annotations
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
+from chat.models import Conversation, ConversationDocument, Feedback, Message, MessageRole, MessageStatus
 from documents.models import Document
 from core.errors import NotFound
 from retrieval.search.scope import Scope, collection_scope, scope_of_rows
@@ -51,7 +51,16 @@ def conversation_scope(user, conversation) -> Scope:
 
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
-    return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+    """The conversation's messages, each with its owner's feedback as `my_feedback` (one query more)."""
+    return Message.objects.filter(conversation=conversation).order_by("created_at", "id").prefetch_related(
+        Prefetch("feedback", queryset=Feedback.objects.filter(user_id=conversation.owner_id).order_by("source_id"),
+                 to_attr="my_feedback"))
+
+
+def feedback_attach(*, message: Message, user) -> Message:
+    """The message with the user's feedback on it as `my_feedback` (as message_list gives it)."""
+    setattr(message, "my_feedback", list(Feedback.objects.filter(message=message, user=user).order_by("source_id")))
+    return message
 
 
 def message_get(*, conversation_id, message_id, user) -> Message:
