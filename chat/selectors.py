@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext
 
 from chat.models import Conversation, ConversationDocument, Feedback, Message, MessageRole, MessageStatus
 from documents.models import Document
@@ -81,3 +82,19 @@ def _int(value) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise NotFound("Not found.") from None
+
+
+def answer_locate(*, user, message_id=None, conversation_id=None) -> Message:
+    """The user's answer to rate: message `message_id`, else the latest finished answer of conversation
+    `conversation_id` (over /v1, where clients know the completion's id or the conversation). NotFound else."""
+    rows = Message.objects.visible_to(user).filter(role=MessageRole.ASSISTANT)
+    if message_id is not None:
+        message = rows.filter(pk=_int(message_id)).first()
+    elif conversation_id is not None:
+        message = rows.filter(conversation_id=_int(conversation_id), status=MessageStatus.DONE).order_by(
+            "-created_at", "-id").first()
+    else:
+        message = None
+    if message is None:
+        raise NotFound(gettext("No such answer."))
+    return message
