@@ -128,6 +128,7 @@ class MessageRetryView(APIView):
     def post(self, request, conversation_id, message_id):
         """Answer a failed message again, or one that waited for a document being indexed."""
         message = services.message_retry(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        message = selectors.feedback_attach(message=message, user=request.user)
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
