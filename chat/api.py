@@ -1,7 +1,7 @@
 """The conversations API: conversations, attached documents, messages, retry, retrieval details."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 from chat import selectors, services
 from chat.serializers import (
     AttachSerializer,
+    FeedbackCreateSerializer,
+    FeedbackSerializer,
     ConversationCreateSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
@@ -117,6 +119,7 @@ class MessageDetailView(APIView):
     def get(self, request, conversation_id, message_id):
         """One message with everything it keeps, retrieved segments included."""
         message = selectors.message_get(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        message = selectors.feedback_attach(message=message, user=request.user)
         return Response(MessageSerializer(message, context={"segments": True}).data)
 
 
@@ -125,6 +128,7 @@ class MessageRetryView(APIView):
     def post(self, request, conversation_id, message_id):
         """Answer a failed message again, or one that waited for a document being indexed."""
         message = services.message_retry(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        message = selectors.feedback_attach(message=message, user=request.user)
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -147,3 +151,26 @@ class MessageRetrievalView(APIView):
             "llm_usage": metadata.get("llm_usage"),
             "timings": metadata.get("timings", {}),
         })
+
+
+class MessageFeedbackView(APIView):
+    @extend_schema(request=FeedbackCreateSerializer, responses={201: FeedbackSerializer, 200: FeedbackSerializer})
+    def post(self, request, conversation_id, message_id):
+        """Rate one of your finished answers 👍/👎 (or, with source_id, one of its cited sources): 201 when new,
+        200 when it replaced your earlier rating. A reason (wrong, outdated, incomplete, wrong_source, other)
+        goes with 'down' only."""
+        form = FeedbackCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        feedback, created = services.feedback_give(conversation_id=conversation_id, message_id=message_id,
+                                                   user=request.user, **form.validated_data)
+        return Response(FeedbackSerializer(feedback).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+    @extend_schema(parameters=[OpenApiParameter("source_id", str, required=False,
+                                                description="Withdraw your rating of this cited source (S1…)")],
+                   responses={204: None})
+    def delete(self, request, conversation_id, message_id):
+        """Withdraw your rating of the answer (or, with ?source_id=, of one of its sources)."""
+        services.feedback_withdraw(conversation_id=conversation_id, message_id=message_id, user=request.user,
+                                   source_id=request.query_params.get("source_id"))
+        return Response(status=status.HTTP_204_NO_CONTENT)

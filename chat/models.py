@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from core.ownership import OwnedQuerySet
 
@@ -107,3 +108,52 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} {self.pk}"
+
+
+class FeedbackRating(models.TextChoices):
+    UP = "up", _("Helpful")
+    DOWN = "down", _("Not helpful")
+
+
+class FeedbackReason(models.TextChoices):
+    WRONG = "wrong", _("Wrong")
+    OUTDATED = "outdated", _("Outdated")
+    INCOMPLETE = "incomplete", _("Incomplete")
+    WRONG_SOURCE = "wrong_source", _("Wrong source")
+    OTHER = "other", _("Other")
+
+
+FEEDBACK_COMMENT_MAX_CHARS = 2000
+
+
+class Feedback(models.Model):
+    """A user's 👍/👎 on one answer (source_id "") or on one of its cited sources ("S1"), with what it
+    was given on: the answer's mode, its cited sources' ids and the retrieval settings then in force.
+
+    The snapshot keeps ids only (document, chunk, version, Q&A pair), never passage text.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback", db_index=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    source_id = models.CharField(max_length=10, blank=True, default="",
+                                 help_text="The cited source's tag (S1…); empty for the whole answer")
+    rating = models.CharField(max_length=10, choices=FeedbackRating.choices)
+    reason = models.CharField(max_length=20, choices=FeedbackReason.choices, blank=True, default="")
+    comment = models.TextField(blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS)
+    mode = models.CharField(max_length=30, blank=True, default="")
+    cited_sources = models.JSONField(default=list, blank=True)
+    retrieval_settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user", "source_id"], name="feedback_one_per_source"),
+            models.CheckConstraint(condition=models.Q(rating__in=FeedbackRating.values), name="feedback_rating_valid"),
+            models.CheckConstraint(condition=models.Q(reason__in=["", *FeedbackReason.values]),
+                                   name="feedback_reason_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} on {self.message_id}{' ' + self.source_id if self.source_id else ''}"

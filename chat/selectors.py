@@ -1,10 +1,11 @@
 """Reads of conversations and messages; every one is scoped to the user (others get 404)."""
 from __future__ import annotations
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
 from django.db.models.functions import Coalesce
+from django.utils.translation import gettext
 
-from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
+from chat.models import Conversation, ConversationDocument, Feedback, Message, MessageRole, MessageStatus
 from documents.models import Document
 from core.errors import NotFound
 from retrieval.search.scope import Scope, collection_scope, scope_of_rows
@@ -51,7 +52,16 @@ def conversation_scope(user, conversation) -> Scope:
 
 
 def message_list(*, conversation: Conversation) -> QuerySet[Message]:
-    return Message.objects.filter(conversation=conversation).order_by("created_at", "id")
+    """The conversation's messages, each with its owner's feedback as `my_feedback` (one query more)."""
+    return Message.objects.filter(conversation=conversation).order_by("created_at", "id").prefetch_related(
+        Prefetch("feedback", queryset=Feedback.objects.filter(user_id=conversation.owner_id).order_by("source_id"),
+                 to_attr="my_feedback"))
+
+
+def feedback_attach(*, message: Message, user) -> Message:
+    """The message with the user's feedback on it as `my_feedback` (as message_list gives it)."""
+    setattr(message, "my_feedback", list(Feedback.objects.filter(message=message, user=user).order_by("source_id")))
+    return message
 
 
 def message_get(*, conversation_id, message_id, user) -> Message:
@@ -72,3 +82,19 @@ def _int(value) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise NotFound("Not found.") from None
+
+
+def answer_locate(*, user, message_id=None, conversation_id=None) -> Message:
+    """The user's answer to rate: message `message_id`, else the latest finished answer of conversation
+    `conversation_id` (over /v1, where clients know the completion's id or the conversation). NotFound else."""
+    rows = Message.objects.visible_to(user).filter(role=MessageRole.ASSISTANT)
+    if message_id is not None:
+        message = rows.filter(pk=_int(message_id)).first()
+    elif conversation_id is not None:
+        message = rows.filter(conversation_id=_int(conversation_id), status=MessageStatus.DONE).order_by(
+            "-created_at", "-id").first()
+    else:
+        message = None
+    if message is None:
+        raise NotFound(gettext("No such answer."))
+    return message

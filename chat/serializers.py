@@ -7,7 +7,14 @@ from rest_framework import serializers
 
 from core.pagination import StrictCharField
 
-from chat.models import Conversation, Message
+from chat.models import (
+    FEEDBACK_COMMENT_MAX_CHARS,
+    Conversation,
+    Feedback,
+    FeedbackRating,
+    FeedbackReason,
+    Message,
+)
 
 _datetime = serializers.DateTimeField()
 CLIENT_METADATA_MAX_BYTES = 4096
@@ -63,19 +70,66 @@ def _texts(value):
             yield from _texts(item)
 
 
+def feedback_data(feedback: Feedback) -> dict:
+    """A feedback as the API shows it to the user who gave it."""
+    return {
+        "message_id": feedback.message_id,
+        "source_id": feedback.source_id or None,
+        "rating": feedback.rating,
+        "reason": feedback.reason,
+        "comment": feedback.comment,
+        "mode": feedback.mode,
+        "cited_sources": feedback.cited_sources,
+        "retrieval_settings": feedback.retrieval_settings,
+        "created_at": _datetime.to_representation(feedback.created_at),
+        "updated_at": _datetime.to_representation(feedback.updated_at),
+    }
+
+
+class FeedbackSerializer(serializers.ModelSerializer):
+    """Your rating of an answer (source_id null) or of one of its cited sources, and what it was given on."""
+
+    source_id = serializers.CharField(allow_null=True, help_text="The cited source rated (S1…); null: the answer")
+    cited_sources = serializers.ListField(child=serializers.DictField(),
+                                         help_text="The answer's cited sources by id (no passage text)")
+    retrieval_settings = serializers.DictField(help_text="The retrieval settings in force when it was given")
+
+    class Meta:
+        model = Feedback
+        fields = ["message_id", "source_id", "rating", "reason", "comment", "mode", "cited_sources",
+                  "retrieval_settings", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def to_representation(self, instance):
+        return feedback_data(instance)
+
+
+class FeedbackCreateSerializer(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=FeedbackRating.choices)
+    reason = serializers.ChoiceField(choices=FeedbackReason.choices, required=False, allow_blank=True, default="",
+                                     help_text="Why not helpful (with rating 'down' only)")
+    comment = StrictCharField(required=False, allow_blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS)
+    source_id = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=10, default=None,
+                                help_text="One of the answer's cited sources (S1…) to rate it alone")
+
+
 class MessageSerializer(serializers.ModelSerializer):
-    """`metadata` holds sections, citations, llm_usage, retrieval and timings (segments: see /retrieval/)."""
+    """`metadata` holds sections, citations, llm_usage, retrieval and timings (segments: see /retrieval/);
+    `feedback` your own ratings of the answer and of its sources."""
 
     conversation_id = serializers.IntegerField(read_only=True)
+    feedback = FeedbackSerializer(many=True, read_only=True)
 
     class Meta:
         model = Message
         fields = ["id", "conversation_id", "role", "status", "content", "sources", "metadata", "error",
-                  "created_at", "updated_at"]
+                  "feedback", "created_at", "updated_at"]
         read_only_fields = fields
 
     def to_representation(self, instance):
-        return message_data(instance, segments=self.context.get("segments", False))
+        data = message_data(instance, segments=self.context.get("segments", False))
+        data["feedback"] = [feedback_data(f) for f in getattr(instance, "my_feedback", [])]
+        return data
 
 
 class MessageCreateSerializer(serializers.Serializer):

@@ -6,9 +6,19 @@ import logging
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
-from chat.models import Conversation, ConversationDocument, Message, MessageRole, MessageStatus
-from chat.selectors import conversation_get
+from chat.citations import normalize_tag
+from chat.models import (
+    Conversation,
+    ConversationDocument,
+    Feedback,
+    FeedbackRating,
+    Message,
+    MessageRole,
+    MessageStatus,
+)
+from chat.selectors import conversation_get, message_get
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
@@ -206,3 +216,86 @@ def _int(value) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise NotFound("Not found.") from None
+
+
+def _retrieval_snapshot() -> dict:
+    """The retrieval settings in force, as a small dict kept with a feedback (ids and numbers only)."""
+    from retrieval.selectors import retrieval_settings_get  # noqa: PLC0415
+
+    rs = retrieval_settings_get()
+    server = rs.default_embedding_server
+    return {
+        "embedding_server_id": rs.default_embedding_server_id,
+        "embedding_model": server.embedding_model if server is not None else "",
+        "chat_mode": rs.chat_mode,
+        "vector_top_k": rs.vector_top_k, "fts_top_k": rs.fts_top_k,
+        "vector_weight": rs.vector_weight, "fts_weight": rs.fts_weight, "rrf_k": rs.rrf_k,
+        "final_top_n": rs.final_top_n, "fts_ranking": rs.fts_ranking,
+        "qa_distance_threshold": rs.qa_distance_threshold, "doc_distance_threshold": rs.doc_distance_threshold,
+        "rerank_server_id": rs.rerank_server_id,
+    }
+
+
+_CITED_ID_FIELDS = ("source_id", "source_type", "document_id", "document_version", "chunk_id", "qa_id")
+
+
+def _cited_sources(message: Message) -> list[dict]:
+    """The answer's cited sources by id (document, version, chunk, Q&A pair): never their text."""
+    citations = {c.get("source_id"): c for c in (message.metadata or {}).get("citations") or []
+                 if isinstance(c, dict)}
+    rows = []
+    for source in message.sources or []:
+        merged = {**citations.get(source.get("source_id"), {}), **source}
+        rows.append({field: merged.get(field) for field in _CITED_ID_FIELDS})
+    return rows
+
+
+def _rated_answer(*, conversation_id, message_id, user) -> Message:
+    """The user's finished answer (NotFound for anyone else's, or for no such message)."""
+    message = message_get(conversation_id=conversation_id, message_id=message_id, user=user)
+    if message.role != MessageRole.ASSISTANT:
+        raise ApplicationError(gettext("Only an answer can be rated, not a question."), code="not_an_answer")
+    if message.status != MessageStatus.DONE:
+        raise Conflict(gettext("Only a finished answer can be rated."), code="answer_not_done")
+    return message
+
+
+def _source_tag(message: Message, source_id) -> str:
+    """"" for the whole answer, else the canonical tag of one of the answer's cited sources."""
+    if source_id is None or source_id == "":
+        return ""
+    tag = normalize_tag(source_id)
+    if tag is None or tag not in {s.get("source_id") for s in message.sources or []}:
+        raise ApplicationError(gettext("This answer cites no source %(source)s.") % {"source": source_id},
+                               code="unknown_source")
+    return tag
+
+
+def feedback_give(*, conversation_id, message_id, user, rating: str, reason: str = "", comment: str = "",
+                  source_id: str | None = None) -> tuple[Feedback, bool]:
+    """Rate one of the user's finished answers, or one of its cited sources: a second rating of the
+    same (answer, source) replaces the first. Returns the feedback and whether it is new.
+
+    `rating`, `reason` and `comment` are validated by chat.serializers.FeedbackSerializer.
+    """
+    message = _rated_answer(conversation_id=conversation_id, message_id=message_id, user=user)
+    tag = _source_tag(message, source_id)
+    if rating != FeedbackRating.DOWN and reason:
+        raise ApplicationError(gettext("A reason is given only with a thumbs down."), code="invalid_reason")
+    feedback, created = Feedback.objects.update_or_create(
+        message=message, user=user, source_id=tag,
+        defaults={"rating": rating, "reason": reason, "comment": comment.strip(),
+                  "mode": str((message.metadata or {}).get("mode") or "")[:30],
+                  "cited_sources": _cited_sources(message), "retrieval_settings": _retrieval_snapshot()})
+    return feedback, created
+
+
+def feedback_withdraw(*, conversation_id, message_id, user, source_id: str | None = None) -> None:
+    """Withdraw the user's rating of the answer (or of one of its sources); NotFound when there is none."""
+    message = message_get(conversation_id=conversation_id, message_id=message_id, user=user)
+    tag = "" if source_id in (None, "") else normalize_tag(source_id)
+    if tag is None:
+        raise NotFound(gettext("You have not rated this."), code="no_feedback")
+    deleted, _rows = Feedback.objects.filter(message=message, user=user, source_id=tag).delete()
+    if not deleted:
+        raise NotFound(gettext("You have not rated this."), code="no_feedback")

@@ -16,5 +16,6 @@ urlpatterns = [
     path(message, api.MessageDetailView.as_view(), name="api-message"),
     path(message + "retry/", api.MessageRetryView.as_view(), name="api-message-retry"),
     path(message + "retrieval/", api.MessageRetrievalView.as_view(), name="api-message-retrieval"),
+    path(message + "feedback/", api.MessageFeedbackView.as_view(), name="api-message-feedback"),
     path(message + "stream/", message_stream, name="api-message-stream"),
 ]

@@ -1,4 +1,4 @@
-"""`POST /v1/chat/completions` and `GET /v1/models`: ragsite for clients that speak OpenAI's API.
+"""`POST /v1/chat/completions`, `GET /v1/models` and the extension `POST /v1/feedback`: ragsite for clients that speak OpenAI's API.
 
 Authenticated by the user's API token as the Bearer key. Every request asks through the chat's own
 path (integrations.answers), so it is answered by the same orchestrator as the chat page and saved
@@ -7,14 +7,19 @@ continues one of theirs. Errors are OpenAI's error object with its status codes.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 
 from asgiref.sync import sync_to_async
 from django.http import JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
+from chat import selectors as chat_selectors
+from chat import services as chat_services
+from chat.serializers import FeedbackCreateSerializer, feedback_data
 from integrations import openai_format as fmt
 from integrations.answers import AnswerTimeout, ask_start, follow_answer
 from integrations.auth import auser_for_key, token_key
@@ -163,3 +168,59 @@ def _failure(message: dict | None) -> str | None:
     if message.get("status") == "failed":
         return message.get("error") or "The answer failed."
     return None
+
+
+COMPLETION_PREFIX = "chatcmpl-"
+
+
+def _message_ref(value):
+    """A message id: the number, or the completion's id `chatcmpl-<n>` as /v1/chat/completions gave it."""
+    if isinstance(value, str) and value.startswith(COMPLETION_PREFIX):
+        value = value[len(COMPLETION_PREFIX):]
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
+        raise fmt.RequestError(gettext("'message_id' must be a completion id (chatcmpl-…) or a number."),
+                               param="message_id")
+    return int(value)
+
+
+def _give_feedback(user, body) -> tuple[dict, bool]:
+    if not isinstance(body, dict):
+        raise fmt.RequestError(gettext("The body must be a JSON object."))
+    message_id = body.get("message_id")
+    conversation_id = body.get("conversation_id")
+    if message_id is None and conversation_id is None:
+        raise fmt.RequestError(gettext("Send 'message_id' (the completion's id) or 'conversation_id'."),
+                               param="message_id")
+    if message_id is not None:
+        message_id = _message_ref(message_id)
+    elif isinstance(conversation_id, bool) or not isinstance(conversation_id, int):
+        raise fmt.RequestError(gettext("'conversation_id' must be a number."), param="conversation_id")
+    form = FeedbackCreateSerializer(data={k: v for k, v in body.items() if k not in ("message_id", "conversation_id")})
+    if not form.is_valid():
+        field, problems = next(iter(form.errors.items()))
+        raise fmt.RequestError(f"{field}: {' '.join(str(p) for p in problems)}", param=field)
+    answer = chat_selectors.answer_locate(user=user, message_id=message_id, conversation_id=conversation_id)
+    feedback, created = chat_services.feedback_give(conversation_id=answer.conversation_id, message_id=answer.pk,
+                                                    user=user, **form.validated_data)
+    return feedback_data(feedback), created
+
+
+@csrf_exempt
+@require_POST
+async def feedback(request):
+    """Rate an answer given over /v1 (ragsite's extension): `{"message_id": "chatcmpl-…" | "conversation_id": n,
+    "rating": "up"|"down", "reason", "comment", "source_id"}`; as POST /api/…/messages/{id}/feedback/."""
+    user = await _authenticate(request)
+    if user is None:
+        return _unauthorized()
+    try:
+        body = json.loads(request.body or b"null")
+    except (ValueError, RecursionError):
+        return _error(400, gettext("The body is not valid JSON."))
+    try:
+        data, created = await sync_to_async(_give_feedback)(user, body)
+    except fmt.RequestError as exc:
+        return _error(400, exc.message, param=exc.param)
+    except ApplicationError as exc:
+        return _error(exc.status_code, exc.message, code=exc.code)
+    return JsonResponse(data, status=201 if created else 200)

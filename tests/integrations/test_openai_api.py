@@ -201,3 +201,41 @@ def test_a_failed_chat_server_gives_the_marked_extractive_answer_plain_and_strea
         ("done", "extractive", "error")] * 2
 
 
+
+
+def test_feedback_on_a_completion_by_its_id_over_v1(stack, user):
+    from chat.models import Feedback
+
+    stack.script_chat("The scaffold is inspected every seven days [S1].")
+    ai = client(stack, stack.tokens[0])
+    completion = ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
+
+    given = ai.post("/feedback", cast_to=httpx.Response, body={
+        "message_id": completion.id, "rating": "down", "reason": "outdated", "comment": "Weekly since 2025."})
+    assert given.status_code == 201
+    body = given.json()
+    assert (body["rating"], body["reason"], body["comment"], body["source_id"]) == (
+        "down", "outdated", "Weekly since 2025.", None)
+    assert body["cited_sources"][0]["document_id"] == stack.alice_doc.pk
+    feedback = Feedback.objects.get(user=user)
+    assert feedback.message_id == int(completion.id.removeprefix("chatcmpl-")) and feedback.mode == body["mode"]
+
+    # The conversation's latest answer, and one of its sources; a second rating replaces the first.
+    changed = ai.post("/feedback", cast_to=httpx.Response,
+                      body={"conversation_id": completion.conversation_id, "rating": "up"})
+    assert changed.status_code == 200 and changed.json()["rating"] == "up"
+    source = ai.post("/feedback", cast_to=httpx.Response,
+                     body={"message_id": completion.id, "rating": "down", "reason": "wrong_source", "source_id": "S1"})
+    assert source.status_code == 201 and source.json()["source_id"] == "S1"
+    assert sorted(Feedback.objects.filter(user=user).values_list("source_id", "rating")) == [("", "up"), ("S1", "down")]
+
+    url = f"{stack.daphne.url}/v1/feedback"
+    bad = httpx.post(url, json={"message_id": completion.id, "rating": "meh"},
+                     headers={"Authorization": f"Bearer {stack.tokens[0]}"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "rating"
+    assert bad.json()["error"]["type"] == "invalid_request_error"
+    theirs = httpx.post(url, json={"message_id": completion.id, "rating": "down"},
+                        headers={"Authorization": f"Bearer {stack.tokens[1]}"})
+    assert theirs.status_code == 404 and theirs.json()["error"]["message"]
+    assert httpx.post(url, json={"message_id": completion.id, "rating": "up"}).status_code == 401
+    assert sorted(Feedback.objects.filter(user=user).values_list("source_id", "rating")) == [("", "up"), ("S1", "down")]

@@ -4,7 +4,7 @@
 import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
 import { caretHost, patch } from "./markdown.js";
 import { showSources, toggleSources } from "./sources.js";
-import { IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
+import { feedbackOf, IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
 import { waitBox } from "./waiting.js";
 
 const { el, icon, timeAgo, plural } = window.rag;
@@ -108,8 +108,21 @@ function footer(m) {
     el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "plain" },
       title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
     el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "markdown" },
-      title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown"))));
+      title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown")),
+    ...feedbackButtons(m, gettext)));
   return foot;
+}
+
+/** 👍 / 👎, pressed as the stored feedback says (feedback.js handles the clicks and the reason form). */
+function feedbackButtons(m, gettext) {
+  const stored = feedbackOf(m);
+  const reason = stored && stored.reason ? ` (${stored.reason.replace("_", " ")})` : "";
+  return [["up", "thumbs-up", gettext("Helpful")], ["down", "thumbs-down", gettext("Not helpful")]].map(([rating, face, label]) => {
+    const pressed = Boolean(stored && stored.rating === rating);
+    return el("button", { type: "button", class: "btn btn-ghost btn-sm feedback-btn", "aria-pressed": String(pressed),
+      "aria-label": label, dataset: { message: m.id, rating },
+      title: pressed ? `${label}${rating === "down" ? reason : ""} — ${gettext("press again to withdraw")}` : label }, icon(face));
+  });
 }
 
 function errorBox(m) {
@@ -156,6 +169,9 @@ function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scro
 export function toBottom() { scroller.scrollTop = scroller.scrollHeight; }
 
 export function upsert(m) {
+  // Live events carry no feedback (it is the user's own, from the API): keep what the page knows.
+  const known = messages.get(m.id);
+  if (m.feedback === undefined && known && known.feedback) m = { ...m, feedback: known.feedback };
   messages.set(m.id, m);
   const stick = nearBottom();
   const fresh = renderMessage(m);

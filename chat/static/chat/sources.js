@@ -1,9 +1,10 @@
 /* The sources panel of an answer and the passage preview of a citation marker. */
 import { citationsOf, citeHref, labelChip, whereLabel } from "./citations.js";
 import { renderMarkdown } from "./markdown.js";
-import { messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
+import { feedbackOf, messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
 
-const { el, plural } = window.rag;
+const { el, icon, plural } = window.rag;
+const gettext = window.gettext || ((text) => text);
 
 let panelOpener = null;
 /** Similarity a person can read: 1 − cosine distance as a percentage (never the fusion score). */
@@ -11,11 +12,20 @@ function similarityText(c) {
   return typeof c.similarity === "number" ? `${Math.round(c.similarity * 100)}% similar` : null;
 }
 
-function sourceItem(c, label) {
+/** A cited source's own 👎 (feedback.js handles the clicks), pressed when the user rated it down. */
+function sourceFeedback(m, c) {
+  const pressed = Boolean(feedbackOf(m, c.source_id));
+  return el("button", { type: "button", class: "btn btn-ghost btn-sm source-feedback-btn", "aria-pressed": String(pressed),
+    "aria-label": gettext("This source did not help"), dataset: { message: m.id, source: c.source_id },
+    title: pressed ? gettext("Marked as not helpful — press again to withdraw") : gettext("This source did not help") }, icon("thumbs-down"));
+}
+
+function sourceItem(c, label, m = null) {
   const href = citeHref(c);
   const where = whereLabel(c);
   const similarity = similarityText(c);
-  return el("li", {}, el(href ? "a" : "div", { class: "source", href },
+  return el("li", { class: m ? "source-cited" : null }, m && m.status === "done" ? sourceFeedback(m, c) : null,
+    el(href ? "a" : "div", { class: "source", href },
     el("div", { class: "source-top" },
       label ? el("span", { class: "source-num" }, label) : null,
       el("span", { class: "source-name" }, c.document_name || "Approved answer"),
@@ -32,7 +42,7 @@ export function showSources(messageId) {
   panel.dataset.message = messageId;
   panelTitle.textContent = `${cites.numbers.size} ${cites.numbers.size === 1 ? "source" : "sources"}`;
   panelList.replaceChildren();
-  for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`));
+  for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`, m));
   const others = ((m.metadata && m.metadata.context_sources) || []).filter((s) => !cites.numbers.has(s.source_id));
   if (others.length) {
     const list = el("ol", { class: "sources-other" });

@@ -25,3 +25,8 @@ export const messages = new Map(); // id -> message (API shape)
 export const liveText = new Map(); // id -> text streamed so far (answers in flight)
 export const liveSources = new Map(); // id -> {tag: source} from the "sources" event
 export const IN_FLIGHT = new Set(["pending", "streaming"]);
+
+/** The user's stored feedback on message `m`: on the whole answer (sourceId null) or on one cited source. */
+export function feedbackOf(m, sourceId = null) {
+  return ((m && m.feedback) || []).find((f) => (f.source_id || null) === sourceId) || null;
+}
