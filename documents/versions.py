@@ -23,7 +23,7 @@ from django.utils import timezone
 from core.errors import ApplicationError, Conflict, NotFound
 from documents.chunking import PreviousChunks
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
-from documents.services import UploadRejected, spool_upload, announce_index_wanted, sniff_type
+from documents.services import spool_upload, announce_index_wanted, sniff_type
 
 logger = logging.getLogger(__name__)
 

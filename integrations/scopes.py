@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext
 
-from core.errors import ApplicationError, NotFound
+from core.errors import NotFound
 from documents.collections import collection_readable
 from documents.models import Collection
 

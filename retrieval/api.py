@@ -14,7 +14,7 @@ from retrieval.models import AiServer
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
 from retrieval.topics import topics_for
-from core.errors import BadGateway, NotFound
+from core.errors import BadGateway, NotFound, PermissionDenied
 
 
 class SearchQuery(serializers.Serializer):
@@ -71,9 +71,9 @@ class EmbedView(APIView):
         if server is None:
             raise NotFound("No such AI server.")
         if server.is_external and not (request.user.is_superuser or request.user.has_perm(EXTERNAL_EMBED_PERMISSION)):
-            raise ApplicationError(gettext("Sending text to the external AI server '%(name)s' needs a superuser or the "
-                                           "permission to change AI servers.") % {"name": server.name},
-                                   code="permission_denied", status_code=403)
+            raise PermissionDenied(gettext("Sending text to the external AI server '%(name)s' needs a superuser or "
+                                           "the permission to change AI servers.") % {"name": server.name},
+                                   code="permission_denied")
         client = embedder_for(server)
         started = time.perf_counter()
         texts = form.validated_data["texts"]
