@@ -38,8 +38,7 @@ def printed_labels(numbers: list[int | None]) -> dict[int, str]:
         if number is None:
             continue
         offset = number - i
-        neighbours = [numbers[j] - j for j in (i - 1, i + 1)
-                      if 0 <= j < len(numbers) and numbers[j] is not None]
+        neighbours = [n - j for j in (i - 1, i + 1) if 0 <= j < len(numbers) and (n := numbers[j]) is not None]
         if offset in neighbours:
             labels[i + 1] = str(number)
     return labels
