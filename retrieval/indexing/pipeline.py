@@ -421,6 +421,8 @@ def _stats(built: Built) -> dict:
              "chunking": built.chunking}
     if built.kept is not None:
         stats["kept_chunks"] = built.kept  # anchored on the previous version's chunks
+    if built.page_labels:  # PDF: the label printed on each page, for the viewer ({"2": "ii"})
+        stats["page_labels"] = {str(page): label for page, label in sorted(built.page_labels.items())}
     return stats
 
 

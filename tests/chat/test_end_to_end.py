@@ -131,3 +131,6 @@ def test_a_citation_names_the_label_printed_on_its_page(user, fake_ai, qcluster,
     assert stored["sources"][0]["page_label"] == LABELS[page]
     given = {s["source_id"]: s for s in stored["metadata"]["context_sources"]}
     assert given["S1"]["page_label"] == LABELS[given["S1"]["page_number"]]
+    # The document's chunks say it too.
+    chunks = http.get(f"/api/documents/{document_id}/chunks/").json()["results"]
+    assert chunks and all(c["page_label"] == LABELS[c["page_number"]] for c in chunks), chunks
