@@ -86,6 +86,7 @@ def _result_entry(tag: str, segment: Segment, *, excerpt: str | None) -> dict:
         "document_name": inline_text(segment.get("document_name") or ("Approved answer" if source_type == "qa"
                                                                    else "untitled")),
         "page_number": segment.get("page_number"),
+        "page_label": segment.get("page_label"),
         "heading_path": [inline_text(h) for h in (segment.get("heading_path") or []) if str(h).strip()],
         "excerpt": _SEEN_BEFORE if excerpt is None else sanitize_passage(excerpt).strip(),
         "score": segment.get("score"),

@@ -178,6 +178,7 @@ def make_citation(tag: str, segment: Segment) -> dict:
         "document_version": segment.get("document_version"),
         "chunk_index": segment.get("chunk_index"),
         "page_number": segment.get("page_number"),
+        "page_label": segment.get("page_label"),
         "heading_path": list(heading_path),
         "start_offset": segment.get("start_offset"),
         "end_offset": segment.get("end_offset"),

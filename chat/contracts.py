@@ -24,7 +24,8 @@ class Source(TypedDict):
     document_name: str | None
     document_version: NotRequired[int | None]  # the version quoted (the viewer opens its text)
     chunk_index: int | None
-    page_number: int | None
+    page_number: int | None  # the PDF page's index (1-based)
+    page_label: NotRequired[str | None]  # the label printed on it ("iii", "7"); None: page_number is the label
     score: float | None
     preview: str
     tier: NotRequired[int | None]  # 1 approved Q&A, 2 documents of the topic, 3 its general subcategory

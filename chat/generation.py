@@ -65,7 +65,7 @@ def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
         {"source_id": tag, "source_type": seg.get("source_type", "document"), "chunk_id": seg.get("chunk_id"),
          "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
          "document_version": seg.get("document_version"), "chunk_index": seg.get("chunk_index"),
-         "page_number": seg.get("page_number"), "score": seg.get("score"),
+         "page_number": seg.get("page_number"), "page_label": seg.get("page_label"), "score": seg.get("score"),
          "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg)}
         for tag, seg in tag_map.items()
     ]

@@ -268,6 +268,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "document_version": c.get("document_version"),
          "chunk_index": c["chunk_index"], "page_number": c["page_number"],
+         "page_label": c.get("page_label"),
          "qa_id": c["qa_id"], "score": outcome.tag_map[c["source_id"]].get("score"), "preview": c["snippet_preview"],
          **source_origin(outcome.tag_map[c["source_id"]])}
         for c in parsed.citations

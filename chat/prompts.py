@@ -199,7 +199,9 @@ def source_label(segment: Segment) -> str:
     if segment.get("tier") == 3:
         parts[0] += " (general)"
     if segment.get("page_number") is not None:
-        parts.append(f"page {segment['page_number']}")
+        label = inline_text(str(segment.get("page_label") or "")) or str(segment["page_number"])
+        parts.append(f"page {label}" if label == str(segment["page_number"])
+                     else f"page {label} (PDF page {segment['page_number']})")
     headings = [inline_text(h) for h in (segment.get("heading_path") or []) if str(h).strip()]
     if headings:
         parts.append("section: " + " > ".join(headings))

@@ -114,6 +114,8 @@ class ChunkSerializer(serializers.Serializer):
     start_offset = serializers.IntegerField()
     end_offset = serializers.IntegerField()
     page_number = serializers.IntegerField(allow_null=True)
+    page_label = serializers.CharField(source="metadata.page_label", default=None, allow_null=True,
+                                       help_text="The label printed on that page (\"iii\", \"7\"); null: the page number")
     heading_path = serializers.ListField(child=serializers.CharField())
     token_count = serializers.IntegerField()
 

@@ -77,8 +77,12 @@ def document_view(request, document_id: int):
             pages_total=document.pages_total if old is None else None,
             empty_pages=(document.empty_pages or []) if old is None else [],
         )
+        # The label printed on each page (PDF /PageLabels or its printed number), kept in the indexing stats.
+        shown_stats = (old if old is not None else document).index_stats or {}
+        labels = {int(page): str(label) for page, label in (shown_stats.get("page_labels") or {}).items()}
         # layout_text escapes every piece of the document's text; only its own tags are markup.
-        sections = [{**s, "html": mark_safe(s["html"])} for s in sections]  # noqa: S308
+        sections = [{**s, "html": mark_safe(s["html"]), "label": labels.get(s["number"]) or "",  # noqa: S308
+                     "number_text": str(s["number"])} for s in sections]
     shown: Document | DocumentVersion = old if old is not None else document
     return render(request, "documents/viewer.html", {
         "nav": "library",

@@ -163,7 +163,7 @@ def citations_of(message: dict) -> list[dict]:
     return [
         {"source_id": c.get("source_id"), "source_type": c.get("source_type"), "document_id": c.get("document_id"),
          "document_name": c.get("document_name"), "chunk_id": c.get("chunk_id"), "chunk_index": c.get("chunk_index"),
-         "page_number": c.get("page_number"), "heading_path": c.get("heading_path") or [],
+         "page_number": c.get("page_number"), "page_label": c.get("page_label"), "heading_path": c.get("heading_path") or [],
          "start_offset": c.get("start_offset"), "end_offset": c.get("end_offset"),
          "snippet": c.get("snippet_preview") or "", "qa_id": c.get("qa_id")}
         for c in (message.get("metadata") or {}).get("citations") or []

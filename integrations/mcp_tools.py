@@ -46,6 +46,7 @@ def search_documents(*, user, query: str, collection: str | None = None, k: int 
         {"chunk_id": s.get("chunk_id"), "qa_id": s.get("qa_id"), "source_type": s.get("source_type", "document"),
          "document_id": s.get("document_id"), "document_name": s.get("document_name"),
          "chunk_index": s.get("chunk_index"), "page_number": s.get("page_number"),
+         "page_label": s.get("page_label"),
          "heading_path": list(s.get("heading_path") or []), "start_offset": s.get("start_offset"),
          "end_offset": s.get("end_offset"), "excerpt": s.get("excerpt") or s.get("content") or "",
          "relevance": s.get("score")}
@@ -83,6 +84,7 @@ def get_passage(*, user, chunk_id: int, context_chars: int = 0) -> dict:
         after = text[chunk.end_offset:chunk.end_offset + int(context_chars)]
     return {"chunk_id": chunk.pk, "document_id": chunk.document_id, "document_name": chunk.document.original_filename,
             "chunk_index": chunk.chunk_index, "page_number": chunk.page_number,
+            "page_label": (chunk.metadata or {}).get("page_label"),
             "heading_path": list(chunk.heading_path or []), "start_offset": chunk.start_offset,
             "end_offset": chunk.end_offset, "text": chunk.content, "before": before, "after": after}
 

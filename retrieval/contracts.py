@@ -24,6 +24,7 @@ class Segment(TypedDict):
     document_version: NotRequired[int]
     chunk_index: int | None
     page_number: int | None
+    page_label: NotRequired[str | None]  # the label printed on that page ("iii", "7"); None: use page_number
     heading_path: list[str]
     start_offset: int | None  # text[start_offset:end_offset] == the chunk's content
     end_offset: int | None

@@ -16,8 +16,11 @@ def _page_stream(lines: list[str]) -> bytes:
     return "\n".join(ops).encode("latin-1")
 
 
-def text_pdf_chunks(pages: Iterable[list[str]]) -> Iterator[bytes]:
-    """Yield the bytes of a PDF whose page i shows the lines of pages[i]; streams, so 1,000s of pages are cheap."""
+def text_pdf_chunks(pages: Iterable[list[str]], *, page_labels: str = "") -> Iterator[bytes]:
+    """Yield the bytes of a PDF whose page i shows the lines of pages[i]; streams, so 1,000s of pages are cheap.
+
+    `page_labels`: the catalog's /PageLabels number tree's /Nums array, e.g. "0 << /S /r >> 3 << /S /D >>"
+    (pages i, ii, iii, then 1, 2, …)."""
     offsets: list[int] = []
     written = 0
     page_ids: list[int] = []
@@ -33,7 +36,8 @@ def text_pdf_chunks(pages: Iterable[list[str]]) -> Iterator[bytes]:
     written += len(header)
     yield header
     # 1: catalog, 2: pages (written last, as object 2 via a forward reference), 3: font
-    yield obj(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+    labels = f" /PageLabels << /Nums [{page_labels}] >>" if page_labels else ""
+    yield obj(1, f"<< /Type /Catalog /Pages 2 0 R{labels} >>".encode())
     yield obj(3, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
     number = 4
     for lines in pages:
@@ -57,8 +61,8 @@ def text_pdf_chunks(pages: Iterable[list[str]]) -> Iterator[bytes]:
     yield "\n".join(rows).encode()
 
 
-def text_pdf(pages: Iterable[list[str]]) -> bytes:
-    return b"".join(text_pdf_chunks(pages))
+def text_pdf(pages: Iterable[list[str]], *, page_labels: str = "") -> bytes:
+    return b"".join(text_pdf_chunks(pages, page_labels=page_labels))
 
 
 def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str], footer: str = "") -> bytes:

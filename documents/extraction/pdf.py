@@ -10,6 +10,7 @@ from pathlib import Path
 
 from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
 from documents.extraction.ocr import OcrConfig
+from documents.extraction.page_labels import pdf_page_labels, printed_labels, printed_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
 from documents.extraction.pdf_tables import PdfTables
 from documents.extraction.types import (
@@ -148,6 +149,8 @@ class PdfExtraction(Extraction):
         self._failed_pages: list[int] = []
         self._repeated: set[str] = set()
         self._outline_warning: str | None = None
+        # 1-based page -> the label printed on it, where known (complete once blocks() is exhausted).
+        self.page_labels: dict[int, str] = {}
         self._reader = self._open()
         self.pages_total = self._count_pages()
 
@@ -245,11 +248,13 @@ class PdfExtraction(Extraction):
         self._pdf_ocr.plan(total)
         self._repeated = self._pdf_ocr.repeated_lines()
         self._tables = PdfTables(self.path)
+        self._printed: list[int | None] = []
         try:
             yield from self._pages(self._pdf_ocr, outline, path, total)
         finally:
             self._pdf_ocr.close()
             self._tables.close()
+        self.page_labels = pdf_page_labels(self._reader) or printed_labels(self._printed)
         self.ocr = self._pdf_ocr.summary()
         self._finish_warnings()
 
@@ -261,6 +266,7 @@ class PdfExtraction(Extraction):
             confidence = None
             if ocr_page is not None and ocr_page.text:
                 lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
+            self._printed.append(printed_number(lines or []))
             tables: list[list[str]] = []
             if ocr_page is None and lines and ocr.has_grid(index):
                 lines = self._with_tables(index, lines, tables)

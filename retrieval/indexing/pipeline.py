@@ -89,6 +89,7 @@ class Built:
     chunking: dict = field(default_factory=dict)  # the cutter's parameters, kept in the stats for the next version
     kept: int | None = None  # chunks kept from the previous version (None: chunked afresh)
     title: str = ""  # the title the document gives itself (metadata or opening heading), "" if none
+    page_labels: dict = field(default_factory=dict)  # PDF: 1-based page -> the label printed on it, where known
 
 
 Reschedule = Callable[..., None]  # (document_id, strategy, *, name, next_run): run the task again later
@@ -324,6 +325,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
         keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept, title=title,
+        page_labels=dict(getattr(extraction, "page_labels", None) or {}),
     )
 
 
@@ -335,6 +337,18 @@ def chunk_sizes(rs, strategy: str) -> tuple[int, int]:
 
 
 # --- the commit: one transaction ----------------------------------------------------------
+
+
+def _chunk_metadata(draft: ChunkDraft, page_labels: dict) -> dict:
+    """A chunk's metadata: the cutter's, its context prefix and the label printed on its page (`page_label`,
+    PDFs whose pages carry one; without it citations name the page's index)."""
+    metadata = dict(draft.metadata)
+    if _context_prefix(draft):
+        metadata["context"] = _context_prefix(draft)
+    label = page_labels.get(draft.page_number) if draft.page_number is not None else None
+    if label:
+        metadata["page_label"] = label
+    return metadata
 
 
 def _commit(document: Document, attempt: int, built: Built, version: DocumentVersion | None = None) -> None:
@@ -362,8 +376,7 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
                       is_active=locked.is_active, chunk_index=d.index, content=d.content,
                       start_offset=d.start, end_offset=d.end, page_number=d.page_number,
                       heading_path=list(d.heading_path), token_count=d.token_count,
-                      metadata={**d.metadata, "context": _context_prefix(d)} if _context_prefix(d) else d.metadata,
-                      text_config=analysis.config)
+                      metadata=_chunk_metadata(d, built.page_labels), text_config=analysis.config)
                 for d, analysis in zip(built.drafts, analyses)
             ],
             batch_size=1000,
@@ -408,6 +421,8 @@ def _stats(built: Built) -> dict:
              "chunking": built.chunking}
     if built.kept is not None:
         stats["kept_chunks"] = built.kept  # anchored on the previous version's chunks
+    if built.page_labels:  # PDF: the label printed on each page, for the viewer ({"2": "ii"})
+        stats["page_labels"] = {str(page): label for page, label in sorted(built.page_labels.items())}
     return stats
 
 

@@ -418,7 +418,8 @@ def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = 
         cursor.execute(
             f"""
             SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
-                   c.start_offset, c.end_offset, left(c.content, %s), {distance}, d.collection_id, d.version
+                   c.start_offset, c.end_offset, left(c.content, %s), {distance}, d.collection_id, d.version,
+                   c.metadata->>'page_label'
             FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s)
             """,
@@ -428,7 +429,7 @@ def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = 
             r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
                    "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
                    "excerpt": r[9], "distance": None if r[10] is None else float(r[10]), "collection_id": r[11],
-                   "document_version": r[12]}
+                   "document_version": r[12], "page_label": r[13] or None}
             for r in cursor.fetchall()
         }
 

@@ -79,8 +79,9 @@ def test_the_model_searches_then_answers_and_a_returned_tag_becomes_a_citation(u
     assert citation["page_number"] == 2 == chunk.page_number == tagged["S1"]["page_number"]
     assert "scaffold" in chunk.content.lower()
     assert text[citation["start_offset"]:citation["end_offset"]] == chunk.content
-    assert set(tagged["S1"]) == {"source_id", "chunk_id", "document_name", "page_number", "heading_path",
-                                 "excerpt", "score"}
+    assert set(tagged["S1"]) == {"source_id", "chunk_id", "document_name", "page_number", "page_label",
+                                 "heading_path", "excerpt", "score"}
+    assert tagged["S1"]["page_label"] is None  # the PDF prints no page numbers: the index stands
     assert tagged["S1"]["document_name"] == "safety.pdf" and "scaffold" in tagged["S1"]["excerpt"].lower()
     assert answer.sources[0]["source_id"] == "S1" and answer.sources[0]["page_number"] == 2
     # What the model was given: the tool first; the results as untrusted data, answered to its call.

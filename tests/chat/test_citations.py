@@ -94,6 +94,7 @@ def test_made_up_tag_dropped_and_counted_real_tags_become_citations():
         "document_version": 2,  # the version quoted: the viewer opens that version's text
         "chunk_index": 4,
         "page_number": 7,
+        "page_label": None,  # no printed label known: the page number stands
         "heading_path": ["Safety", "Ladders"],
         "start_offset": 1200,
         "end_offset": 1850,

@@ -85,3 +85,52 @@ def test_upload_index_attach_ask_and_stream_through_real_processes(broker, user,
         assert stats.get("cmdstat_rpush", {}).get("calls", 0) >= 2, stats  # indexing task and answer task
         assert stats.get("cmdstat_blpop", {}).get("calls", 0) > 0, stats  # workers waiting on the lists
         assert any(name in stats for name in ("cmdstat_bzpopmin", "cmdstat_evalsha", "cmdstat_eval")), stats
+
+
+# Front matter numbered i, ii, iii, then the body from 1 (the PDF's /PageLabels): no page's label is its index.
+LABELLED_PAGES = [
+    ["Foreword.", "This handbook explains the travel rules of the institute for all of its staff."],
+    ["Contents.", "Travel, meal allowance, accommodation and the forms to fill in after a trip."],
+    ["Preface.", "The rules apply to every business trip that starts after the first of January."],
+    ["Meal allowance.", "A trip longer than eighteen hours is paid a meal allowance of 400 crowns."],
+    ["Accommodation.", "Hotels are booked by the travel office; a receipt is needed for every night."],
+]
+LABELS = {1: "i", 2: "ii", 3: "iii", 4: "1", 5: "2"}
+
+
+def test_a_citation_names_the_label_printed_on_its_page(user, fake_ai, qcluster, chat_qcluster, daphne):
+    server = AiServer.objects.create(name="fake", kind="openai", base_url=fake_ai.url, read_timeout=10,
+                                     capabilities={"embeddings": True, "embedding_model": "fake-embed",
+                                                   "embedding_dim": 384, "chat": True, "chat_model": "fake-chat"})
+    RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
+                                                  chunk_size=24, chunk_overlap=0)
+    token = Token.objects.create(user=user).key
+    http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=10)
+    pdf = text_pdf(LABELLED_PAGES, page_labels="0 << /S /r >> 3 << /S /D >>")
+    upload = http.post("/api/documents/", files={"file": ("travel.pdf", pdf, "application/pdf")})
+    assert upload.status_code == 201, upload.text
+    document_id = upload.json()["id"]
+    wait_for(lambda: http.get(f"/api/documents/{document_id}/").json()["status"] in ("indexed", "failed"),
+             timeout=60, what="indexing", process=qcluster)
+    conversation = http.post("/api/conversations/", json={"title": "Travel"}).json()
+    http.post(f"/api/conversations/{conversation['id']}/documents/", json={"document_id": document_id})
+    fake_ai.script_chat("A trip over eighteen hours is paid 400 crowns [S1].")
+
+    posted = http.post(f"/api/conversations/{conversation['id']}/messages/",
+                       json={"content": "How much is the meal allowance?"}).json()
+    message_id = posted["assistant_message"]["id"]
+    url = f"/api/conversations/{conversation['id']}/messages/{message_id}/"
+    wait_for(lambda: http.get(url).json()["status"] in ("done", "failed"), timeout=60, what="the answer",
+             process=chat_qcluster)
+    stored = http.get(url).json()
+    assert stored["status"] == "done", stored
+    [citation] = stored["metadata"]["citations"]
+    page = citation["page_number"]
+    # The printed label, alongside the PDF's own page index; never the index under the label's name.
+    assert citation["page_label"] == LABELS[page] != str(page)
+    assert stored["sources"][0]["page_label"] == LABELS[page]
+    given = {s["source_id"]: s for s in stored["metadata"]["context_sources"]}
+    assert given["S1"]["page_label"] == LABELS[given["S1"]["page_number"]]
+    # The document's chunks say it too.
+    chunks = http.get(f"/api/documents/{document_id}/chunks/").json()["results"]
+    assert chunks and all(c["page_label"] == LABELS[c["page_number"]] for c in chunks), chunks

@@ -67,6 +67,7 @@ def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence
     assert answer.sources == [{"source_id": "S1", "source_type": "document", "document_id": document.pk,
                                "document_name": "safety.pdf", "document_version": 1,
                                "chunk_index": chunk.chunk_index, "page_number": 2,
+                               "page_label": None,  # the PDF prints no page numbers: the index is the label
                                "qa_id": None, "score": meta["retrieved_segments"][0]["score"],
                                "preview": citation["snippet_preview"], "tier": 2, "collection": None,
                                "distance": meta["retrieved_segments"][0]["distance"],

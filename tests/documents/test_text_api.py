@@ -48,7 +48,8 @@ def test_chunks_are_paginated_in_order(api, user, fake_embedder, settings):
     second = api.get(first["next"]).json()
     assert [c["chunk_index"] for c in second["results"]] == [2, 3]
     assert set(first["results"][0]) == {"chunk_id", "chunk_index", "content", "start_offset", "end_offset",
-                                        "page_number", "heading_path", "token_count"}
+                                        "page_number", "page_label", "heading_path", "token_count"}
+    assert first["results"][0]["page_label"] is None  # a text file has no printed pages
 
 
 def test_file_for_a_token_client_and_embedding_server_on_rows(user, fake_embedder):

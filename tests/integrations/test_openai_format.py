@@ -48,12 +48,12 @@ def test_requests_openai_would_refuse_name_the_field(raw, param):
 def test_completion_chunk_and_error_shapes():
     message = {"content": "Seven days [S1].", "metadata": {
         "llm_usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-        "citations": [{"source_id": "S1", "document_id": 4, "document_name": "a.pdf", "page_number": 2,
+        "citations": [{"source_id": "S1", "document_id": 4, "document_name": "a.pdf", "page_number": 2, "page_label": "ii",
                        "start_offset": 5, "end_offset": 50, "snippet_preview": "seven days", "chunk_id": 9}]}}
     done = fmt.completion(completion_id="chatcmpl-1", created=1, model="ragsite", message=message, conversation_id=3)
     assert done["choices"][0]["message"]["citations"][0] == {
         "source_id": "S1", "source_type": None, "document_id": 4, "document_name": "a.pdf", "chunk_id": 9,
-        "chunk_index": None, "page_number": 2, "heading_path": [], "start_offset": 5, "end_offset": 50,
+        "chunk_index": None, "page_number": 2, "page_label": "ii", "heading_path": [], "start_offset": 5, "end_offset": 50,
         "snippet": "seven days", "qa_id": None}
     assert done["usage"] == {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
     usage = fmt.chunk(completion_id="c", created=1, model="ragsite", usage=fmt.usage_of({"metadata": {}}))

@@ -314,3 +314,24 @@ def test_vendored_pdfjs_is_served_by_ragsite_with_the_types_browsers_require(cli
             assert f'"{version}"'.encode() in body  # the README names the version that is vendored
         if path == "LICENSE":
             assert b"Apache License" in body
+
+
+def test_viewer_names_the_label_printed_on_each_pdf_page(alice_client, user, fake_embedder):
+    from retrieval.tasks import index_document
+    from tests.pdfgen import text_pdf
+
+    pages = [[f"Front matter page {i} about the travel rules of the institute."] for i in range(2)]
+    pages += [[f"Body page {i} about the meal allowance on a business trip."] for i in range(1, 3)]
+    document = upload_bytes(user, text_pdf(pages, page_labels="0 << /S /r >> 2 << /S /D >>"), "travel.pdf")
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "indexed", document.index_error
+    html = alice_client.get(f"/documents/{document.pk}/").content.decode()
+    # Each page's heading says the label printed on it beside the PDF's page index; the banner reads data-label.
+    assert 'data-page="2" data-label="ii"' in html and 'data-page="4" data-label="2"' in html
+    assert re.search(r'id="page-2-label">Page ii \(PDF page 2\)</h2>', html)
+    assert re.search(r'id="page-4-label">Page 2 \(PDF page 4\)</h2>', html)
+    plain = upload_bytes(user, text_pdf([["Tides rise twice a day."], ["Storms come in winter."]]), "tides.pdf")
+    index_document(plain.pk)
+    html = alice_client.get(f"/documents/{plain.pk}/").content.decode()
+    assert re.search(r'id="page-2-label">Page 2</h2>', html) and 'data-page="2" data-label' not in html

@@ -3,6 +3,8 @@ import { renderMarkdown } from "./markdown.js";
 import { liveSources, liveText } from "./state.js";
 
 const { el } = window.rag;
+const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => String(values[key]));
 const TAG_GROUP = /[[［【]\s*((?:source\s*:?\s*)?S\d+(?:\s*(?:[,;/&]|and)\s*(?:source\s*:?\s*)?S\d+)*)\s*[\]］】]/gi;
 const TAG = /S(\d+)/gi;
 
@@ -15,6 +17,7 @@ export function citationsOf(m) {
     for (const c of (m.metadata && m.metadata.citations) || []) {
       const s = stored.get(c.source_id) || {};
       byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
+        page_label: c.page_label || s.page_label,
         similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory });
       numbers.set(c.source_id, numbers.size + 1);
     }
@@ -50,11 +53,19 @@ export function labelChip(c) {
   return el("span", { class: "source-label", dataset: { kind: c.source_type === "qa" ? "qa" : (c.collection ? "collection" : "own") } }, sourceLabel(c));
 }
 
+/** The page as printed on it: "page 7 (PDF page 9)" where the printed label and the PDF's index differ, else "page 7". */
+export function pageText(c) {
+  if (!c.page_number) return "";
+  const label = c.page_label ? String(c.page_label) : String(c.page_number);
+  if (label === String(c.page_number)) return fill(gettext("page %(page)s"), { page: label });
+  return fill(gettext("page %(label)s (PDF page %(page)s)"), { label, page: c.page_number });
+}
+
 export function whereLabel(c) {
   const parts = [];
   const topic = [c.category, c.subcategory].filter(Boolean).join(" › "); // an approved pair's topic
   if (c.source_type === "qa" && topic) parts.push(topic);
-  if (c.page_number) parts.push(`page ${c.page_number}`);
+  if (c.page_number) parts.push(pageText(c));
   if (c.heading_path && c.heading_path.length) parts.push(c.heading_path.join(" › "));
   return parts.join(" · ");
 }

@@ -4,12 +4,15 @@ import { renderMarkdown } from "./markdown.js";
 import { feedbackOf, messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
 
 const { el, icon, plural } = window.rag;
-const gettext = window.gettext || ((text) => text);
+const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => String(values[key]));
 
 let panelOpener = null;
-/** Similarity a person can read: 1 − cosine distance as a percentage (never the fusion score). */
-function similarityText(c) {
-  return typeof c.similarity === "number" ? `${Math.round(c.similarity * 100)}% similar` : null;
+/** Relevance a person can read: the passage's rank among those given to the model ("#1 of 5"), never a raw
+    cosine similarity (with small embedding models unrelated texts score 80 %). */
+function rankText(c, ranks) {
+  const rank = ranks.get(c.source_id);
+  return rank ? fill(gettext("#%(rank)s of %(total)s"), { rank, total: ranks.size }) : null;
 }
 
 /** A cited source's own 👎 (feedback.js handles the clicks), pressed when the user rated it down. */
@@ -20,16 +23,16 @@ function sourceFeedback(m, c) {
     title: pressed ? gettext("Marked as not helpful — press again to withdraw") : gettext("This source did not help") }, icon("thumbs-down"));
 }
 
-function sourceItem(c, label, m = null) {
+function sourceItem(c, label, ranks, m = null) {
   const href = citeHref(c);
   const where = whereLabel(c);
-  const similarity = similarityText(c);
+  const similarity = rankText(c, ranks);
   return el("li", { class: m ? "source-cited" : null }, m && m.status === "done" ? sourceFeedback(m, c) : null,
     el(href ? "a" : "div", { class: "source", href },
     el("div", { class: "source-top" },
       label ? el("span", { class: "source-num" }, label) : null,
       el("span", { class: "source-name" }, c.document_name || "Approved answer"),
-      similarity ? el("span", { class: "source-score", title: "How close the passage is to the question (1 − cosine distance)" }, similarity) : null),
+      similarity ? el("span", { class: "source-score", title: gettext("Its rank among the passages found for the question (1: the closest)") }, similarity) : null),
     el("div", { class: "source-where" }, labelChip(c), where ? ` ${where.charAt(0).toUpperCase() + where.slice(1)}` : ""),
     el("div", { class: "source-snippet md" }, renderMarkdown(c.snippet))));
 }
@@ -42,11 +45,14 @@ export function showSources(messageId) {
   panel.dataset.message = messageId;
   panelTitle.textContent = `${cites.numbers.size} ${cites.numbers.size === 1 ? "source" : "sources"}`;
   panelList.replaceChildren();
-  for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`, m));
-  const others = ((m.metadata && m.metadata.context_sources) || []).filter((s) => !cites.numbers.has(s.source_id));
+  // The passages were given to the model best first (S1, S2, …): their order is the rank.
+  const given = (m.metadata && m.metadata.context_sources) || [];
+  const ranks = new Map(given.map((s, i) => [s.source_id, i + 1]));
+  for (const [tag, n] of cites.numbers) panelList.append(sourceItem(cites.byTag.get(tag), `[${n}]`, ranks, m));
+  const others = given.filter((s) => !cites.numbers.has(s.source_id));
   if (others.length) {
     const list = el("ol", { class: "sources-other" });
-    for (const s of others) list.append(sourceItem({ ...s, snippet: s.preview }, null));
+    for (const s of others) list.append(sourceItem({ ...s, snippet: s.preview }, null, ranks));
     panelList.append(el("li", { class: "sources-more" }, el("details", {},
       el("summary", {}, `${plural(others.length, "other passage", "other passages")} retrieved, not cited`), list)));
   }

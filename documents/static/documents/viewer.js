@@ -100,7 +100,7 @@
     const page = anchor.closest(".doc-page");
     const number = page && page.dataset.page;
     citedPage = number ? Number(number) : null;
-    bannerText.textContent = number ? `Cited passage · page ${number}` : "Cited passage";
+    bannerText.textContent = number ? `Cited passage · ${pageName(number)}` : "Cited passage";
     if (mode === "text") {
       setOther(pagesView ? "Show on the page" : null);
       anchor.setAttribute("tabindex", "-1");
@@ -109,7 +109,7 @@
       return;
     }
     setOther("Show in the extracted text");
-    bannerText.textContent = `Finding the cited passage on page ${number || 1}…`;
+    bannerText.textContent = `Finding the cited passage on ${pageName(number || 1)}…`;
     let result;
     try {
       result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false });
@@ -119,10 +119,19 @@
     }
     if (mine !== generation) return;
     if (!result.found) {
-      bannerText.textContent = `Cited passage · page ${result.page}: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only.`;
+      bannerText.textContent = `Cited passage · ${pageName(result.page)}: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only.`;
     } else {
-      bannerText.textContent = `Cited passage · page ${result.page}` + (result.partial ? " (placed by its first and last words: the page orders its text differently)" : "");
+      bannerText.textContent = `Cited passage · ${pageName(result.page)}` + (result.partial ? " (placed by its first and last words: the page orders its text differently)" : "");
     }
+  }
+
+  /** A page as printed on it: "page 3 (PDF page 5)" where the label printed on it differs from its index. */
+  function pageName(number) {
+    const section = document.getElementById(`page-${number}`);
+    const label = section && section.dataset.label;
+    const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+    const text = label && label !== String(number) ? gettext("page %(label)s (PDF page %(number)s)") : gettext("page %(number)s");
+    return text.replace("%(label)s", label).replace("%(number)s", String(number));
   }
 
   function setMode(next, scroll) {
