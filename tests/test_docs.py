@@ -24,11 +24,9 @@ RUNTIME_FOLDERS = {
     "artifacts": "written by test runs (processes' logs, screenshots); tests/artifacts likewise",
     ".venv": "the virtualenv `make run` / `make test` create",
 }
-# Names that look like paths but are not files of the repository, with why.
-NOT_PATHS = {
-    "../shared/data": "beside the repository on the project's machines, never in a clone",
-    "../shared": "beside the repository; named as what tests must not reach",
-}
+# Names that look like paths but are not files of the repository, with why (none today: a path that
+# starts with `../` is beside the repository, never in a clone, and is never checked).
+NOT_PATHS: dict[str, str] = {}
 
 KNOWN_EXTENSIONS = (
     ".py", ".md", ".txt", ".toml", ".ini", ".cfg", ".json", ".html", ".js", ".css", ".png",
@@ -67,7 +65,7 @@ def path_candidate(token: str, top_level: set[str]) -> str | None:
     token = token.split("::", 1)[0]  # a pytest node id (`tests/x.py::test_y`) names its file
     if not token or any(c in token for c in " \t…{}<>$|\"'=()[]") or "://" in token:
         return None
-    if token.startswith(("/", "~", "-", "#")) or token in NOT_PATHS:
+    if token.startswith(("/", "~", "-", "#", "../")) or token in NOT_PATHS:
         return None
     first = token.split("/", 1)[0]
     looks_like_path = "/" in token or token.endswith(KNOWN_EXTENSIONS) or re.match(r"^\.[A-Za-z]", token)
@@ -172,7 +170,7 @@ def test_checker_ignores_what_is_not_a_repository_path(tmp_path):
     markdown = (
         "`/api/documents/{id}/`, `https://example.org/a.py`, `$RAGSITE_DATA_DIR/pgdata`, `var/pgdata`, "
         "`documents.signals.index_wanted`, `retrieval.0010`, `chat/templates/chat/…`, `other/thing.py`, "
-        "`../shared/data`, `POST /api/auth/token/`, `~/pythainlp-data`, `.local`, `documents/`\n"
+        "`../elsewhere/data`, `POST /api/auth/token/`, `~/pythainlp-data`, `.local`, `documents/`\n"
     )
     assert repository_paths(markdown, top_level_names(tmp_path)) == [(1, "var/pgdata"), (1, "documents/")]
     assert missing_paths(markdown, tmp_path) == []
