@@ -26,6 +26,7 @@ from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
 from chat.grounding import mark_ungrounded_sections
+from chat.gaps import gap_check_wanted
 from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
@@ -284,6 +285,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         message.metadata = metadata
         message.save(update_fields=["status", "content", "sources", "metadata", "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
+    gap_check_wanted(message)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),
                                    "invalid_citations": parsed.invalid_citations, **job.timings})
 
