@@ -7,9 +7,10 @@ bound, `bounds.doc`), stated numbers its sources lack (chat.grounding), or was t
 through core.tasks, which embeds the question with the default embedding model and puts it in the
 nearest open group or a new one.
 
-**Grouping.** A question joins an open group when it is within `grouping_distance` of one of its
-questions (single link), else it starts a group. The distance is the model's own: twice its
-calibrated direct-answer bound, i.e. the 1st percentile of the distances between unrelated
+**Grouping.** A question joins the open group whose farthest question is nearest to it, when even
+that one is within `grouping_distance` (complete linkage: single linkage chained a whole domain's
+questions into one group, bench/gaps.py), else it starts a group. The distance is the model's own:
+twice its calibrated direct-answer bound, i.e. the 1st percentile of the distances between unrelated
 questions of one language (retrieval/knowledge/calibration.py) -- two questions closer than 99 % of
 unrelated pairs are taken to ask the same thing. Nothing is fitted to a set; bench/gaps.py measures it.
 
@@ -26,7 +27,7 @@ from datetime import datetime
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
 from django.utils.translation import gettext
 from pgvector.django import CosineDistance
@@ -159,11 +160,13 @@ def gap_record(*, answer_id: int) -> str:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
         if GapQuestion.objects.filter(answer=answer).update(reasons=reasons):
             return "updated"
+        # Complete linkage: the group whose farthest question is nearest, if even that one is within reach.
         nearest = (GapQuestion.objects.filter(group__status=GapStatus.OPEN, group__embedding_model=model)
-                   .annotate(distance=CosineDistance("embedding", vector)).order_by("distance")
-                   .select_related("group").first())
-        if nearest is not None and nearest.distance <= threshold:
-            group = nearest.group
+                   .annotate(distance=CosineDistance("embedding", vector)).values("group_id")
+                   .annotate(farthest=Max("distance")).filter(farthest__lte=threshold)
+                   .order_by("farthest", "group_id").first())
+        if nearest is not None:
+            group = GapGroup.objects.get(pk=nearest["group_id"])
         else:
             group = GapGroup.objects.create(
                 embedding_model=model, category=str(metadata.get("category") or conversation.category or "")[:100],

@@ -102,6 +102,16 @@ def test_a_tighter_calibration_of_the_model_splits_the_same_questions(fake_embed
     assert GapGroup.objects.count() == 2
 
 
+def test_a_question_joins_a_group_only_when_every_question_of_it_is_within_reach(fake_embedder, user):
+    """Complete linkage: B is near A and C, A and C are not near; a chain A-B-C is not one group."""
+    a, b, c = ("garlic onion leek chive shallot ramson", "onion leek chive shallot ramson pepper",
+               "leek chive shallot ramson pepper tomato")
+    for text in (a, b, c):
+        gap_record(answer_id=asked(user, text).pk)
+    groups = {text: GapQuestion.objects.get(question__content=text).group_id for text in (a, b, c)}
+    assert groups[a] == groups[b] != groups[c]
+
+
 def test_a_thumbs_down_puts_an_answer_in_the_inbox_and_withdrawing_it_takes_it_out(fake_embedder, api, user,
                                                                                    django_capture_on_commit_callbacks):
     answer = asked(user, "How deep is garlic planted?", mode="documents", content="5 cm deep.")
