@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -13,6 +14,7 @@ from chat import gaps
 from chat.gaps import can_curate
 from chat.models import Conversation, ConversationDocument, GapGroup, GapReason, GapStatus, Message
 from core.errors import ApplicationError
+from documents.governance import sources_due
 from documents.models import Document
 
 
@@ -119,7 +121,8 @@ class GapGroupAdmin(admin.ModelAdmin):
                      "subcategory": view.group.subcategory, "from_gap": view.id})}
                 for view in groups]
         return self._page(request, "admin/chat/gap_inbox.html", title=_("Knowledge gaps"), rows=rows,
-                          status=status, statuses=GapStatus.choices, reason_labels=dict(GapReason.choices))
+                          status=status, statuses=GapStatus.choices, reason_labels=dict(GapReason.choices),
+                          due=list(sources_due(user=request.user)[:50]), today=timezone.localdate())
 
     def dismiss_view(self, request, group_id: int):
         if not can_curate(request.user) or request.method != "POST":
