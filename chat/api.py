@@ -28,7 +28,6 @@ from chat.serializers import (
 )
 from documents.serializers import DocumentSerializer
 from core.errors import ApplicationError
-from core.pagination import Pagination
 from core.throttles import QuestionThrottle
 
 
@@ -204,20 +203,22 @@ class Curates(permissions.BasePermission):
         return can_curate(request.user)
 
 
-class GapListView(APIView):
-    permission_classes = [Curates]
+class GapListView(generics.ListAPIView):
+    """Knowledge gaps: badly answered questions grouped by meaning, latest first (paginated)."""
 
-    @extend_schema(parameters=[OpenApiParameter("status", str, required=False,
-                                                description="open (default), answered, document or dismissed")],
-                   responses={200: GapGroupSerializer(many=True)})
-    def get(self, request):
-        """Knowledge gaps: badly answered questions grouped by meaning, latest first (paginated)."""
-        wanted = request.query_params.get("status", GapStatus.OPEN)
+    permission_classes = [Curates]
+    serializer_class = GapGroupSerializer
+
+    def get_queryset(self):
+        wanted = self.request.query_params.get("status", GapStatus.OPEN)
         if wanted not in GapStatus.values:
             raise ApplicationError(gettext("Unknown status %(status)s.") % {"status": wanted[:30]}, code="invalid_status")
-        paginator = Pagination()
-        page = paginator.paginate_queryset(gaps.gap_groups(user=request.user, status=wanted), request, view=self)
-        return paginator.get_paginated_response(GapGroupSerializer(page, many=True).data)
+        return gaps.gap_groups(user=self.request.user, status=wanted)
+
+    @extend_schema(parameters=[OpenApiParameter("status", str, required=False, enum=GapStatus.values,
+                                                description="open (default), answered, document or dismissed")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
 
 class GapAnswerView(APIView):
