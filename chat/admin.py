@@ -1,6 +1,21 @@
-from django.contrib import admin
+from urllib.parse import urlencode
 
-from chat.models import Conversation, ConversationDocument, Message
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from chat import gaps
+from chat.gaps import can_curate
+from chat.models import Conversation, ConversationDocument, GapGroup, GapReason, GapStatus, Message
+from core.errors import ApplicationError
+from documents.governance import sources_due
+from documents.models import Document
 
 
 class AttachmentInline(admin.TabularInline):
@@ -50,3 +65,92 @@ class MessageAdmin(admin.ModelAdmin):
             return None
         add = reverse("admin:retrieval_knowledgeentry_add")
         return HttpResponseRedirect(f"{add}?from_message={answers[0].pk}")
+
+
+# --- the gap inbox -----------------------------------------------------------------------------------
+
+class GapDocumentForm(forms.Form):
+    document = forms.ModelChoiceField(queryset=None, label=_("Document"),
+                                      help_text=_("A document you may read that answers these questions."))
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["document"].queryset = Document.objects.visible_to(user).order_by("name")
+
+
+@admin.register(GapGroup)
+class GapGroupAdmin(admin.ModelAdmin):
+    """The gap inbox: a custom changelist of chat.gaps' groups, with one-click ways to close each."""
+
+    def has_module_permission(self, request):
+        return can_curate(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return can_curate(request.user)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:group_id>/dismiss/", wrap(self.dismiss_view), name="chat_gapgroup_dismiss"),
+            path("<int:group_id>/document/", wrap(self.document_view), name="chat_gapgroup_document"),
+        ] + super().get_urls()
+
+    def _page(self, request, template: str, **context):
+        base = {**self.admin_site.each_context(request), "opts": self.model._meta}
+        return TemplateResponse(request, template, {**base, **context})
+
+    def changelist_view(self, request, extra_context=None):
+        if not can_curate(request.user):
+            raise PermissionDenied
+        status = request.GET.get("status", GapStatus.OPEN)
+        if status not in GapStatus.values:
+            status = GapStatus.OPEN
+        groups = gaps.gap_groups(user=request.user, status=status)
+        add = reverse("admin:retrieval_knowledgeentry_add")
+        rows = [{"view": view, "answer_url": add + "?" + urlencode(
+                    {"question": view.example_question or "", "category": view.group.category,
+                     "subcategory": view.group.subcategory, "from_gap": view.id})}
+                for view in groups]
+        return self._page(request, "admin/chat/gap_inbox.html", title=_("Knowledge gaps"), rows=rows,
+                          status=status, statuses=GapStatus.choices, reason_labels=dict(GapReason.choices),
+                          due=list(sources_due(user=request.user)[:50]), today=timezone.localdate())
+
+    def dismiss_view(self, request, group_id: int):
+        if not can_curate(request.user) or request.method != "POST":
+            raise PermissionDenied
+        try:
+            gaps.gap_dismiss(group_id=group_id, user=request.user)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.WARNING)
+        else:
+            self.message_user(request, gettext("Dismissed: the group left the inbox."), messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:chat_gapgroup_changelist"))
+
+    def document_view(self, request, group_id: int):
+        if not can_curate(request.user):
+            raise PermissionDenied
+        views = gaps.gap_groups(user=request.user, group_ids=[group_id])
+        if not views:
+            raise Http404
+        form = GapDocumentForm(request.POST or None, user=request.user)
+        if request.method == "POST" and form.is_valid():
+            try:
+                gaps.gap_link_document(group_id=group_id, user=request.user,
+                                       document_id=form.cleaned_data["document"].pk)
+            except ApplicationError as exc:
+                self.message_user(request, exc.message, messages.WARNING)
+            else:
+                self.message_user(request, gettext("Linked: the group is closed, pointing at the document."),
+                                  messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:chat_gapgroup_changelist"))
+        return self._page(request, "admin/chat/gap_document.html", title=_("The answer is in a document"),
+                          view=views[0], form=form, library_url=reverse("library"))

@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, status
+from django.utils.translation import gettext
+from rest_framework import generics, permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import selectors, services
+from chat import gaps, selectors, services
+from chat.gaps import can_curate
+from chat.models import GapStatus
 from chat.serializers import (
     AttachSerializer,
     FeedbackCreateSerializer,
+    FeedbackListSerializer,
     FeedbackSerializer,
+    GapAnswerSerializer,
+    GapDocumentSerializer,
+    GapGroupSerializer,
     ConversationCreateSerializer,
     ConversationSerializer,
     ConversationUpdateSerializer,
@@ -20,6 +27,7 @@ from chat.serializers import (
     MessageSerializer,
 )
 from documents.serializers import DocumentSerializer
+from core.errors import ApplicationError
 from core.throttles import QuestionThrottle
 
 
@@ -174,3 +182,75 @@ class MessageFeedbackView(APIView):
         services.feedback_withdraw(conversation_id=conversation_id, message_id=message_id, user=request.user,
                                    source_id=request.query_params.get("source_id"))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FeedbackListView(generics.ListAPIView):
+    """Your ratings of answers and sources, newest first (withdraw one with DELETE on the message's feedback)."""
+
+    serializer_class = FeedbackListSerializer
+
+    def get_queryset(self):
+        return selectors.feedback_list(user=self.request.user)
+
+
+# --- the gap inbox (curators) -------------------------------------------------------------------------
+
+
+class Curates(permissions.BasePermission):
+    """Staff holding the Q&A curator permission: they see the inbox's question texts (chat.gaps' rules)."""
+
+    def has_permission(self, request, view):
+        return can_curate(request.user)
+
+
+class GapListView(generics.ListAPIView):
+    """Knowledge gaps: badly answered questions grouped by meaning, latest first (paginated)."""
+
+    permission_classes = [Curates]
+    serializer_class = GapGroupSerializer
+
+    def get_queryset(self):
+        wanted = self.request.query_params.get("status", GapStatus.OPEN)
+        if wanted not in GapStatus.values:
+            raise ApplicationError(gettext("Unknown status %(status)s.") % {"status": wanted[:30]}, code="invalid_status")
+        return gaps.gap_groups(user=self.request.user, status=wanted)
+
+    @extend_schema(parameters=[OpenApiParameter("status", str, required=False, enum=GapStatus.values,
+                                                description="open (default), answered, document or dismissed")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class GapAnswerView(APIView):
+    permission_classes = [Curates]
+
+    @extend_schema(request=GapAnswerSerializer, responses={201: None})
+    def post(self, request, group_id):
+        """Create and approve the Q&A pair answering the group, and close it."""
+        form = GapAnswerSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        entry = gaps.gap_answer(group_id=group_id, user=request.user, **form.validated_data)
+        return Response({"id": group_id, "status": GapStatus.ANSWERED, "knowledge_entry_id": entry.pk},
+                        status=status.HTTP_201_CREATED)
+
+
+class GapDismissView(APIView):
+    permission_classes = [Curates]
+
+    @extend_schema(request=None, responses={200: None})
+    def post(self, request, group_id):
+        """Dismiss the group: it leaves the inbox."""
+        group = gaps.gap_dismiss(group_id=group_id, user=request.user)
+        return Response({"id": group.pk, "status": group.status})
+
+
+class GapDocumentView(APIView):
+    permission_classes = [Curates]
+
+    @extend_schema(request=GapDocumentSerializer, responses={200: None})
+    def post(self, request, group_id):
+        """The answer is in a document you may read: link it and close the group."""
+        form = GapDocumentSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        group = gaps.gap_link_document(group_id=group_id, user=request.user, **form.validated_data)
+        return Response({"id": group.pk, "status": group.status, "document_id": group.document_id})

@@ -11,11 +11,13 @@ class ChatConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from documents.signals import index_finished
+        from retrieval.knowledge.services import gap_answered
 
         # (A conversation's scope reaches retrieval's search API through the CONVERSATION_SCOPE
         # setting, named in ragsite/settings.py: see retrieval/search/scope.py.)
 
         index_finished.connect(_answer_waiting_again, dispatch_uid="ragsite-answer-waiting-again")
+        gap_answered.connect(_close_answered_gap, dispatch_uid="ragsite-close-answered-gap")
         post_spawn.connect(warm_up_chat_worker, dispatch_uid="ragsite-warm-up-chat-worker")
         if os.environ.get("Q_CLUSTER_NAME") == "chat" and "qcluster" in sys.argv:
             preload()
@@ -26,6 +28,13 @@ def _answer_waiting_again(sender, document_id: int, **kwargs) -> None:
     from chat.services import waiting_answers_requeue
 
     waiting_answers_requeue(document_id=document_id)
+
+
+def _close_answered_gap(sender, group_id: int, entry_id: int, user, **kwargs) -> None:
+    """An approved pair was written from a knowledge gap (the Q&A admin's add form): the gap is closed."""
+    from chat.gaps import gap_answered_by_pair
+
+    gap_answered_by_pair(group_id=group_id, entry_id=entry_id, user=user)
 
 
 def preload() -> None:

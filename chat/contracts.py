@@ -32,6 +32,7 @@ class Source(TypedDict):
     collection: NotRequired[str | None]  # the knowledge base (collection) name; None: the user's own documents
     distance: NotRequired[float | None]  # cosine distance of the vector arm
     similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
+    expired: NotRequired[bool]  # the document's valid_until has passed (documents.governance): "may be outdated"
     category: NotRequired[str]  # approved Q&A pairs: the topic the pair came from
     subcategory: NotRequired[str]
 
@@ -79,6 +80,7 @@ class MessageMetadata(TypedDict, total=False):
     # Why the closest approved pair was (agreed) or was not the answer itself (retrieval/knowledge/agreement.py)
     qa_direct_reason: str
     ungrounded_sections: int  # sections with `ungrounded_numbers`: numbers none of their cited passages holds (chat.grounding)
+    outdated_sources: int  # cited sources of expired documents (chat.orchestrator._mark_outdated)
     model_unavailable: str  # mode extractive because the chat server failed: "timeout" | "error"
 
 

@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from pgvector.django import VectorField
+
 from core.ownership import OwnedQuerySet
 
 
@@ -157,3 +159,72 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating} on {self.message_id}{' ' + self.source_id if self.source_id else ''}"
+
+
+class GapReason(models.TextChoices):
+    """Why a question is in the gap inbox (chat.gaps.gap_reasons)."""
+
+    REFUSED = "refused", _("Refused")
+    GENERAL = "general", _("Not from the documents")
+    WEAK = "weak", _("Weak matches")
+    NUMBERS = "numbers", _("Numbers not in the sources")
+    THUMBS_DOWN = "thumbs_down", _("Thumbed down")
+
+
+class GapStatus(models.TextChoices):
+    OPEN = "open", _("Open")
+    ANSWERED = "answered", _("Answered")
+    DOCUMENT = "document", _("Answer in a document")
+    DISMISSED = "dismissed", _("Dismissed")
+
+
+class GapGroup(models.Model):
+    """Questions about one thing that the knowledge base answered badly (chat/gaps.py groups them).
+
+    It holds no question text: the texts are its questions' messages, so a deleted conversation takes
+    them with it (GapQuestion cascades), and a group left without questions is not shown.
+    """
+
+    status = models.CharField(max_length=20, choices=GapStatus.choices, default=GapStatus.OPEN)
+    embedding_model = models.ForeignKey("retrieval.EmbeddingModel", on_delete=models.PROTECT, related_name="+")
+    category = models.CharField(max_length=100, blank=True, default="")
+    subcategory = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                  related_name="+")
+    answer = models.ForeignKey("retrieval.KnowledgeEntry", on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="+")
+    document = models.ForeignKey("documents.Document", on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="+")
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [models.CheckConstraint(condition=models.Q(status__in=GapStatus.values), name="gapgroup_status_valid")]
+        indexes = [models.Index(fields=["status", "-updated_at"], name="gapgroup_status_updated")]
+        verbose_name = _("knowledge gap")
+        verbose_name_plural = _("knowledge gaps")
+
+    def __str__(self) -> str:
+        return f"gap {self.pk} ({self.status})"
+
+
+class GapQuestion(models.Model):
+    """One badly answered question in a gap group: the answer message (one row each), why, and the
+    question's vector (default embedding model). No text: it is read from the messages, which cascade."""
+
+    answer = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="gap")
+    question = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+", db_index=False)
+    asker = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False)
+    group = models.ForeignKey(GapGroup, on_delete=models.CASCADE, related_name="questions")
+    reasons = models.JSONField(default=list)
+    language = models.CharField(max_length=10, blank=True, default="")
+    # Curators may read its text: asked in a shared collection or under a topic, with no documents attached.
+    shared = models.BooleanField(default=False)
+    document_ids = models.JSONField(default=list, blank=True)  # every document the answer drew on
+    embedding = VectorField()
+    asked_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["asked_at", "id"]

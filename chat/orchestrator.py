@@ -26,6 +26,8 @@ from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
 from chat.grounding import mark_ungrounded_sections
+from chat.gaps import gap_check_wanted
+from documents.governance import expired_document_ids
 from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
@@ -273,6 +275,9 @@ def _finish(job: Job, outcome: Outcome) -> None:
          **source_origin(outcome.tag_map[c["source_id"]])}
         for c in parsed.citations
     ]
+    outdated = _mark_outdated(sources)
+    if outdated:
+        metadata["outdated_sources"] = outdated
     writer.flush()
     with transaction.atomic():
         message = Message.objects.select_for_update().filter(pk=job.message.pk).first()
@@ -284,8 +289,19 @@ def _finish(job: Job, outcome: Outcome) -> None:
         message.metadata = metadata
         message.save(update_fields=["status", "content", "sources", "metadata", "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
+    gap_check_wanted(message)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),
                                    "invalid_citations": parsed.invalid_citations, **job.timings})
+
+
+def _mark_outdated(sources: list[Source]) -> int:
+    """Mark each cited document that has expired (`expired`, documents.governance): the sources list says
+    "may be outdated". How many were marked."""
+    expired = expired_document_ids({s["document_id"] for s in sources if s.get("document_id")})
+    for source in sources:
+        if source.get("document_id") in expired:
+            source["expired"] = True
+    return sum(bool(source.get("expired")) for source in sources)
 
 
 def _base_metadata(job: Job) -> dict:

@@ -98,3 +98,9 @@ def answer_locate(*, user, message_id=None, conversation_id=None) -> Message:
     if message is None:
         raise NotFound(gettext("No such answer."))
     return message
+
+
+def feedback_list(*, user):
+    """The user's own ratings, newest first, on answers of conversations they still own."""
+    return (Feedback.objects.filter(user=user, message__conversation__owner=user)
+            .select_related("message").order_by("-updated_at", "-id"))

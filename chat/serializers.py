@@ -224,3 +224,56 @@ class MessageRetrievalSerializer(serializers.Serializer):
         help_text="Attached documents the question named that were not indexed yet (document_id, name, status)")
     llm_usage = serializers.DictField(allow_null=True)
     timings = serializers.DictField()
+
+
+class FeedbackListSerializer(serializers.Serializer):
+    """One of your ratings, with where it is (the conversation and message to DELETE it on)."""
+
+    conversation_id = serializers.IntegerField(source="message.conversation_id")
+    message_id = serializers.IntegerField()
+    source_id = serializers.CharField(allow_null=True)
+    rating = serializers.CharField()
+    reason = serializers.CharField()
+    comment = serializers.CharField()
+    mode = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["source_id"] = instance.source_id or None
+        return data
+
+
+class GapGroupSerializer(serializers.Serializer):
+    """A knowledge gap as a curator may see it (chat.gaps.GapView): no text of private questions."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField(source="group.status")
+    questions_count = serializers.IntegerField()
+    askers_count = serializers.IntegerField()
+    private_questions = serializers.IntegerField()
+    example_question = serializers.CharField(allow_null=True)
+    questions = serializers.ListField(child=serializers.CharField())
+    languages = serializers.ListField(child=serializers.CharField())
+    reasons = serializers.ListField(child=serializers.CharField())
+    first_asked = serializers.DateTimeField()
+    last_asked = serializers.DateTimeField()
+    category = serializers.CharField(source="group.category")
+    subcategory = serializers.CharField(source="group.subcategory")
+    answer = serializers.CharField(allow_null=True)
+    answer_mode = serializers.CharField()
+    sources = serializers.ListField(child=serializers.DictField())
+    knowledge_entry_id = serializers.IntegerField(source="group.answer_id", allow_null=True)
+    document_id = serializers.IntegerField(source="group.document_id", allow_null=True)
+
+
+class GapAnswerSerializer(serializers.Serializer):
+    question = StrictCharField(max_length=10000)
+    answer = StrictCharField(max_length=20000)
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
+    subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="")
+
+
+class GapDocumentSerializer(serializers.Serializer):
+    document_id = serializers.IntegerField(min_value=1)

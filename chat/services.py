@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat.citations import normalize_tag
+from chat.gaps import gap_record_task
 from chat.models import (
     Conversation,
     ConversationDocument,
@@ -22,6 +23,7 @@ from chat.selectors import conversation_get, message_get
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
+from core.tasks import queue
 from retrieval.topics import topic_validate
 
 logger = logging.getLogger(__name__)
@@ -287,6 +289,7 @@ def feedback_give(*, conversation_id, message_id, user, rating: str, reason: str
         defaults={"rating": rating, "reason": reason, "comment": comment.strip(),
                   "mode": str((message.metadata or {}).get("mode") or "")[:30],
                   "cited_sources": _cited_sources(message), "retrieval_settings": _retrieval_snapshot()})
+    _gap_check(message)
     return feedback, created
 
 
@@ -299,3 +302,9 @@ def feedback_withdraw(*, conversation_id, message_id, user, source_id: str | Non
     deleted, _rows = Feedback.objects.filter(message=message, user=user, source_id=tag).delete()
     if not deleted:
         raise NotFound(gettext("You have not rated this."), code="no_feedback")
+    _gap_check(message)
+
+
+def _gap_check(message: Message) -> None:
+    """A rating changed: the gap inbox takes the answer in (thumbs down) or out again (chat.gaps)."""
+    queue(gap_record_task, message.pk, task_name=f"gap inbox: answer {message.pk}", group="gaps")

@@ -18,4 +18,9 @@ urlpatterns = [
     path(message + "retrieval/", api.MessageRetrievalView.as_view(), name="api-message-retrieval"),
     path(message + "feedback/", api.MessageFeedbackView.as_view(), name="api-message-feedback"),
     path(message + "stream/", message_stream, name="api-message-stream"),
+    path("feedback/", api.FeedbackListView.as_view(), name="api-feedback"),
+    path("knowledge/gaps/", api.GapListView.as_view(), name="api-gaps"),
+    path("knowledge/gaps/<int:group_id>/answer/", api.GapAnswerView.as_view(), name="api-gap-answer"),
+    path("knowledge/gaps/<int:group_id>/document/", api.GapDocumentView.as_view(), name="api-gap-document"),
+    path("knowledge/gaps/<int:group_id>/dismiss/", api.GapDismissView.as_view(), name="api-gap-dismiss"),
 ]

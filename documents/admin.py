@@ -88,7 +88,7 @@ class DocumentAdmin(admin.ModelAdmin):
     list_select_related = ("owner", "collection")
     fieldsets = (
         (None, {"fields": ("title", "owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256",
-                           "category", "subcategory")}),
+                           "category", "subcategory", "review_by", "valid_until")}),
         ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
         ("Versions", {"fields": ("versions",)}),

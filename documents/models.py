@@ -11,6 +11,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models.expressions import RawSQL
+from django.utils.translation import gettext_lazy as _
 
 from core.ownership import OwnedQuerySet
 from documents import chunking
@@ -86,6 +87,15 @@ class Collection(models.Model):
                                 help_text="Default category of documents uploaded into it without one")
     subcategory = models.CharField(max_length=100, blank=True, default="",
                                    help_text="Default subcategory of documents uploaded into it without a topic")
+    # Source governance (documents/governance.py): who answers for its documents, and the dates its
+    # documents take when they have none of their own.
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+", verbose_name=_("owner"),
+                              help_text=_("Who answers for its documents being right and current."))
+    review_by = models.DateField(null=True, blank=True, verbose_name=_("review by"),
+                                 help_text=_("Its documents without a date of their own are due for review then."))
+    valid_until = models.DateField(null=True, blank=True, verbose_name=_("valid until"),
+                                   help_text=_("Its documents without a date of their own expire after this day."))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -172,6 +182,12 @@ class Document(models.Model):
     index_attempts = models.PositiveSmallIntegerField(default=0)
     # The number of the DocumentVersion whose chunks answer (documents/versions.py).
     version = models.PositiveIntegerField(default=1, db_default=1)
+    # Source governance (documents/governance.py); empty: the collection's dates.
+    review_by = models.DateField(null=True, blank=True, verbose_name=_("review by"),
+                                 help_text=_("Due for review on this day (empty: the collection's date)."))
+    valid_until = models.DateField(null=True, blank=True, verbose_name=_("valid until"),
+                                   help_text=_("Expired after this day: answers citing it say it may be outdated "
+                                               "(empty: the collection's date)."))
     # The last index's work: {"embedded_chunks", "reused_chunks" (vectors from the embeddings cache),
     # "seconds": {"extract", "chunk", "embed", "commit", "total"}}.
     index_stats = models.JSONField(default=dict, blank=True)

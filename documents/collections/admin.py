@@ -28,7 +28,8 @@ class CollectionAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
     filter_horizontal = ("groups",)
     fields = ("name", "slug", "description", "is_active", "visibility", "groups", "curator_group", "category",
-              "subcategory")
+              "subcategory", "owner", "review_by", "valid_until")
+    raw_id_fields = ("owner",)
     actions = None  # no bulk delete: a collection goes with its documents, through delete_view's confirmation
 
     def get_queryset(self, request):

@@ -123,6 +123,8 @@ class AiServerForm(forms.ModelForm):
 class KnowledgeEntryForm(forms.ModelForm):
     approve = forms.BooleanField(required=False, initial=True, label="Approve when saving",
                                  help_text="Records you and the time; only approved, active pairs answer questions.")
+    # The knowledge gap this pair answers (the gap inbox's "write an approved answer"): approving closes it.
+    from_gap = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     class Meta:
         model = KnowledgeEntry

@@ -284,6 +284,8 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
         fields = ["question", "answer", "category", "subcategory", "is_active"]
         if (obj is None or obj.approved_at is None) and can_curate(request.user):
             fields.append("approve")
+            if obj is None:
+                fields.append("from_gap")
         return fields + list(self.readonly_fields)
 
     def get_changeform_initial_data(self, request):
@@ -313,6 +315,9 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
             entry = knowledge.knowledge_entry_create(user=request.user, approved=approve, **fields)
             obj.pk, obj._state.adding = entry.pk, False
         obj.refresh_from_db()  # the admin logs and redirects with the object it handed over
+        if form.cleaned_data.get("from_gap") and entry.approved_at is not None:
+            knowledge.gap_answered.send(sender=KnowledgeEntry, group_id=form.cleaned_data["from_gap"],
+                                        entry_id=entry.pk, user=request.user)
         if entry.embedding_state == EmbeddingState.PENDING:
             self.message_user(request, "Its embedding is being computed in the background; the "
                                        "“embedding” column shows when it is ready.", messages.INFO)

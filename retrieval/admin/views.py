@@ -138,8 +138,11 @@ def promotion_prefill(message_id: int, *, user) -> dict | None:
     if answer.conversation.owner_id != user.pk and not user.has_perm("chat.view_message"):
         return None
     metadata = answer.metadata or {}
-    quoted = {source.get("document_id") for key in ("sources", "context_sources")
-              for source in (metadata.get(key) or []) if isinstance(source, dict)} - {None}
+    # Cited (the message's own sources), given to the model, or retrieved for it: all quote passages.
+    quoted = {source.get("document_id")
+              for source in [*(answer.sources or []), *(metadata.get("sources") or []),
+                             *(metadata.get("context_sources") or []), *(metadata.get("retrieved_segments") or [])]
+              if isinstance(source, dict)} - {None}
     if quoted and Document.objects.visible_to(user).filter(pk__in=quoted).count() != len(quoted):
         return None
     question = (Message.objects.filter(conversation_id=answer.conversation_id, role="user")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from core.errors import ApplicationError, NotFound
@@ -26,6 +27,10 @@ from retrieval.vectors import embedding_model_ensure
 logger = logging.getLogger(__name__)
 
 EDITABLE_FIELDS = ("category", "subcategory", "question", "answer", "is_active")
+
+# News upward (chat's gap inbox listens): an approved pair was written from a knowledge gap, so that
+# gap is closed. Sent with group_id, entry_id and user.
+gap_answered = Signal()
 
 
 # --- the pairs -----------------------------------------------------------------------------------

@@ -259,6 +259,37 @@ def test_a_curator_cannot_read_another_users_private_answer_through_the_prefill(
     assert "81,000" not in page and "nothing was prefilled" in page
 
 
+def test_the_prefill_checks_every_document_an_answer_drew_on_not_only_its_metadata(client, curator, user,
+                                                                                 django_user_model):
+    """Issue #34: the check read `metadata.sources`, while an answer's cited sources are its `sources` field
+    (and the passages retrieved for it are `metadata.retrieved_segments`): a curator who may read messages
+    got the prefill of an answer quoting a private document."""
+    from django.contrib.auth.models import Group, Permission
+
+    from tests.documents.factories import upload_bytes
+
+    private = upload_bytes(user, b"Alice's salary is 81,000 a year.", "salary.txt")
+    conversation = Conversation.objects.create(owner=user)
+    Message.objects.create(conversation=conversation, role="user", content="What is my salary?")
+    cited = Message.objects.create(conversation=conversation, role="assistant", content="81,000 a year [S1].",
+                                   sources=[{"source_id": "S1", "document_id": private.pk}])
+    retrieved = Message.objects.create(conversation=conversation, role="assistant", content="81,000 a year.",
+                                       metadata={"retrieved_segments": [{"source_id": None, "document_id": private.pk}]})
+    reader = django_user_model.objects.create_user(username="reader", password="reader-pass-123", is_staff=True)
+    reader.groups.add(Group.objects.get(name="curator"))
+    reader.user_permissions.add(Permission.objects.get(codename="view_message", content_type__app_label="chat"))
+    client.force_login(reader)
+    add = reverse("admin:retrieval_knowledgeentry_add")
+    for message in (cited, retrieved):
+        page = client.get(add, {"from_message": message.pk}).content.decode()
+        assert "81,000" not in page and "nothing was prefilled" in page, message.pk
+    client.force_login(user)  # the owner is not staff: the admin is closed to them anyway
+    user.is_staff = True
+    user.save()
+    user.groups.add(Group.objects.get(name="curator"))
+    assert client.get(add, {"from_message": cited.pk}).context["adminform"].form.initial["question"] == "What is my salary?"
+
+
 def test_the_message_admin_action_opens_the_prefilled_form(admin_client, user):
     conversation = Conversation.objects.create(owner=user)
     Message.objects.create(conversation=conversation, role="user", content="Why mulch?")

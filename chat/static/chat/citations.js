@@ -18,7 +18,8 @@ export function citationsOf(m) {
       const s = stored.get(c.source_id) || {};
       byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
         page_label: c.page_label || s.page_label,
-        similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory });
+        similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory,
+        expired: s.expired });
       numbers.set(c.source_id, numbers.size + 1);
     }
     return { byTag, numbers };

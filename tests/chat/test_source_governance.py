@@ -1,0 +1,77 @@
+"""Source governance (issue #34): a document's review and validity dates (its own, else its collection's);
+an answer citing an expired document marks the source; curators see what
+is due in the gap inbox, only of documents they read."""
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+from django.utils import timezone
+
+from chat.orchestrator import answer_conversation
+from chat.services import conversation_create, message_send
+from documents.governance import expired_document_ids, sources_due
+from documents.models import Collection, Document
+from tests.chat.helpers import indexed
+
+pytestmark = pytest.mark.django_db
+
+HARBOUR = "The harbour master assigns berths to arriving ships. Pilots must board ships longer than 80 metres."
+TODAY = datetime.date(2026, 11, 25)
+YESTERDAY, TOMORROW = TODAY - datetime.timedelta(days=1), TODAY + datetime.timedelta(days=1)
+
+
+def ask(user, question: str):
+    conversation = conversation_create(user=user)
+    _, answer = message_send(conversation_id=conversation.pk, user=user, content=question, enqueue=False)
+    answer_conversation(conversation.pk)
+    answer.refresh_from_db()
+    return answer
+
+
+def test_an_answer_citing_an_expired_document_marks_the_source(user, chat_ai):
+    document = indexed(user, HARBOUR, "harbour.txt")
+    chat_ai.script_chat("The harbour master does [S1].")
+    fresh = ask(user, "Who assigns berths to arriving ships?")
+    assert fresh.metadata["mode"] == "documents"
+    assert "expired" not in fresh.sources[0] and "outdated_sources" not in fresh.metadata
+
+    Document.objects.filter(pk=document.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=1))
+    chat_ai.script_chat("The harbour master does [S1].")
+    stale = ask(user, "Who assigns berths to arriving ships?")
+    assert stale.sources[0]["document_id"] == document.pk and stale.sources[0]["expired"] is True
+    assert stale.metadata["outdated_sources"] == 1
+
+
+def test_a_documents_dates_are_its_own_else_its_collections(user, other_user):
+    from tests.documents.factories import upload_bytes
+
+    collection = Collection.objects.create(name="Port", slug="port", visibility="everyone", valid_until=YESTERDAY,
+                                           review_by=TODAY)
+    inherits = upload_bytes(user, b"Berths.", "a.txt")
+    own_date = upload_bytes(user, b"Pilots.", "b.txt")
+    Document.objects.filter(pk__in=[inherits.pk, own_date.pk]).update(collection=collection)
+    Document.objects.filter(pk=own_date.pk).update(valid_until=TOMORROW, review_by=TOMORROW)
+    private = upload_bytes(other_user, b"Bob's notes.", "c.txt")
+    Document.objects.filter(pk=private.pk).update(valid_until=YESTERDAY)
+    assert expired_document_ids([inherits.pk, own_date.pk, private.pk], today=TODAY) == {inherits.pk, private.pk}
+    # Due for Alice: the inherited dates; never Bob's private document.
+    assert [d.pk for d in sources_due(user=user, today=TODAY)] == [inherits.pk]
+    assert [d.pk for d in sources_due(user=other_user, today=TODAY)] == [inherits.pk, private.pk]
+
+
+def test_the_gap_inbox_lists_sources_past_their_date_that_the_curator_reads(client, user, django_user_model):
+    from tests.documents.factories import upload_bytes
+
+    curator = django_user_model.objects.create_user(username="curie", password="curie-pass-123", is_staff=True)
+    curator.groups.add(Group.objects.get(name="curator"))
+    mine = upload_bytes(curator, b"Old rules.", "rules-2019.txt")
+    theirs = upload_bytes(user, b"Alice's old notes.", "alice-notes.txt")
+    Document.objects.filter(pk__in=[mine.pk, theirs.pk]).update(valid_until=timezone.localdate() - datetime.timedelta(days=3))
+    client.force_login(curator)
+    page = client.get(reverse("admin:chat_gapgroup_changelist"))
+    assert [d.pk for d in page.context["due"]] == [mine.pk]
+    text = page.content.decode()
+    assert mine.title in text and "expired" in text and theirs.title not in text
