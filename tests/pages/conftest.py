@@ -62,32 +62,100 @@ def chat_server(fake_embedder):
     return fake_embedder
 
 
-@pytest.fixture
-def live_site(database_url):
+def _environ() -> dict[str, str]:
+    """The environment the live site's processes inherit, without what pytest or the `browser`
+    fixture change per test (they mean nothing to the servers)."""
+    return {k: v for k, v in os.environ.items() if k not in _PER_TEST_VARIABLES}
+
+
+_PER_TEST_VARIABLES = {"PYTEST_CURRENT_TEST", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+
+
+class LiveSite:
     """daphne (HTTP + WebSocket), the indexing cluster and the chat cluster, on the test database."""
 
-    from tests.processes import ManagedProcess, wait_for_http
+    def __init__(self, database_url: str):
+        self.database_url = database_url
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.environ: dict[str, str] = {}
+        self.processes: list = []
 
-    port = _free_port()
-    env = {"AI_BACKOFF_BASE": "0.01"}
-    processes = [
-        ManagedProcess(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "ragsite.asgi:application"],
-                       database_url=database_url, name="pages-daphne", env=env),
-        ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name="pages-qcluster", env=env),
-        ManagedProcess(["manage.py", "qcluster"], database_url=database_url, name="pages-qcluster-chat",
-                       env={**env, "Q_CLUSTER_NAME": "chat"}),
-    ]
-    for proc in processes:
-        proc.start()
-    url = f"http://127.0.0.1:{port}"
+    def _build(self) -> None:
+        from tests.processes import ManagedProcess
 
-    try:
-        wait_for_http(f"{url}/accounts/login/", statuses=(200,), timeout=40, what="daphne", process=processes[0])
-        yield type("LiveSite", (), {"url": url, "processes": processes})
-    finally:
-        for proc in processes:
+        env = {"AI_BACKOFF_BASE": "0.01"}
+        self.environ = _environ()  # ManagedProcess copies os.environ now: a test's S3_* etc. reach the processes
+        self.processes = [
+            ManagedProcess(["-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "ragsite.asgi:application"],
+                           database_url=self.database_url, name="pages-daphne", env=env),
+            ManagedProcess(["manage.py", "qcluster"], database_url=self.database_url, name="pages-qcluster", env=env),
+            ManagedProcess(["manage.py", "qcluster"], database_url=self.database_url, name="pages-qcluster-chat",
+                           env={**env, "Q_CLUSTER_NAME": "chat"}),
+        ]
+
+    def ensure_running(self) -> None:
+        """Start every process that is not running (all of them the first time; one a test ended)."""
+        from tests.processes import wait_for_http
+
+        if self.environ != _environ():  # this test set the environment (S3, limits…): fresh processes
+            self.stop()
+            self._build()
+        for proc in self.processes:
+            if not proc.alive():
+                proc.stop()  # closes the old log and reaps what is left of its group
+                proc.start()
+        wait_for_http(f"{self.url}/accounts/login/", statuses=(200,), timeout=40, what="daphne",
+                      process=self.processes[0])
+
+    def stop(self) -> None:
+        for proc in self.processes:
             proc.stop()
-        _wait_for_other_sessions_to_end()
+
+
+@pytest.fixture(scope="session")
+def _live_site_processes(django_db_setup, django_db_blocker):
+    """One live site for all the page tests of the session: starting daphne and two clusters
+    cost every browser test seconds. Tests stay isolated by the database: each test's rows are
+    flushed after it, and the processes read everything they serve from the database (the
+    settings row is re-read when its version changes, AI clients are keyed by server address)."""
+    from tests.processes import test_database_url
+
+    with django_db_blocker.unblock():
+        site = LiveSite(test_database_url())
+    try:
+        yield site
+    finally:
+        site.stop()
+        with django_db_blocker.unblock():
+            _wait_for_other_sessions_to_end()
+
+
+@pytest.fixture
+def live_site(database_url, _live_site_processes):
+    """The shared live site (see `_live_site_processes`), running, for one test."""
+    site = _live_site_processes
+    site.ensure_running()
+    yield site
+    # The flush after the test truncates every table: let a task the test left running finish
+    # its transaction first, so the truncation does not wait on (or deadlock with) a worker.
+    _wait_for_quiet_database()
+
+
+def _wait_for_quiet_database(timeout: float = 10) -> None:
+    """Until no other session of the test database is inside a statement or a transaction."""
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')")
+            if cursor.fetchone()[0] == 0:
+                return
+        time.sleep(0.1)
 
 
 def _wait_for_other_sessions_to_end(timeout: float = 10) -> None:
