@@ -69,8 +69,7 @@ def test_czech_function_words_match_nothing(user, fake_embedder):
     result = retrieve(user, "Kdy byl postaven hrad?", arms=("fts",))
     # "kdy", "byl" and "v" are stop words on both sides: only the castle passage matches.
     assert [s["document_id"] for s in result.segments] == [castle.pk]
-    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == [
-        "hrad", "postaven", "postaveny", "postavený"]
+    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == ["hrad", "postaveny"]
 
 
 def test_a_czech_question_in_other_forms_finds_its_passage_by_full_text(user, fake_embedder):
