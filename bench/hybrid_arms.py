@@ -5,9 +5,9 @@ arm and their fusion as retrieve() fuses them (the rules of retrieval/search/fus
     python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.de.json [--articles 16]
 
 Runs on the configured database (documents of the eval_retrieval user, ingested on first use and
-reused by content). Each question is retrieved once with both arms and every candidate kept; the
-fusion is then recomputed offline from the two lists, so "hybrid" here is exactly the product's
-(same weights, same rules), and the trace's decisions are counted (`fusion_decisions`). `--runs FILE` keeps
+reused by content). Each question is retrieved once with both arms and every candidate kept: "hybrid"
+is the list retrieve() returned (the product's weights and rules), "vector" and "fts" are each arm's
+own ranking of the same retrieval, and the trace's decisions are counted (`fusion_decisions`). `--runs FILE` keeps
 the lists (with each candidate's distance and the full-text coverage, to recompute a rule offline);
 `--query-vectors FILE` embeds each question once across runs. Prints JSON.
 """
