@@ -199,6 +199,9 @@ class Document(models.Model):
     text_config = models.CharField(
         max_length=40, default="simple", help_text="PostgreSQL text search configuration of the chunks"
     )
+    # documents.language.search_text.ANALYSIS_VERSION its chunks' search vectors were built with
+    # (0: before versions were kept); an older one is rebuilt by `rebuild_search_vectors --outdated`.
+    search_analysis = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -64,6 +64,8 @@ class TierTrace(TypedDict):
     fts_best_rank: NotRequired[float | None]
     fts_weight_lowered: NotRequired[str]  # why the full-text arm's weight was lowered (fusion_rule)
     fts_weight: NotRequired[float]
+    vector_weight_lowered: NotRequired[str]  # why a vector arm's weight was lowered (fusion_rule: not separated)
+    vector_weight: NotRequired[float | None]  # the (lowest) vector weight fused
     fts_skipped_configs: NotRequired[list[str]]
     vector_hits: NotRequired[dict[str, int]]  # document tiers: hits per vector arm ("vector" or "vector:<model>")
     fts_hits: NotRequired[int]

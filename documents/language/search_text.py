@@ -5,20 +5,31 @@ language the configuration is `simple`, which only lower-cases: a Czech or Vietn
 function words ("je", "v", "là", "của") would then match almost every passage. So for `simple`
 text we drop the stop words of the text's language from the stopwords-iso collection (PyPI
 `stopwordsiso`, 58 languages), and words of scripts without spaces are segmented first
-(documents/language/segmentation.py). `search_input` is applied identically to a chunk (with the chunk's
-language) and to a question (with the question's), so both sides keep and drop the same words.
+(documents/language/segmentation.py). Words of the languages PostgreSQL has no stemmer for but a
+lemmatiser has a dictionary for (Czech, Slovak, Polish, Ukrainian, Croatian, Slovenian, Bulgarian)
+become their lemma, their own form and both without diacritics (documents/language/lemmas.py).
+`search_input` is applied identically to a chunk (with the chunk's language) and to a question
+(with the question's), so both sides keep, drop and lemmatise the same words.
+
+`ANALYSIS_VERSION` changes whenever this analysis changes what a stored chunk's vector would be:
+documents indexed under an older one are rebuilt by `manage.py rebuild_search_vectors --outdated`
+(run by `make run`; documents/search_vectors.py).
 """
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
+from documents.language.lemmas import lemmatised, word_terms
 from documents.language.segmentation import SEGMENTED_LANGUAGES, UNSEGMENTED_SCRIPTS, segment
 
 # A word: letters and digits with their combining marks. Python's \w leaves out the vowel signs of
 # Thai and the Indic scripts (categories Mn/Mc), which would cut "แม่น้ำ" or "हिन्दी" into pieces.
 WORD_RE = re.compile("[\\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u0e80-\u0eff"
                      "\u1000-\u109f\u1780-\u17ff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+# 1: segmentation and stop words; 2: lemmas for the languages of documents/language/lemmas.py.
+ANALYSIS_VERSION = 2
 
 
 @lru_cache(maxsize=None)
@@ -36,6 +47,7 @@ def analysis_of(language: str, config: str) -> str:
     """How the full-text arm analyses text of `language` under `config`, or "" when it cannot.
 
     "stemmed" (a PostgreSQL language configuration), "segmented" (Chinese, Japanese, Thai),
+    "lemmatised" (`simple`, words as their lemmas, and stop words dropped: Czech, Polish, ...),
     "stop words" (`simple` with a stop-word list), "" for a language we can neither stem, segment
     nor strip of function words (e.g. Lao, Khmer, Burmese, or an unknown language).
     """
@@ -45,6 +57,8 @@ def analysis_of(language: str, config: str) -> str:
         return "segmented"
     if language in UNSEGMENTED_SCRIPTS:
         return ""
+    if lemmatised(language):
+        return "lemmatised"
     return "stop words" if stopwords_for(language) else ""
 
 
@@ -54,6 +68,8 @@ def search_input(text: str, *, language: str, config: str) -> str:
     if config != "simple":
         return text
     stop = stopwords_for(language)
+    if lemmatised(language):
+        return WORD_RE.sub(lambda m: " " if m.group().lower() in stop else word_terms(m.group(), language), text)
     if not stop:
         return text
     # Separators are kept as they are (one space per dropped word keeps the text readable).

@@ -30,6 +30,7 @@ from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
+from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
 from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
 from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
 from retrieval.search.scope import ALL as ALL_DOCUMENTS
@@ -280,6 +281,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
     stats = search_arms.lexeme_stats() if "fts" in arms else None  # outside the reader role: see there
     started = time.perf_counter()
     lists: dict[str, list[int]] = {}
+    arm_distances: dict[str, list[float]] = {}  # each vector list's distances, best first (the fusion rule's evidence)
     distances: dict[int, float] = {}
     method: dict[str, str] = {}
     with reader_transaction(user):
@@ -292,6 +294,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
                 whole_scope=whole_library and len(groups) == 1, scope=scope)
             name = "vector" if len(searchable) == 1 else f"vector:{group.model_name}"
             lists[name] = [chunk_id for chunk_id, _ in hits]
+            arm_distances[name] = [distance for _, distance in hits]
             distances.update(dict(hits))
             method[name] = how
             trace["timings_ms"][f"vector_arm_t{tier}"] = round(
@@ -330,6 +333,14 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
             trace["timings_ms"][f"fts_arm_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
         t0 = time.perf_counter()
         weights = {name: (fts_weight if name == "fts" else rs.vector_weight) for name in lists}
+        if "fts" in lists and lists["fts"]:
+            for name in arm_distances:  # a vector arm that cannot tell its best passages apart yields to full text
+                weights[name], why = fusion_vector_weight(weight=rs.vector_weight, distances=arm_distances[name],
+                                                          fts_weight=fts_weight)
+                if why:
+                    info["vector_weight_lowered"] = why
+                    trace["fallbacks"].append(f"tier {tier}: {why}")
+            info["vector_weight"] = min(weights[name] for name in arm_distances) if arm_distances else None
         fused = rrf(lists, k=rs.rrf_k, weights=weights)
         # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
         # only the passages returned need theirs: with one model the passage query computes them.

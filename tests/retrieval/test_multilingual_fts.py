@@ -2,11 +2,16 @@
 rule that stops a blind full-text arm from dragging hybrid search down (real PostgreSQL)."""
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from documents.models import Chunk, DocumentText
+from documents.language.search_text import ANALYSIS_VERSION
+from documents.models import Chunk, Document, DocumentText
+from documents.search_vectors import (outdated_search_vectors_count, rebuild_outdated_search_vectors,
+                                      search_vectors_rebuild)
 from retrieval.search.fusion_rule import WEAK_COVERAGE, WEAK_WEIGHT_FACTOR
 from retrieval.selectors import retrieval_settings_get
 from retrieval.search import retrieve
@@ -64,7 +69,24 @@ def test_czech_function_words_match_nothing(user, fake_embedder):
     result = retrieve(user, "Kdy byl postaven hrad?", arms=("fts",))
     # "kdy", "byl" and "v" are stop words on both sides: only the castle passage matches.
     assert [s["document_id"] for s in result.segments] == [castle.pk]
-    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == ["hrad", "postaven"]
+    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == ["hrad", "postaveny"]
+
+
+def test_a_czech_question_in_other_forms_finds_its_passage_by_full_text(user, fake_embedder):
+    leave = indexed(user, "Nárok na dovolenou vzniká zaměstnanci po uzavření pracovní smlouvy; čerpání dovolené "
+                          "schvaluje vedoucí v docházkovém systému.", "cs-leave.txt")
+    indexed(user, "Služební vozidlo smí řídit jen zaměstnanec s platným řidičským průkazem a po školení "
+                  "řidičů referentů.", "cs-cars.txt")
+    indexed(user, "Cestovní náhrady se vyplácejí při vyúčtování pracovní cesty do deseti pracovních dnů.",
+            "cs-travel.txt")
+    assert leave.language == "cs" and leave.text_config == "simple"
+    # No word of the question stands in the passage in the same form: dovolená, smlouva, schválit.
+    result = retrieve(user, "Kdo mi schválí dovolená podle smlouvy?", arms=("fts",))
+    assert result.trace["question_language"] == "cs"
+    assert result.segments and result.segments[0]["document_id"] == leave.pk
+    # And typed without diacritics.
+    plain = retrieve(user, "kdo schvaluje cerpani dovolene", arms=("fts",))
+    assert plain.segments and plain.segments[0]["document_id"] == leave.pk
 
 
 def test_a_weak_full_text_match_loses_its_weight_and_the_trace_says_so(user, fake_embedder):
@@ -98,6 +120,29 @@ def test_a_language_without_any_analysis_skips_the_full_text_arm(user, fake_embe
     assert "no full-text analysis for the question's language 'lo'" in tier["fts_skipped"]
     assert "fts_arm_t2" not in result.trace["timings_ms"]
     assert result.segments and result.segments[0]["fts_rank"] is None and result.segments[0]["vector_rank"] == 1
+
+
+def test_outdated_documents_are_rebuilt_once_and_a_cut_short_run_resumes(user, fake_embedder):
+    first = indexed(user, "Nárok na dovolenou vzniká po uzavření pracovní smlouvy.", "cs-1.txt")
+    second = indexed(user, "Cestovní náhrady se vyplácejí při vyúčtování pracovní cesty.", "cs-2.txt")
+    assert {first.search_analysis, second.search_analysis} == {ANALYSIS_VERSION}
+    assert outdated_search_vectors_count() == 0
+    # As the release before lemmas stored them: surface forms, no version.
+    Document.objects.filter(pk__in=[first.pk, second.pk]).update(search_analysis=0)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE documents_chunk SET search_vector = to_tsvector('simple', content) "
+                       "WHERE document_id = ANY(%s)", [[first.pk, second.pk]])
+    assert retrieve(user, "smlouva dovolená", arms=("fts",)).segments == []
+    assert outdated_search_vectors_count() == 2
+    # A run that stopped after the first document leaves the second outdated; the next one does only that.
+    assert search_vectors_rebuild(document_ids=[first.pk], outdated=True)["documents"] == 1
+    assert outdated_search_vectors_count() == 1
+    out = io.StringIO()
+    call_command("rebuild_search_vectors", "--outdated", verbosity=2, stdout=out)
+    assert f"1/1 document {second.pk}" in out.getvalue() and '"documents": 1' in out.getvalue()
+    assert outdated_search_vectors_count() == 0
+    assert [s["document_id"] for s in retrieve(user, "smlouva dovolená", arms=("fts",)).segments] == [first.pk]
+    assert rebuild_outdated_search_vectors()["documents"] == 0  # nothing left: running it again changes nothing
 
 
 def test_rebuild_search_vectors_segments_chunks_indexed_before(user, fake_embedder):

@@ -50,6 +50,20 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--no-worker", action="store_true", help="Run the web server only.")
 
+    def _queue_outdated_search_vectors(self) -> None:
+        """After an upgrade that changed the full-text analysis (e.g. Czech lemmas), rebuild the older
+        documents' search vectors in the background: the site answers meanwhile, and a rebuild cut
+        short (a timeout, a restart) is queued again at the next start and resumes where it stopped."""
+        from core.tasks import queue
+        from documents.search_vectors import outdated_search_vectors_count, rebuild_outdated_search_vectors
+
+        outdated = outdated_search_vectors_count()
+        if outdated:
+            queue(rebuild_outdated_search_vectors, task_name="rebuild outdated search vectors")
+            self.stdout.write(f"{outdated} documents' full-text index predates this version's text analysis: "
+                              "rebuilding it in the background (manage.py rebuild_search_vectors --outdated -v 2 "
+                              "does it in the foreground with progress).")
+
     def _ensure_bucket(self) -> None:
         """With object storage: the bucket and its CORS rule for the site (the PDF viewer and direct
         uploads read and post across origins). A key without the right to change CORS only warns:
@@ -77,6 +91,7 @@ class Command(BaseCommand):
             servers_sync_from_env()
         except ServerConfigurationError as exc:
             raise CommandError(str(exc)) from exc
+        self._queue_outdated_search_vectors()
         connection.close()
         self._ensure_bucket()
 

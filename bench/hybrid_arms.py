@@ -1,0 +1,148 @@
+"""Each arm alone against hybrid, per set: hit@1, hit@5 and MRR@10 of the vector arm, the full-text
+arm and their fusion as retrieve() fuses them (the rules of retrieval/search/fusion_rule.py).
+
+    python bench/hybrid_arms.py --czech                      # bench/sets/czech_retrieval, one passage a document
+    python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.de.json [--articles 16]
+
+Runs on the configured database (documents of the eval_retrieval user, ingested on first use and
+reused by content). Each question is retrieved once with both arms and every candidate kept: "hybrid"
+is the list retrieve() returned (the product's weights and rules), "vector" and "fts" are each arm's
+own ranking of the same retrieval, and the trace's decisions are counted (`fusion_decisions`). `--runs FILE` keeps
+the lists (with each candidate's distance and the full-text coverage, to recompute a rule offline);
+`--query-vectors FILE` embeds each question once across runs. Prints JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+
+CZECH_SET = Path(__file__).resolve().parent / "sets" / "czech_retrieval"
+
+
+def czech_articles() -> list[dict]:
+    """The Czech set in SQuAD form: each passage one article (one chunk), its questions' answer the passage's start."""
+    passages = [json.loads(line) for line in (CZECH_SET / "passages.jsonl").read_text(encoding="utf-8").splitlines()]
+    questions = [json.loads(line) for line in (CZECH_SET / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    by_passage: dict[str, list[dict]] = {}
+    for q in questions:
+        by_passage.setdefault(q["gold"][0], []).append(
+            {"id": q["id"], "question": q["question"], "answers": [{"text": "", "answer_start": 0}]})
+    articles = []
+    for p in passages:
+        qas = by_passage.get(p["id"], [])
+        for qa in qas:
+            qa["answers"][0]["text"] = p["text"][:40]
+        articles.append({"title": p["id"], "paragraphs": [{"context": p["text"], "qas": qas}]})
+    return articles
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--czech", action="store_true")
+    source.add_argument("--squad", type=Path)
+    parser.add_argument("--articles", type=int, default=0, help="Only the first N articles (SQuAD)")
+    parser.add_argument("--limit", type=int, default=0, help="Only the first N questions")
+    parser.add_argument("--runs", type=Path, help="Also write every question's lists here (JSON)")
+    parser.add_argument("--query-vectors", type=Path,
+                        help="Keep the questions' embeddings in this file and reuse them on later runs (the "
+                             "full-text analysis and the fusion change between runs, the embedder does not)")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="Rebuild the set's search vectors first (after a change to the analysis)")
+    args = parser.parse_args()
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from documents.search_vectors import search_vectors_rebuild
+    from retrieval import evaluation
+    from retrieval.search import retrieve
+
+    data = czech_articles() if args.czech else evaluation.load_squad(args.squad)
+    if args.articles:
+        data = data[:args.articles]
+    label = "czech_retrieval" if args.czech else args.squad.stem
+    ids = evaluation.ingest_articles(data, label=label, log=lambda m: print(m, file=sys.stderr))
+    if args.rebuild:
+        search_vectors_rebuild(document_ids=ids)
+    questions = evaluation.questions_for(data, ids)
+    if args.limit:
+        questions = questions[:args.limit]
+    if args.query_vectors:
+        _reuse_query_vectors(args.query_vectors)
+    user = get_user_model().objects.get(username=evaluation.eval_username())
+    scope = evaluation.eval_scope(user, ids)
+    runs, languages, decisions = [], Counter(), Counter()
+    for q in questions:
+        result = retrieve(user, q.text, scope, k=80, rerank=False)
+        segments = result.segments
+        tier = result.trace["tiers"][-1] if result.trace["tiers"] else {}
+        languages[result.trace.get("question_language") or "-"] += 1
+        decisions["vector lowered" if tier.get("vector_weight_lowered")
+                  else "fts lowered" if tier.get("fts_weight_lowered") else "none"] += 1
+        vector = sorted((s for s in segments if s["vector_rank"]), key=lambda s: s["vector_rank"])
+        fts = sorted((s for s in segments if s["fts_rank"]), key=lambda s: s["fts_rank"])
+        runs.append({
+            "good": [s["chunk_id"] for s in segments if s["document_id"] == q.article
+                     and s["start_offset"] <= q.answer_start and q.answer_end <= s["end_offset"]],
+            "vector": [s["chunk_id"] for s in vector], "fts": [s["chunk_id"] for s in fts],
+            "hybrid": [s["chunk_id"] for s in segments],
+            "distances": {s["chunk_id"]: s["distance"] for s in segments}, "coverage": tier.get("fts_coverage"),
+            "weights": {"vector": tier.get("vector_weight"), "fts": tier.get("fts_weight")},
+        })
+    if args.runs:
+        args.runs.write_text(json.dumps(runs))
+    if args.query_vectors:
+        args.query_vectors.write_text(json.dumps(_VECTORS))
+    print(json.dumps({"set": label, "questions": len(runs), "question_languages": dict(languages),
+                      "fusion_decisions": dict(decisions),
+                      "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
+
+
+_VECTORS: dict = {}
+
+
+def _reuse_query_vectors(path: Path) -> None:
+    """Embed each question once across runs: the retriever's query embedder reads this cache first."""
+    from retrieval.search import retriever
+
+    if path.exists():
+        _VECTORS.update(json.loads(path.read_text()))
+    embedder_for = retriever.query_embedder_for
+
+    class Cached:
+        def __init__(self, client):
+            self.client = client
+
+        def embed_queries(self, texts):
+            missing = [t for t in texts if t not in _VECTORS]
+            if missing:
+                _VECTORS.update(zip(missing, (list(map(float, v)) for v in self.client.embed_queries(missing))))
+            return [_VECTORS[t] for t in texts]
+
+    retriever.query_embedder_for = lambda server: Cached(embedder_for(server))
+
+
+def score(runs: list[dict], arm: str) -> dict:
+    """hit@1, hit@5 and MRR@10 of one list of every run."""
+    hit1 = hit5 = mrr = 0.0
+    for run in runs:
+        good = set(run["good"])
+        rank = next((i for i, key in enumerate(run[arm][:10], start=1) if key in good), None)
+        hit1 += rank == 1
+        hit5 += rank is not None and rank <= 5
+        mrr += 1 / rank if rank else 0
+    n = max(1, len(runs))
+    return {"hit@1": round(hit1 / n, 4), "hit@5": round(hit5 / n, 4), "mrr@10": round(mrr / n, 4)}
+
+
+if __name__ == "__main__":
+    main()
