@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('documents', '0012_direct_uploads'),
+        ('documents', '0013_source_governance'),
     ]
 
     operations = [
