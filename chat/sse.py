@@ -22,6 +22,7 @@ from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events, status_event
 from chat.models import Message
 from chat.serializers import message_data
+from identity.tokens import token_authenticate
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -34,10 +35,8 @@ async def _user(request):
     header = request.headers.get("Authorization", "")
     kind, _, key = header.partition(" ")
     if kind.lower() == "token" and key.strip():
-        from rest_framework.authtoken.models import Token
-
-        token = await Token.objects.select_related("user").filter(key=key.strip()).afirst()
-        return token.user if token and token.user.is_active else None
+        token = await sync_to_async(token_authenticate)(key.strip())
+        return token.user if token is not None else None
     user = await request.auser()
     return user if user.is_authenticated else None
 

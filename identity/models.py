@@ -49,3 +49,25 @@ class DirectoryGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.group_id}"
+
+
+class ApiToken(models.Model):
+    """A named personal API token. Only its SHA-256 digest is stored: the key is shown once, when it
+    is created or rotated, and can never be read back (identity/tokens.py)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    # The key's first characters, to tell tokens apart in lists (not enough to guess the rest).
+    prefix = models.CharField(max_length=12)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="api_token_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -5,11 +5,11 @@ import json
 
 import pytest
 from django.test import AsyncClient
-from rest_framework.authtoken.models import Token
 
 from chat.models import Message
 from chat.orchestrator import answer_conversation
 from chat.services import conversation_create, message_send
+from identity.tokens import token_create
 from tests.chat.helpers import events_until_final, in_worker_thread, indexed, run, session_cookie, streamed_text, ws
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -159,7 +159,7 @@ def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_al
 
 def test_the_websocket_admits_the_owner_only(user, other_user):
     conversation = conversation_create(user=user)
-    mine, theirs = Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
+    mine, theirs = token_create(user=user, name="test").key, token_create(user=other_user, name="test").key
     path = f"/ws/conversations/{conversation.pk}/"
     cookies = {user.pk: session_cookie(user), other_user.pk: session_cookie(other_user)}
 

@@ -133,6 +133,26 @@ def test_errors_in_openai_shape(stack):
     assert not stack.requests_to("/v1/chat/completions")  # nothing above reached the chat server
 
 
+def test_expired_and_revoked_tokens_are_refused_on_every_http_path(stack, user):
+    from django.utils import timezone
+
+    from identity.models import ApiToken
+    from identity.tokens import token_create, token_revoke
+
+    live, expired, revoked = (token_create(user=user, name=name) for name in ("live", "expired", "revoked"))
+    ApiToken.objects.filter(pk=expired.pk).update(expires_at=timezone.now())
+    token_revoke(user=user, token_id=revoked.pk)
+    mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    paths = [("get", "/api/me/", None), ("get", "/v1/models", None), ("post", "/mcp", mcp),
+             ("get", "/api/conversations/999999/messages/999999/stream/", None)]
+    for key, wanted in ((live.key, (200, 404)), (expired.key, (401,)), (revoked.key, (401,))):
+        for method, path, body in paths:
+            response = httpx.request(method, f"{stack.daphne.url}{path}", json=body, timeout=10, headers={
+                "Authorization": f"{'Bearer' if path.startswith(('/v1', '/mcp')) else 'Token'} {key}",
+                "Accept": "application/json, text/event-stream"})
+            assert response.status_code in wanted, (path, key == live.key, response.status_code)
+
+
 def test_a_second_users_key_never_reaches_the_first_users_documents(stack, user, other_user):
     from chat.models import Conversation
 
