@@ -259,3 +259,27 @@ def test_feedback_on_a_completion_by_its_id_over_v1(stack, user):
     assert theirs.status_code == 404 and theirs.json()["error"]["message"]
     assert httpx.post(url, json={"message_id": completion.id, "rating": "up"}).status_code == 401
     assert sorted(Feedback.objects.filter(user=user).values_list("source_id", "rating")) == [("", "up"), ("S1", "down")]
+
+
+def test_a_v1_stream_ends_when_its_token_is_revoked(stack, user):
+    from identity.tokens import token_create, token_revoke
+
+    pieces = [f"word{n} " for n in range(40)]
+    stack.script_chat({"chunks": pieces, "piece_delay": 0.25})  # ~10 s of answer; the re-check runs every 5 s
+    token = token_create(user=user, name="streaming script")
+    lines = []
+    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+                      headers={"Authorization": f"Bearer {token.key}"},
+                      json={"model": "ragsite", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                lines.append(line[6:])
+                if len(lines) == 1:
+                    token_revoke(user=user, token_id=token.pk)
+    assert lines[-1] != "[DONE]"
+    last = json.loads(lines[-1])
+    assert last["error"]["code"] == "invalid_api_key"
+    received = "".join((json.loads(x)["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+                       for x in lines[:-1])
+    assert received != "".join(pieces)  # cut off mid-answer
