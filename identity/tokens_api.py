@@ -18,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.signin import signin_record, signin_wait, wait_message
-from identity.models import ApiToken
+from identity.audit import audit_record
+from identity.models import ApiToken, AuditAction
 from identity.tokens import (
     DEFAULT_NAME, token_create, token_default_rotate, token_list, token_revoke, token_rotate, tokens_revoke_all,
 )
@@ -136,7 +137,9 @@ class ObtainTokenView(APIView):
             raise
         if checked:
             signin_record(username=username, address=address, succeeded=True)
-        token = token_create(user=serializer.validated_data["user"], name=str(data.get("name") or DEFAULT_NAME))
+        user = serializer.validated_data["user"]
+        token = token_create(user=user, name=str(data.get("name") or DEFAULT_NAME))
+        audit_record(action=AuditAction.SIGN_IN, user=user, via="api_token", detail={"address": address})
         return Response({"token": token.key})  # type: ignore[attr-defined]
 
     @extend_schema(request=None, responses={204: None}, summary="End your API token",

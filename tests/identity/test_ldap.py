@@ -30,6 +30,10 @@ def test_nested_group_gives_collection_access_and_removal_ends_it(client, slapd,
     assert alice.email == "ldapalice@example.org" and alice.first_name == "Alice"
     # finance-team is not mirrored (LDAP_MIRROR_GROUPS=ragsite-*); ragsite-finance is, through nesting.
     assert set(alice.groups.values_list("name", flat=True)) == {"ragsite-finance"}
+    from identity.models import AuditEvent  # the audit log: the sign-in and the group the directory gave
+
+    assert AuditEvent.objects.filter(action="sign_in", via="ldap", user_id=alice.pk).exists()
+    assert AuditEvent.objects.filter(action="groups", user_id=alice.pk, detail__names=["ragsite-finance"]).exists()
     staff_picked = Group.objects.create(name="staff-picked")  # a local group staff manage by hand
     alice.groups.add(staff_picked)
     assert client.get(url).status_code == 200

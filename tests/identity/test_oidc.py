@@ -72,6 +72,9 @@ def test_a_deactivated_provider_user_loses_the_session_and_the_api_tokens(oidc_p
                        headers={"X-CSRFToken": csrf_of(client, url), "Referer": f"{url}/"})
     assert made.status_code == 201, made.text
     token = {"Authorization": f"Token {made.json()['token']}"}
+    from identity.models import AuditEvent
+
+    assert AuditEvent.objects.filter(action="sign_in", via="oidc", username="oidcbob").exists()
     assert httpx.get(f"{url}/api/me/", headers=token).status_code == 200
     oidc_provider.cli("deactivate", "oidcbob")
     wait_for(lambda: client.get(f"{url}/api/me/").status_code in (401, 403), timeout=15,
