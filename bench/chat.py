@@ -332,8 +332,7 @@ def main(argv=None) -> int:
             fake_url = json.loads(fake.first_line())["url"]
 
             from django.contrib.auth import get_user_model
-            from rest_framework.authtoken.models import Token
-
+            from identity.tokens import token_create
             from retrieval.models import AiServer, RetrievalSettings
 
             server = AiServer.objects.create(
@@ -343,7 +342,7 @@ def main(argv=None) -> int:
             RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                           chunk_size=64, chunk_overlap=0)
             user = get_user_model().objects.create_user("bench", password="bench-pass-123")
-            token = Token.objects.create(user=user).key
+            token = token_create(user=user, name="bench").key
             corpus = index_corpus(user, args.chunks, args.squad)
 
             port = free_port()

@@ -92,10 +92,10 @@ class Cluster:
     def users(self, count: int) -> list[str]:
         """`count` users, each with an API token."""
         from django.contrib.auth import get_user_model
-        from rest_framework.authtoken.models import Token
+        from identity.tokens import token_create
 
         User = get_user_model()
-        return [Token.objects.create(user=User.objects.create_user(f"load{i}", password="load-pass-123")).key
+        return [token_create(user=User.objects.create_user(f"load{i}", password="load-pass-123"), name="load").key
                 for i in range(count)]
 
     def __exit__(self, *exc) -> None:

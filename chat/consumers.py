@@ -18,7 +18,7 @@ from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events
 from chat.models import Conversation, Message
 from chat.selectors import messages_in_flight
 from chat.serializers import message_data
-from core.ws_auth import SIGNED_OUT_CLOSE_CODE, URL_TOKEN_CLOSE_CODE, still_signed_in, url_token_refused
+from identity.ws_auth import SIGNED_OUT_CLOSE_CODE, URL_TOKEN_CLOSE_CODE, still_signed_in, url_token_refused
 
 logger = logging.getLogger(__name__)
 

@@ -34,6 +34,8 @@ from chat.serializers import message_data
 from retrieval.telemetry import UNGROUNDED_SECTIONS
 from core.dbcheck import transient_database_error
 from core.errors import ApplicationError
+from identity.audit import audit_passages
+from identity.models import AuditAction
 from retrieval.ai import AiServerError
 
 logger = logging.getLogger(__name__)
@@ -288,6 +290,9 @@ def _finish(job: Job, outcome: Outcome) -> None:
         message.sources = sources
         message.metadata = metadata
         message.save(update_fields=["status", "content", "sources", "metadata", "updated_at"])
+        # Which passages went into this answer (to the model, or quoted): one INSERT, saved with it.
+        audit_passages(action=AuditAction.ANSWER, user=job.conversation.owner, segments=outcome.tag_map.values(),
+                       via="chat", message_id=message.pk, detail={"mode": outcome.mode})
     writer.send(message.conversation_id, status_event(message_data(message)))
     gap_check_wanted(message)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),

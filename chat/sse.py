@@ -4,7 +4,9 @@ The same events as the WebSocket, for one message: its current state (`message.s
 its sources once known and its text so far (a `token` at offset 0), then live `sources` / `token`
 events until the final
 `message.status_updated` (done or failed), after which the stream ends. A client that leaves
-early changes nothing: the answer is written by the worker, not by this view.
+early changes nothing: the answer is written by the worker, not by this view. When the token or
+session that opened the stream ends, one `error` event (`code: signed_out`) closes it
+(identity/streams.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
 from django.http import JsonResponse, StreamingHttpResponse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from chat.consumers import forward
@@ -22,6 +25,8 @@ from chat.contracts import LiveEvent
 from chat.events import FINAL_STATUSES, TextTracker, group_name, snapshot_events, status_event
 from chat.models import Message
 from chat.serializers import message_data
+from identity.streams import Credential, acredential_still_valid, until_signed_out
+from identity.tokens import token_authenticate
 
 KEEPALIVE_SECONDS = 15.0
 
@@ -31,15 +36,16 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
 
 
 async def _user(request):
+    """The signed-in user and the credential the stream re-checks (identity/streams.py), or (None, None)."""
     header = request.headers.get("Authorization", "")
     kind, _, key = header.partition(" ")
     if kind.lower() == "token" and key.strip():
-        from rest_framework.authtoken.models import Token
-
-        token = await Token.objects.select_related("user").filter(key=key.strip()).afirst()
-        return token.user if token and token.user.is_active else None
+        token = await sync_to_async(token_authenticate)(key.strip())
+        return (token.user, Credential.of(token.user, token=token)) if token is not None else (None, None)
     user = await request.auser()
-    return user if user.is_authenticated else None
+    if not user.is_authenticated:
+        return None, None
+    return user, Credential.of(user, session_key=request.session.session_key)
 
 
 async def _message(user, conversation_id: int, message_id: int) -> Message | None:
@@ -66,7 +72,7 @@ def _sse(event: LiveEvent) -> bytes:
 
 @require_GET
 async def message_stream(request, conversation_id: int, message_id: int):
-    user = await _user(request)
+    user, credential = await _user(request)
     if user is None:
         return _error(401, "not_authenticated", "Authentication credentials were not provided.")
     if await _message(user, conversation_id, message_id) is None:
@@ -124,7 +130,10 @@ async def message_stream(request, conversation_id: int, message_id: int):
                 pending.cancel()
             await layer.group_discard(group, channel)
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    signed_out = _sse({"type": "error", "code": "signed_out",  # type: ignore[typeddict-item]
+                       "message": gettext("Your sign-in ended (token or session): sign in again.")})
+    stream = until_signed_out(events(), lambda: acredential_still_valid(credential), signed_out)
+    response = StreamingHttpResponse(stream, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass events through at once
     return response

@@ -1,5 +1,6 @@
 """Rate limits: asking questions (a DRF throttle per user) and the three password sign-ins
-(the login page, the admin's login, `POST /api/auth/token/`) through `core.signin`.
+(the login page, the admin's login, `POST /api/auth/token/` in identity/tokens_api.py) through
+`core.signin`.
 
 Rates come from settings at every check (`THROTTLE_RATES`, from `THROTTLE_SIGNIN` and
 `THROTTLE_QUESTIONS`), not from DRF's import-time copy, so a deployment (and a test) can change
@@ -16,10 +17,8 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from rest_framework import exceptions
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.throttling import SimpleRateThrottle, UserRateThrottle
 
-from core.api_tokens_views import TokenRevokeMixin
 from core.signin import signin_record, signin_wait, wait_message
 
 
@@ -74,30 +73,6 @@ class LimitedAuthenticationForm(_SignInLimit, AuthenticationForm):
 
 class LimitedAdminAuthenticationForm(_SignInLimit, AdminAuthenticationForm):
     """The admin's login form, with the sign-in limits (it had none)."""
-
-
-class ThrottledObtainAuthToken(TokenRevokeMixin, ObtainAuthToken):
-    """`POST /api/auth/token/`: DRF's token view with the sign-in limits (429 and Retry-After);
-    `DELETE` ends the caller's token."""
-
-    def post(self, request, *args, **kwargs):
-        data = request.data if isinstance(request.data, dict) else {}
-        username = str(data.get("username") or "")
-        address = request.META.get("REMOTE_ADDR", "")
-        checked = bool(username and data.get("password"))
-        if checked:
-            wait = signin_wait(username=username, address=address)
-            if wait:
-                raise exceptions.Throttled(wait=wait, detail=wait_message(wait))
-        try:
-            response = super().post(request, *args, **kwargs)
-        except exceptions.ValidationError:
-            if checked:
-                signin_record(username=username, address=address, succeeded=False)
-            raise
-        if checked:
-            signin_record(username=username, address=address, succeeded=True)
-        return response
 
 
 class ThrottledLoginView(auth_views.LoginView):

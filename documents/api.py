@@ -11,7 +11,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from documents.collections import collection_curated, collection_get, document_set_active
-from documents.downloads import download_response
+from documents.downloads import audit_download, download_response
 from documents.extraction import SUPPORTED_MIME_TYPES
 from documents.models import Document, DocumentStatus
 from documents.selectors import document_chunks, document_get, document_text
@@ -34,6 +34,8 @@ from documents.services import document_delete, document_reindex, document_set_t
 from documents.uploads import SizeLimitUploadHandler
 from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError, NotFound, TooLarge
+from identity.audit import audit_record
+from identity.models import AuditAction
 
 
 UPLOAD_TYPES = SUPPORTED_MIME_TYPES  # the OpenAPI schema's accepted types: what extraction reads
@@ -191,7 +193,10 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def text(self, request, pk=None):
         """The extracted text with its pages and segments (chunk index, offsets, page, heading path): what a
         document viewer needs. 409 while the text is not extracted yet."""
-        return Response(document_text(document=document_get(document_id=pk, user=request.user)))
+        document = document_get(document_id=pk, user=request.user)
+        text = document_text(document=document)
+        audit_record(action=AuditAction.TEXT, user=request.user, via="api", document=document)
+        return Response(text)
 
     @extend_schema(responses={200: ChunkSerializer(many=True)})
     @action(detail=True, methods=["get"])
@@ -199,6 +204,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         """The document's chunks (passages) in order, paginated."""
         document = document_get(document_id=pk, user=request.user)
         page = self.paginate_queryset(document_chunks(document=document))
+        audit_record(action=AuditAction.TEXT, user=request.user, via="api", document=document,
+                     detail={"chunks": [c.pk for c in page] if page is not None else []})
         return self.get_paginated_response(ChunkSerializer(page, many=True).data)
 
     @extend_schema(responses={(200, "*/*"): OpenApiTypes.BINARY}, parameters=[OpenApiParameter(
@@ -210,6 +217,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         response = download_response(document, version=request.query_params.get("version"))
         if response is None:
             raise NotFound("The original file is no longer stored.")
+        audit_download(request.user, document, request.query_params.get("version"), via="api")
         return response
     @extend_schema(request=None, responses={200: DocumentSerializer})
     @action(detail=True, methods=["post"])

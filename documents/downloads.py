@@ -7,6 +7,15 @@ from django.http import FileResponse, HttpResponseRedirect
 from documents.models import Document, DocumentVersion
 from documents.storage import open_original, presigned_download_url
 from documents.versions import version_for_citation
+from identity.audit import audit_record
+from identity.models import AuditAction
+
+
+def audit_download(user, document: Document, version: str | None, *, via: str) -> None:
+    """The audit line of a download that was served (`version`: the ?version= asked, if any)."""
+    number = int(version) if version and version.isascii() and version.isdigit() and len(version) <= 9 else None
+    audit_record(action=AuditAction.DOWNLOAD, user=user, via=via, document=document,
+                 version=number if number is not None else document.version)
 
 
 def download_response(document: Document, *, version: str | None) -> FileResponse | HttpResponseRedirect | None:

@@ -10,13 +10,15 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
-from documents.downloads import download_response
+from documents.downloads import audit_download, download_response
 from documents.extraction import upload_accept
 from documents.storage import uses_object_storage
 from documents.models import Chunk, Document, DocumentText, DocumentVersion
 from documents.serializers import DocumentSerializer
 from documents.versions import version_for_citation
 from documents.viewer_layout import layout_text
+from identity.audit import audit_record
+from identity.models import AuditAction
 
 LIBRARY_FIRST_PAGE = 100
 
@@ -84,6 +86,8 @@ def document_view(request, document_id: int):
         sections = [{**s, "html": mark_safe(s["html"]), "label": labels.get(s["number"]) or "",  # noqa: S308
                      "number_text": str(s["number"])} for s in sections]
     shown: Document | DocumentVersion = old if old is not None else document
+    audit_record(action=AuditAction.VIEW, user=request.user, via="page", document=document,
+                 version=old.number if old is not None else document.version)
     return render(request, "documents/viewer.html", {
         "nav": "library",
         "document": document,
@@ -113,6 +117,7 @@ def document_download(request, document_id: int):
     response = download_response(document, version=request.GET.get("version"))
     if response is None:
         raise Http404("The original file is no longer stored.")
+    audit_download(request.user, document, request.GET.get("version"), via="page")
     return response
 
 

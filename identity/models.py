@@ -49,3 +49,66 @@ class DirectoryGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.group_id}"
+
+
+class ApiToken(models.Model):
+    """A named personal API token. Only its SHA-256 digest is stored: the key is shown once, when it
+    is created or rotated, and can never be read back (identity/tokens.py)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    # The key's first characters, to tell tokens apart in lists (not enough to guess the rest).
+    prefix = models.CharField(max_length=12)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"], name="api_token_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class AuditAction(models.TextChoices):
+    DOWNLOAD = "download", "download"
+    VIEW = "view", "viewer open"
+    TEXT = "text", "text read through the API"
+    SEARCH = "search", "passage returned by a search"
+    ANSWER = "answer", "passage sent for an answer"
+    SIGN_IN = "sign_in", "sign-in"
+    SIGN_IN_FAILED = "sign_in_failed", "failed sign-in"
+    GROUPS = "groups", "group membership change"
+    PERMISSIONS = "permissions", "permission change"
+
+
+class AuditEvent(models.Model):
+    """One line of the append-only audit log (identity/audit.py): who read which document, who
+    signed in, whose groups and permissions changed. Ids and titles only, never passage text.
+
+    No foreign keys: a line outlives the user, document and message it names. A database trigger
+    refuses UPDATE and DELETE except the retention purge (migration 0005)."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    action = models.CharField(max_length=20, choices=AuditAction.choices)
+    user_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    username = models.CharField(max_length=150, blank=True)
+    # Who made the change when it is not `user` (an administrator changing someone's groups).
+    actor = models.CharField(max_length=150, blank=True)
+    via = models.CharField(max_length=20, blank=True)  # page, api, mcp, v1, chat, admin, ldap, oidc, local
+    document_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    document_title = models.CharField(max_length=300, blank=True)
+    chunk_id = models.BigIntegerField(null=True, blank=True)
+    version = models.IntegerField(null=True, blank=True)
+    message_id = models.BigIntegerField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["action", "-at"], name="audit_action_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username or '-'} {self.action}"

@@ -10,6 +10,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, logout
 
 from identity.config import LDAP_BACKEND, OIDC_BACKEND
 from identity.services import directory_user_deactivate
+from identity.tokens import tokens_revoke_all
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +28,8 @@ def directory_session_recheck(request) -> bool:
     """Re-check the signed-in directory user when due; False when the session must end.
 
     The directory answering "no such user" (LDAP) or refusing the refresh token (OIDC) ends the
-    session; an LDAP user the directory no longer has is also made inactive, which ends their other
-    sessions and API tokens. A directory that cannot be reached ends the session too (fail closed).
+    session and the user's API tokens; an LDAP user the directory no longer has is also made
+    inactive, which ends their other sessions. A directory that cannot be reached ends the session too (fail closed).
     """
     backend = request.session.get(BACKEND_SESSION_KEY)
     if backend not in (LDAP_BACKEND, OIDC_BACKEND):
@@ -58,7 +59,10 @@ def directory_session_recheck(request) -> bool:
         try:
             oidc_recheck(request)
         except ProviderRefused as exc:
-            log.info("OpenID Connect provider refused %s, session ended: %s", user.username, exc)
+            # The provider no longer vouches for this user (disabled, grant revoked): the scripts
+            # they set up stop too, until they sign in again and make new tokens.
+            log.info("OpenID Connect provider refused %s, session and API tokens ended: %s", user.username, exc)
+            tokens_revoke_all(user_id=user.pk)
             return False
         except (httpx.HTTPError, ValueError, KeyError) as exc:  # unreachable, or an answer that is not OIDC
             log.warning("OpenID Connect re-check of %s failed, session ended: %s", user.username, exc)

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from identity.models import DirectoryGroup, DirectoryIdentity
 from identity.rules import GroupRule
+from identity.tokens import tokens_revoke_all
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,9 @@ def directory_user_get_or_create(*, source: str, subject: str, username: str, em
 def directory_user_deactivate(*, user_id: int) -> None:
     """The directory no longer has this user: the account stops (sessions, API tokens, sign-in)
     until staff re-activate it."""
-    get_user_model().objects.filter(pk=user_id).update(is_active=False)
+    with transaction.atomic():
+        get_user_model().objects.filter(pk=user_id).update(is_active=False)  # (no pre_save signal: ended here)
+        tokens_revoke_all(user_id=user_id)
 
 
 def directory_groups_sync(*, user, source: str, directory_names, rule: GroupRule) -> tuple[set[str], set[str]]:

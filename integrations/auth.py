@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 
+from identity.tokens import token_authenticate
+
 
 def token_key(header: str | None) -> str | None:
     """The key of `Authorization: Bearer <key>` (OpenAI and MCP clients) or `Token <key>` (DRF's)."""
@@ -13,13 +15,10 @@ def token_key(header: str | None) -> str | None:
 
 
 def user_for_key(key: str | None):
-    """The active user owning the token, or None."""
-    if not key:
-        return None
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.select_related("user").filter(key=key).first()
-    return token.user if token and token.user.is_active else None
+    """The active user owning the live token (not revoked, rotated or expired), or None."""
+    token = token_authenticate(key)
+    return token.user if token is not None else None
 
 
 auser_for_key = database_sync_to_async(user_for_key)
+atoken_for_key = database_sync_to_async(token_authenticate)

@@ -22,10 +22,11 @@ from chat import services as chat_services
 from chat.serializers import FeedbackCreateSerializer, feedback_data
 from integrations import openai_format as fmt
 from integrations.answers import AnswerTimeout, ask_start, follow_answer
-from integrations.auth import auser_for_key, token_key
+from integrations.auth import atoken_for_key, token_key
 from integrations.scopes import UnknownScope, available_models, resolve_model
 from core.errors import ApplicationError
 from core.throttles import QuestionThrottle, retry_after
+from identity.streams import Credential, acredential_still_valid, until_signed_out
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +48,12 @@ def _unauthorized() -> JsonResponse:
 
 
 async def _authenticate(request):
-    user = await auser_for_key(token_key(request.headers.get("Authorization")))
-    if user is not None:
-        request.user = user  # the throttles key on it
-    return user
+    token = await atoken_for_key(token_key(request.headers.get("Authorization")))
+    if token is None:
+        return None
+    request.user = token.user  # the throttles key on it
+    request.ragsite_credential = Credential.of(token.user, token=token)  # a stream re-checks it
+    return token.user
 
 
 def _conversation_id(request, body_user: str) -> int | None:
@@ -113,8 +116,14 @@ async def chat_completions(request):
     created = int(time.time())
     headers = {CONVERSATION_HEADER: str(answer.conversation_id)}
     if req.stream:
-        response = StreamingHttpResponse(_stream(user, answer, completion_id, created, req.model),
-                                         content_type="text/event-stream")
+        ended = fmt.sse(fmt.error_body(gettext("Your API token ended (revoked, rotated or expired) or the account "
+                                               "was disabled."), type="invalid_request_error",
+                                       code="invalid_api_key"))
+        credential = request.ragsite_credential
+        response = StreamingHttpResponse(
+            until_signed_out(_stream(user, answer, completion_id, created, req.model),
+                             lambda: acredential_still_valid(credential), ended),
+            content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
     else:

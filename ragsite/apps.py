@@ -11,10 +11,10 @@ class RagsiteConfig(AppConfig):
 
         from django_q.signals import post_spawn
 
-        from core.api_tokens import end_tokens_on_credential_change
+        from identity.tokens import end_tokens_on_credential_change
         from core.health import cluster_name_record
 
-        # A new password or a disabled account ends the user's API token (core/api_tokens.py).
+        # A new password or a disabled account ends the user's API tokens (identity/tokens.py).
         pre_save.connect(end_tokens_on_credential_change, sender=get_user_model(),
                          dispatch_uid="ragsite.end_tokens_on_credential_change")
 

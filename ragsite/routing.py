@@ -2,7 +2,7 @@
 from django.urls import path
 
 from chat.consumers import ConversationConsumer
-from core.ws_auth import TokenAuthMiddleware
+from identity.ws_auth import TokenAuthMiddleware
 
 websocket_urlpatterns: list = [
     path("ws/conversations/<int:conversation_id>/", TokenAuthMiddleware(ConversationConsumer.as_asgi())),

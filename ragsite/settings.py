@@ -87,6 +87,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Directory users' sessions follow the directory: re-checked every DIRECTORY_RECHECK_SECONDS.
     "identity.recheck.DirectoryRecheckMiddleware",
+    "identity.audit.AuditActorMiddleware",  # names who made a change in the audit log
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -174,6 +175,8 @@ LOGOUT_REDIRECT_URL = "/"
 # --- Sign-in: local accounts, OpenID Connect, LDAP / Active Directory (docs/identity.md) ---
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)  # false: no password sign-in for local accounts
 DIRECTORY_RECHECK_SECONDS = env_int("DIRECTORY_RECHECK_SECONDS", 300)
+# The audit log (identity/audit.py) keeps lines this many days; 0 keeps them for ever.
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365)
 _oidc = identity_config.oidc_settings()
 _ldap = identity_config.ldap_settings()
 globals().update(_oidc)
@@ -243,7 +246,7 @@ STORAGES = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: an unauthenticated API call then gets 401 with WWW-Authenticate, not 403.
-        "rest_framework.authentication.TokenAuthentication",
+        "identity.authentication.ApiTokenAuthentication",  # named, hashed tokens (identity/tokens.py)
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

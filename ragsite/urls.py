@@ -5,16 +5,21 @@ from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from ragsite import views
-from core.api_tokens_views import TokenRotateView
-from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView, ThrottledObtainAuthToken
-from identity.views import DirectoryLogoutView
+from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView
+from identity.tokens_api import (
+    ApiTokenDetailView, ApiTokenListView, ApiTokenRotateView, ObtainTokenView, TokenRotateView,
+)
+from identity.views import DirectoryLogoutView, api_tokens_page
 
 # The admin's own login form had no limit at all: the sign-in limits of the login page apply there too.
 admin.site.login_form = LimitedAdminAuthenticationForm
 
 api_patterns = [
-    path("auth/token/", ThrottledObtainAuthToken.as_view(), name="api-token"),
+    path("auth/token/", ObtainTokenView.as_view(), name="api-token"),
     path("auth/token/rotate/", TokenRotateView.as_view(), name="api-token-rotate"),
+    path("auth/tokens/", ApiTokenListView.as_view(), name="api-tokens"),
+    path("auth/tokens/<int:token_id>/", ApiTokenDetailView.as_view(), name="api-token-detail"),
+    path("auth/tokens/<int:token_id>/rotate/", ApiTokenRotateView.as_view(), name="api-token-detail-rotate"),
     path("me/", views.MeView.as_view(), name="api-me"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: no inline script under the CSP.
@@ -33,6 +38,7 @@ urlpatterns = [
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", DirectoryLogoutView.as_view(), name="logout"),
+    path("accounts/tokens/", api_tokens_page, name="api-tokens-page"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", include(api_patterns)),
     path("", include("integrations.urls")),  # /v1/: the OpenAI-compatible API

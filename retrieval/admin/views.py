@@ -24,6 +24,8 @@ from retrieval.knowledge.importing import MAX_FILE_BYTES, knowledge_entries_impo
 from retrieval.models import AiServer, KnowledgeEntry
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
+from identity.audit import audit_passages
+from identity.models import AuditAction
 from retrieval.selectors import retrieval_settings_get
 from retrieval.ai.server_check import ai_server_embed_texts, ai_server_test_connection
 
@@ -189,6 +191,9 @@ class RetrievalTest(AdminPage):
             except (AiServerError, ApplicationError) as exc:
                 context["error"] = getattr(exc, "message", str(exc))
             else:
+                # Staff read these passages (as the user would get them): the lines name the staff member.
+                audit_passages(action=AuditAction.SEARCH, user=request.user, segments=result.segments, via="admin",
+                               detail={"as_user": data["user"].get_username()})
                 context.update(segments=_annotated(result.segments), trace=result.trace,
                                timings=sorted(result.trace.get("timings_ms", {}).items(), key=lambda kv: kv[0] != "total"),
                                raw=json.dumps({"segments": result.segments, "trace": result.trace}, indent=2,

@@ -141,9 +141,9 @@ def test_another_user_gets_404_everywhere(api, other_api, user, other_user, clie
     client.force_login(other_user)  # the SSE view takes sessions and tokens like the rest of the API
     stream = client.get(f"{m}stream/")
     assert stream.status_code == 404 and stream.json()["code"] == "not_found"
-    from rest_framework.authtoken.models import Token
+    from identity.tokens import token_create
 
-    token = Token.objects.create(user=other_user).key
+    token = token_create(user=other_user, name="test").key
     assert client.get(f"{m}stream/", headers={"Authorization": f"Token {token}"}).status_code == 404
     conversation_row = Conversation.objects.get(pk=conversation["id"])
     assert conversation_row.title == "Hello?" and conversation_row.messages.count() == 2

@@ -6,8 +6,8 @@ import json
 
 import httpx
 import pytest
-from rest_framework.authtoken.models import Token
 
+from identity.tokens import token_create
 from retrieval.models import AiServer, RetrievalSettings
 from tests.chat.helpers import streamed_text
 from tests.chat.wsclient import WebSocket
@@ -29,7 +29,7 @@ def test_upload_index_attach_ask_and_stream_through_real_processes(broker, user,
                                                    "embedding_dim": 384, "chat": True, "chat_model": "fake-chat"})
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                   chunk_size=24, chunk_overlap=0)
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user, name="test").key
     http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=10)
 
     upload = http.post("/api/documents/", files={"file": ("safety.pdf", text_pdf(PAGES), "application/pdf")})
@@ -104,7 +104,7 @@ def test_a_citation_names_the_label_printed_on_its_page(user, fake_ai, qcluster,
                                                    "embedding_dim": 384, "chat": True, "chat_model": "fake-chat"})
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                   chunk_size=24, chunk_overlap=0)
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user, name="test").key
     http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=10)
     pdf = text_pdf(LABELLED_PAGES, page_labels="0 << /S /r >> 3 << /S /D >>")
     upload = http.post("/api/documents/", files={"file": ("travel.pdf", pdf, "application/pdf")})

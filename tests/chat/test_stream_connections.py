@@ -16,9 +16,9 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from chat.services import conversation_create, message_send
+from identity.tokens import token_create
 from tests.chat.helpers import run
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -38,7 +38,7 @@ def _backends(params: dict) -> int:
 def test_waiting_streams_hold_no_database_connection(user):
     conversation = conversation_create(user=user, document_ids=[])
     _, answer = message_send(conversation_id=conversation.pk, user=user, content="Still there?", enqueue=False)
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user, name="test").key
     path = f"/api/conversations/{conversation.pk}/messages/{answer.pk}/stream/"
     params = connection.get_connection_params()
     connection.close()  # the test's own connection is not counted

@@ -1,15 +1,16 @@
 """Live events over the WebSocket and SSE, with a real channel layer on PostgreSQL and the fake AI server."""
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from django.test import AsyncClient
-from rest_framework.authtoken.models import Token
 
 from chat.models import Message
 from chat.orchestrator import answer_conversation
 from chat.services import conversation_create, message_send
+from identity.tokens import token_create
 from tests.chat.helpers import events_until_final, in_worker_thread, indexed, run, session_cookie, streamed_text, ws
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -159,7 +160,7 @@ def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_al
 
 def test_the_websocket_admits_the_owner_only(user, other_user):
     conversation = conversation_create(user=user)
-    mine, theirs = Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
+    mine, theirs = token_create(user=user, name="test").key, token_create(user=other_user, name="test").key
     path = f"/ws/conversations/{conversation.pk}/"
     cookies = {user.pk: session_cookie(user), other_user.pk: session_cookie(other_user)}
 
@@ -191,3 +192,43 @@ def test_the_websocket_admits_the_owner_only(user, other_user):
         "other user's token as subprotocol": False, "unknown conversation": False,
         "owner's session": True, "owner's token": True, "owner's token as subprotocol": True,
     }
+
+
+@pytest.mark.parametrize("how", ["token revoked", "session logged out"])
+def test_an_open_sse_stream_ends_when_its_token_or_session_does(user, bridge, settings, how):
+    from asgiref.sync import sync_to_async
+    from django.test import Client
+
+    from identity.tokens import token_revoke
+
+    settings.WEBSOCKET_AUTH_RECHECK = 0.2
+    conversation, _ = bridge
+    message_id = _pending_answer(user, conversation)  # nobody answers it: the stream waits
+    token = token_create(user=user, name="sse")
+    browser = Client()
+    browser.force_login(user)
+
+    async def scenario():
+        client = AsyncClient()
+        headers = {"Authorization": f"Token {token.key}"} if how == "token revoked" else {}
+        if how == "session logged out":
+            client.cookies = browser.cookies
+        response = await client.get(f"/api/conversations/{conversation.pk}/messages/{message_id}/stream/",
+                                    headers=headers)
+        assert response.status_code == 200
+        stream = response.streaming_content.__aiter__()
+        first = await stream.__anext__()
+        assert b"message.status_updated" in first
+        if how == "token revoked":
+            await sync_to_async(token_revoke)(user=user, token_id=token.pk)
+        else:
+            await sync_to_async(browser.post)("/accounts/logout/")
+        rest = b""
+        async with asyncio.timeout(5):  # before: the stream waited for the answer, for ever
+            async for chunk in stream:
+                rest += chunk
+        return rest
+
+    rest = run(scenario)
+    event = json.loads(rest.split(b"data: ", 1)[1].split(b"\n\n")[0])
+    assert event["type"] == "error" and event["code"] == "signed_out"

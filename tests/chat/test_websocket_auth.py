@@ -4,9 +4,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.hashers import make_password
 from django.test import Client
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
 
 from chat.services import conversation_create
+from identity.models import ApiToken
+from identity.tokens import token_create
 from tests.chat.helpers import in_worker_thread, run, ws
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -20,7 +22,7 @@ def quick_recheck(settings):
 
 def test_a_token_in_the_url_is_refused_with_a_reason(user):
     conversation = conversation_create(user=user)
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
 
     async def scenario():
         communicator = ws(f"/ws/conversations/{conversation.pk}/?token={key}")
@@ -37,17 +39,19 @@ def test_a_token_in_the_url_is_refused_with_a_reason(user):
     assert "Sec-WebSocket-Protocol" in closing["reason"] and len(closing["reason"].encode()) <= 123
 
 
-@pytest.mark.parametrize("how", ["deleted", "revoked through the API", "rotated", "password changed",
+@pytest.mark.parametrize("how", ["deleted", "revoked through the API", "rotated", "expired", "password changed",
                                  "account disabled"])
 def test_an_open_websocket_closes_when_its_token_ends(user, quick_recheck, how):
     conversation = conversation_create(user=user)
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
 
     def end_token():
         from rest_framework.test import APIClient
 
         if how == "deleted":
-            Token.objects.filter(key=key).delete()
+            ApiToken.objects.filter(user=user).delete()
+        elif how == "expired":
+            ApiToken.objects.filter(user=user).update(expires_at=timezone.now())
         elif how == "revoked through the API":
             assert APIClient().delete("/api/auth/token/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 204
         elif how == "rotated":
@@ -102,7 +106,7 @@ def test_through_daphne_the_token_travels_as_a_subprotocol_and_never_in_the_url(
     from tests.chat.wsclient import WebSocket
 
     conversation = conversation_create(user=user)
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
     url = f"{daphne.url.replace('http', 'ws')}/ws/conversations/{conversation.pk}/"
     origin = {"Origin": daphne.url}
 

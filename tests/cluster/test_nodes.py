@@ -21,9 +21,9 @@ import time
 
 import httpx
 import pytest
-from rest_framework.authtoken.models import Token
 
 from documents.models import Chunk, Document
+from identity.tokens import token_create
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from tests.pdfgen import text_pdf
 from tests.processes import ManagedProcess, wait_for
@@ -108,7 +108,7 @@ def _ai_and_token(*, fake_ai, user, **retrieval) -> dict:
                                                    "embedding_dim": 384, "chat": True, "chat_model": "fake-chat"})
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                   chunk_size=24, chunk_overlap=0, **retrieval)
-    return {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+    return {"Authorization": f"Token {token_create(user=user, name='test').key}"}
 
 
 def _merge(text: str, event: dict) -> str:

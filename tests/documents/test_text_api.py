@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from identity.tokens import token_create
 from tests.chat.helpers import indexed
 from tests.documents.factories import upload_bytes
 
@@ -55,7 +55,7 @@ def test_chunks_are_paginated_in_order(api, user, fake_embedder, settings):
 def test_file_for_a_token_client_and_embedding_server_on_rows(user, fake_embedder):
     document = indexed(user, "Plain notes about the harbour.", "harbour.txt")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user, name='test').key}")
     response = client.get(f"/api/documents/{document.pk}/file/")
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == b"Plain notes about the harbour."

@@ -30,6 +30,10 @@ def test_nested_group_gives_collection_access_and_removal_ends_it(client, slapd,
     assert alice.email == "ldapalice@example.org" and alice.first_name == "Alice"
     # finance-team is not mirrored (LDAP_MIRROR_GROUPS=ragsite-*); ragsite-finance is, through nesting.
     assert set(alice.groups.values_list("name", flat=True)) == {"ragsite-finance"}
+    from identity.models import AuditEvent  # the audit log: the sign-in and the group the directory gave
+
+    assert AuditEvent.objects.filter(action="sign_in", via="ldap", user_id=alice.pk).exists()
+    assert AuditEvent.objects.filter(action="groups", user_id=alice.pk, detail__names=["ragsite-finance"]).exists()
     staff_picked = Group.objects.create(name="staff-picked")  # a local group staff manage by hand
     alice.groups.add(staff_picked)
     assert client.get(url).status_code == 200
@@ -62,19 +66,28 @@ def test_a_local_account_of_the_same_name_is_not_taken_over(client, slapd, ldap_
     assert sign_in(client, "ldaplocal", "local-pass-123").status_code == 302  # the local password still works
 
 
-def test_a_user_removed_from_the_directory_loses_the_session_and_the_account(client, slapd, ldap_env, settings):
+def test_a_user_removed_from_the_directory_loses_the_session_the_account_and_the_tokens(client, slapd, ldap_env,
+                                                                                          settings):
     from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    from identity.models import ApiToken
+    from identity.tokens import token_create
 
     ldap_env(settings)
     settings.DIRECTORY_RECHECK_SECONDS = 1
     assert sign_in(client, "ldapcarol", "ldapcarol-pw").status_code == 302
     assert client.get("/api/me/").status_code == 200
+    key = token_create(user=User.objects.get(username="ldapcarol"), name="script").key
+    assert APIClient().get("/api/me/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
     dn = f"uid=ldapcarol,{s.PEOPLE}"
     slapd.delete(dn)
     try:
         time.sleep(1.2)
         assert client.get("/api/me/").status_code in (401, 403)
         assert User.objects.get(username="ldapcarol").is_active is False
+        assert not ApiToken.objects.filter(user__username="ldapcarol").exists()
+        assert APIClient().get("/api/me/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 401
     finally:
         conn = slapd.admin()
         conn.add_s(dn, [("objectClass", [b"inetOrgPerson"]), ("uid", [b"ldapcarol"]), ("cn", [b"Carol Example"]),

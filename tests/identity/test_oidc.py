@@ -63,14 +63,23 @@ def test_sign_in_maps_groups_to_collection_access_which_ends_with_the_group(oidc
     assert again.url.path == "/accounts/login/" and again.url.port != httpx.URL(url).port  # asks for a password again
 
 
-def test_a_deactivated_provider_user_loses_the_session(oidc_provider, oidc_ragsite):
+def test_a_deactivated_provider_user_loses_the_session_and_the_api_tokens(oidc_provider, oidc_ragsite):
     url = oidc_ragsite.url
     oidc_provider.cli("user", "oidcbob", "bob-pw-4711", "bob@example.org", "ragsite-support")
     client, _ = sign_in(url, "oidcbob", "bob-pw-4711")
     assert client.get(f"{url}/api/me/").status_code == 200
+    made = client.post(f"{url}/api/auth/tokens/", json={"name": "script"},
+                       headers={"X-CSRFToken": csrf_of(client, url), "Referer": f"{url}/"})
+    assert made.status_code == 201, made.text
+    token = {"Authorization": f"Token {made.json()['token']}"}
+    from identity.models import AuditEvent
+
+    assert AuditEvent.objects.filter(action="sign_in", via="oidc", username="oidcbob").exists()
+    assert httpx.get(f"{url}/api/me/", headers=token).status_code == 200
     oidc_provider.cli("deactivate", "oidcbob")
     wait_for(lambda: client.get(f"{url}/api/me/").status_code in (401, 403), timeout=15,
              what="the session to end", process=oidc_ragsite)
+    assert httpx.get(f"{url}/api/me/", headers=token).status_code == 401
 
 
 @pytest.mark.usefixtures("oidc_provider")

@@ -13,9 +13,9 @@ BOB_TEXT = "Bob's garden notes. Raspberries are pruned in late winter, blackberr
 
 @pytest.fixture
 def tokens(user, other_user):
-    from rest_framework.authtoken.models import Token
+    from identity.tokens import token_create
 
-    return Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
+    return token_create(user=user, name="test").key, token_create(user=other_user, name="test").key
 
 
 @pytest.fixture

@@ -61,6 +61,15 @@ def test_tools_search_read_list_and_ask_as_the_tokens_user(stack):
     assert data(passage)["text"].startswith("Scaffolding.") and data(passage)["before"] == ""
     assert data(wide)["text"] == data(passage)["text"]
 
+    # The audit log (issue #36): the passages the MCP search returned, the passages read by id and
+    # those the answer was made from, each a line naming Alice, the document and the chunk.
+    from identity.models import AuditEvent
+
+    lines = AuditEvent.objects.filter(user_id=stack.alice_doc.owner_id, document_id=stack.alice_doc.pk)
+    searched = set(lines.filter(action="search", via="mcp").values_list("chunk_id", flat=True))
+    assert {r["chunk_id"] for r in results} <= searched and top["chunk_id"] in searched
+    assert lines.filter(action="answer", via="chat", message_id__isnull=False, chunk_id__isnull=False).exists()
+
 
 def test_two_tokens_never_see_each_others_documents(stack):
     _, (alice_search,) = mcp_calls(stack, stack.tokens[0], ("search_documents", {"query": "raspberries pruned"}))

@@ -133,6 +133,26 @@ def test_errors_in_openai_shape(stack):
     assert not stack.requests_to("/v1/chat/completions")  # nothing above reached the chat server
 
 
+def test_expired_and_revoked_tokens_are_refused_on_every_http_path(stack, user):
+    from django.utils import timezone
+
+    from identity.models import ApiToken
+    from identity.tokens import token_create, token_revoke
+
+    live, expired, revoked = (token_create(user=user, name=name) for name in ("live", "expired", "revoked"))
+    ApiToken.objects.filter(pk=expired.pk).update(expires_at=timezone.now())
+    token_revoke(user=user, token_id=revoked.pk)
+    mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    paths = [("get", "/api/me/", None), ("get", "/v1/models", None), ("post", "/mcp", mcp),
+             ("get", "/api/conversations/999999/messages/999999/stream/", None)]
+    for key, wanted in ((live.key, (200, 404)), (expired.key, (401,)), (revoked.key, (401,))):
+        for method, path, body in paths:
+            response = httpx.request(method, f"{stack.daphne.url}{path}", json=body, timeout=10, headers={
+                "Authorization": f"{'Bearer' if path.startswith(('/v1', '/mcp')) else 'Token'} {key}",
+                "Accept": "application/json, text/event-stream"})
+            assert response.status_code in wanted, (path, key == live.key, response.status_code)
+
+
 def test_a_second_users_key_never_reaches_the_first_users_documents(stack, user, other_user):
     from chat.models import Conversation
 
@@ -239,3 +259,27 @@ def test_feedback_on_a_completion_by_its_id_over_v1(stack, user):
     assert theirs.status_code == 404 and theirs.json()["error"]["message"]
     assert httpx.post(url, json={"message_id": completion.id, "rating": "up"}).status_code == 401
     assert sorted(Feedback.objects.filter(user=user).values_list("source_id", "rating")) == [("", "up"), ("S1", "down")]
+
+
+def test_a_v1_stream_ends_when_its_token_is_revoked(stack, user):
+    from identity.tokens import token_create, token_revoke
+
+    pieces = [f"word{n} " for n in range(40)]
+    stack.script_chat({"chunks": pieces, "piece_delay": 0.25})  # ~10 s of answer; the re-check runs every 5 s
+    token = token_create(user=user, name="streaming script")
+    lines = []
+    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+                      headers={"Authorization": f"Bearer {token.key}"},
+                      json={"model": "ragsite", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                lines.append(line[6:])
+                if len(lines) == 1:
+                    token_revoke(user=user, token_id=token.pk)
+    assert lines[-1] != "[DONE]"
+    last = json.loads(lines[-1])
+    assert last["error"]["code"] == "invalid_api_key"
+    received = "".join((json.loads(x)["choices"] or [{}])[0].get("delta", {}).get("content") or ""
+                       for x in lines[:-1])
+    assert received != "".join(pieces)  # cut off mid-answer

@@ -1,11 +1,13 @@
 """Personal API tokens: revoked and rotated by their user, ended by a password change or a disabled
-account; a browser logout leaves them alone (core/api_tokens.py; issue #29)."""
+account; a browser logout leaves them alone (identity/tokens.py; issues #29, #36)."""
 from __future__ import annotations
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from identity.models import ApiToken
+from identity.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +25,7 @@ def _works(key: str) -> bool:
 
 
 def test_a_browser_logout_leaves_the_token_and_the_user_revokes_it(user, other_user):
-    mine, theirs = Token.objects.create(user=user).key, Token.objects.create(user=other_user).key
+    mine, theirs = token_create(user=user, name="test").key, token_create(user=other_user, name="test").key
     browser = Client()
     browser.force_login(user)
     assert browser.post("/accounts/logout/").status_code == 302
@@ -35,7 +37,7 @@ def test_a_browser_logout_leaves_the_token_and_the_user_revokes_it(user, other_u
 
 
 def test_a_signed_in_page_user_revokes_their_token_with_a_session_and_csrf(user):
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user)
     assert browser.delete("/api/auth/token/").status_code == 403  # no CSRF token: refused
@@ -46,7 +48,7 @@ def test_a_signed_in_page_user_revokes_their_token_with_a_session_and_csrf(user)
 
 
 def test_rotation_replaces_the_token_at_once(user):
-    old = Token.objects.create(user=user).key
+    old = token_create(user=user, name="test").key
     response = _with(old).post("/api/auth/token/rotate/")
     assert response.status_code == 200
     new = response.json()["token"]
@@ -56,7 +58,7 @@ def test_rotation_replaces_the_token_at_once(user):
 
 def test_a_password_change_ends_the_token(user, settings):
     settings.AUTH_PASSWORD_VALIDATORS = []  # (the common-passwords list lives outside the repository)
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
     browser = Client()
     browser.force_login(user)
     changed = browser.post("/accounts/password_change/", {"old_password": "alice-pass-123",
@@ -69,13 +71,13 @@ def test_a_password_change_ends_the_token(user, settings):
 
 
 def test_a_disabled_account_ends_the_token_and_other_saves_do_not(user):
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
     user.first_name = "Alice"
     user.save()
     assert _works(key)
     user.is_active = False
     user.save()
-    assert not Token.objects.filter(key=key).exists()
+    assert not ApiToken.objects.filter(user=user).exists() and not _works(key)
 
 
 def test_the_schema_describes_revoking_and_rotating():

@@ -56,13 +56,13 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_killed_worker_is_restarted_and_nothing_is_lost(user, fake_ai, database_url):
-    from rest_framework.authtoken.models import Token
+    from identity.tokens import token_create
 
     server = AiServer.objects.create(name="fake", kind="openai", base_url=fake_ai.url,
                                      capabilities={"embeddings": True, "embedding_model": "fake-embed",
                                                    "embedding_dim": 384})
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server)
-    token = Token.objects.create(user=user).key
+    token = token_create(user=user, name="test").key
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     serve = ManagedProcess(["manage.py", "serve", "--port", str(port)], database_url=database_url, name="serve",

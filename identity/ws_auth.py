@@ -15,8 +15,10 @@ A ``?token=`` in the URL is refused: the consumer accepts, sends one message
 does not pass on).
 
 An open socket outlives the request that opened it, so `still_signed_in` is asked again on a short
-interval (``WEBSOCKET_AUTH_RECHECK`` seconds): a deleted or rotated token, a logged-out session, a
-changed password or a disabled account close the socket with code 4401.
+interval (``WEBSOCKET_AUTH_RECHECK`` seconds): a revoked, rotated or expired token, a logged-out
+session, a changed password or a disabled account close the socket with code 4401. The server-sent
+event streams (chat/sse.py, /v1 streaming) ask the same two questions (`token_still_valid`,
+`session_still_valid`) and end.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AnonymousUser
+
+from identity.tokens import token_authenticate, token_still_valid
 
 SUBPROTOCOL = "ragsite.bearer"
 URL_TOKEN_CLOSE_CODE = 4400
@@ -45,8 +49,9 @@ class TokenAuthMiddleware:
         if user is None or not user.is_authenticated:
             key, subprotocol = _token_key(scope)
             if key:
-                user = await _token_user(key)
-                scope = dict(scope, user=user, ragsite_token=key if user.is_authenticated else None,
+                token = await atoken_authenticate(key)
+                scope = dict(scope, user=token.user if token else AnonymousUser(),
+                             ragsite_token=(token.pk, token.digest) if token else None,
                              ragsite_subprotocol=subprotocol)
         return await self.app(scope, receive, send)
 
@@ -72,12 +77,7 @@ def _token_key(scope) -> tuple[str | None, str | None]:
     return None, None
 
 
-@database_sync_to_async
-def _token_user(key: str):
-    from rest_framework.authtoken.models import Token
-
-    token = Token.objects.select_related("user").filter(key=key).first()
-    return token.user if token and token.user.is_active else AnonymousUser()
+atoken_authenticate = database_sync_to_async(token_authenticate)
 
 
 def url_token_refused(scope) -> str | None:
@@ -93,25 +93,29 @@ def url_token_refused(scope) -> str | None:
 
 @database_sync_to_async
 def still_signed_in(scope) -> bool:
-    """Whether the socket's sign-in still holds: its token exists for an active user, or its session
-    still signs in the same active user with the same password."""
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-    from django.utils.crypto import constant_time_compare
-    from rest_framework.authtoken.models import Token
-
+    """Whether the socket's sign-in still holds: its token is live (not revoked, rotated or expired)
+    for an active user, or its session still signs in the same active user with the same password."""
     user = scope.get("user")
     if user is None or not user.is_authenticated:
         return False
     if scope.get("ragsite_token"):
-        return Token.objects.filter(key=scope["ragsite_token"], user_id=user.pk, user__is_active=True).exists()
-    session = scope.get("session")
-    session_key = getattr(session, "session_key", None)
+        token_id, digest = scope["ragsite_token"]
+        return token_still_valid(token_id=token_id, digest=digest, user_id=user.pk)
+    return session_still_valid(session_key=getattr(scope.get("session"), "session_key", None), user_id=user.pk)
+
+
+def session_still_valid(*, session_key: str | None, user_id: int) -> bool:
+    """Whether this session still signs in this active user with the password it signed in with
+    (a logout, a password change or a disabled account end it)."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.utils.crypto import constant_time_compare
+
     if not session_key:
         return False
     data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
-    if str(data.get(SESSION_KEY)) != str(user.pk) or not data.get(BACKEND_SESSION_KEY):
+    if str(data.get(SESSION_KEY)) != str(user_id) or not data.get(BACKEND_SESSION_KEY):
         return False
-    current = get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+    current = get_user_model().objects.filter(pk=user_id, is_active=True).first()
     return current is not None and constant_time_compare(data.get(HASH_SESSION_KEY, ""),
                                                          current.get_session_auth_hash())
