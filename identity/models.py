@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class DirectorySource(models.TextChoices):
@@ -49,3 +50,20 @@ class DirectoryGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.group_id}"
+
+
+class LanguageChoice(models.Model):
+    """The language a user chose for the pages (the switcher); without a row, the browser's."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="language_choice",
+                                verbose_name=_("user"))
+    # No choices: adding a language to settings.LANGUAGES needs no migration (checked by the service).
+    language = models.CharField(_("language"), max_length=10)
+    changed_at = models.DateTimeField(_("changed at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("language choice")
+        verbose_name_plural = _("language choices")
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.language}"
