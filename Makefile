@@ -14,7 +14,8 @@ OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-
 # Fonts the tests draw their scanned pages with (Latin, Cyrillic, Vietnamese; Chinese); Redis for the
 # tests of the Redis queue and layer (started by the tests on 127.0.0.1 in a temporary folder).
 # OpenLDAP's slapd for the LDAP sign-in tests (started by the tests in a temporary folder).
-TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils
+# gettext: the translation test runs makemessages (xgettext, msgmerge) over a copy of the sources.
+TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils gettext
 # python-ldap (LDAP sign-in, django-auth-ldap) has no wheel: pip builds it against these.
 LDAP_BUILD_PACKAGES := libldap2-dev libsasl2-dev gcc
 

@@ -1,3 +1,4 @@
+from django.utils.translation import gettext, gettext_lazy
 from django.contrib import admin
 
 from chat.models import Conversation, ConversationDocument, Message
@@ -38,7 +39,7 @@ class MessageAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at")
     actions = ["promote_to_qa_pair"]
 
-    @admin.action(description="Promote to Q&A pair (prefilled with the question and this answer)")
+    @admin.action(description=gettext_lazy("Promote to Q&A pair (prefilled with the question and this answer)"))
     def promote_to_qa_pair(self, request, queryset):
         from django.contrib import messages
         from django.http import HttpResponseRedirect
@@ -46,7 +47,7 @@ class MessageAdmin(admin.ModelAdmin):
 
         answers = list(queryset.filter(role="assistant")[:2])
         if len(answers) != 1:
-            self.message_user(request, "Select exactly one assistant message to promote.", messages.WARNING)
+            self.message_user(request, gettext("Select exactly one assistant message to promote."), messages.WARNING)
             return None
         add = reverse("admin:retrieval_knowledgeentry_add")
         return HttpResponseRedirect(f"{add}?from_message={answers[0].pk}")

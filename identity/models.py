@@ -8,8 +8,8 @@ from django.utils.translation import gettext_lazy as _
 
 
 class DirectorySource(models.TextChoices):
-    OIDC = "oidc", "OpenID Connect"
-    LDAP = "ldap", "LDAP"
+    OIDC = "oidc", _("OpenID Connect")
+    LDAP = "ldap", _("LDAP")
 
 
 class DirectoryIdentity(models.Model):
@@ -19,12 +19,14 @@ class DirectoryIdentity(models.Model):
     account is never matched by e-mail or name: sign-in refuses a name a local account holds.
     """
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identities")
-    source = models.CharField(max_length=10, choices=DirectorySource.choices)
-    subject = models.CharField(max_length=255)
-    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identities", verbose_name=_("user"))
+    source = models.CharField(max_length=10, choices=DirectorySource.choices, verbose_name=_("source"))
+    subject = models.CharField(max_length=255, verbose_name=_("subject"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("directory identity")
+        verbose_name_plural = _("directory identities")
         constraints = [
             models.UniqueConstraint(fields=["source", "subject"], name="directory_identity_unique_subject"),
             models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
@@ -39,10 +41,12 @@ class DirectoryGroup(models.Model):
     """A Django group whose membership a directory manages: sign-in and re-checks add and remove
     members. Groups never named by the directory are left alone."""
 
-    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="directory")
-    source = models.CharField(max_length=10, choices=DirectorySource.choices)
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="directory", verbose_name=_("group"))
+    source = models.CharField(max_length=10, choices=DirectorySource.choices, verbose_name=_("source"))
 
     class Meta:
+        verbose_name = _("directory group")
+        verbose_name_plural = _("directory groups")
         constraints = [
             models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
                                    name="directory_group_source_valid"),

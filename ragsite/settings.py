@@ -5,6 +5,8 @@ import os
 import secrets
 from pathlib import Path
 
+from django.utils.translation import gettext_lazy
+
 from core.object_storage import s3_storage_options
 from core.client_address import parse_networks
 from core.env import ConfigurationError, env_bool, env_float, env_int, env_list, env_str
@@ -334,7 +336,7 @@ Q_CLUSTER = {
     "poll": 0.5,
     "save_limit": 500,
     "cache": "default",
-    "label": "Task queue",
+    "label": gettext_lazy("Task queue"),  # the admin's name of django-q2's app, translated
 }
 # Answers run in a cluster of their own (`Q_CLUSTER_NAME=chat manage.py qcluster`; `serve` starts
 # it): a long indexing job never delays an answer, and its broker is woken by a NOTIFY when a
