@@ -4,7 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: run test install install-dev migrate bench clean-db stop-db system-packages test-packages build-packages
+.PHONY: run test install install-dev migrate bench clean-db stop-db system-packages test-packages build-packages \
+	messages compile-messages gettext-package
 
 # Tesseract and its language data read scanned PDF pages (OCR). Installed when missing and
 # possible (root with apt-get); without them documents still index and say OCR is unavailable.
@@ -13,7 +14,8 @@ OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-
 # Fonts the tests draw their scanned pages with (Latin, Cyrillic, Vietnamese; Chinese); Redis for the
 # tests of the Redis queue and layer (started by the tests on 127.0.0.1 in a temporary folder).
 # OpenLDAP's slapd for the LDAP sign-in tests (started by the tests in a temporary folder).
-TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils
+# gettext: the translation test runs makemessages (xgettext, msgmerge) over a copy of the sources.
+TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils gettext
 # python-ldap (LDAP sign-in, django-auth-ldap) has no wheel: pip builds it against these.
 LDAP_BUILD_PACKAGES := libldap2-dev libsasl2-dev gcc
 
@@ -28,6 +30,11 @@ define apt_ensure
 	fi
 endef
 
+# GNU gettext's msgfmt compiles the translation catalogues (locale/*/LC_MESSAGES/*.po -> .mo, not committed);
+# xgettext/msgmerge are what `make messages` runs.
+gettext-package:
+	$(call apt_ensure,gettext,pages stay in English: the catalogues cannot be compiled)
+
 system-packages:
 	$(call apt_ensure,$(OCR_PACKAGES),scanned pages will not be searchable: OCR is unavailable)
 
@@ -37,11 +44,11 @@ build-packages:
 test-packages:
 	$(call apt_ensure,$(TEST_PACKAGES),the OCR and LDAP tests will fail)
 
-run: install migrate system-packages
+run: install migrate system-packages compile-messages
 	@$(PY) manage.py ensure_admin
 	@$(PY) manage.py serve
 
-test: install-dev test-packages
+test: install-dev test-packages compile-messages
 	@# Tests make their own PostgreSQL in a temporary folder; pytest exit code 5 (no tests) is a failure.
 	@env -u DJANGO_SETTINGS_MODULE $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "No tests were collected: failing."; exit 1; fi; exit $$rc
@@ -71,3 +78,19 @@ stop-db:
 
 clean-db: stop-db
 	rm -rf var/pgdata
+
+# Translations (docs/translations.md). compile-messages: each catalogue's .mo, rebuilt when its .po changed.
+PO_FILES := $(wildcard locale/*/LC_MESSAGES/*.po)
+compile-messages: gettext-package $(PO_FILES:.po=.mo)
+%.mo: %.po
+	@msgfmt --check -o $@ $<
+
+# make messages: collect every translatable string into each language's catalogues (django.po for
+# Python and templates, djangojs.po for the scripts), then compile. A new language: make messages LANGS=ru.
+LANGS ?= $(notdir $(wildcard locale/*))
+MESSAGES_IGNORE := --ignore=tests --ignore=bench --ignore=var --ignore=artifacts --ignore=media \
+	--ignore=staticfiles --ignore='*/vendor/*'
+messages: install gettext-package
+	$(PY) manage.py makemessages $(addprefix -l ,$(LANGS)) --domain django --add-location=file --no-obsolete $(MESSAGES_IGNORE)
+	$(PY) manage.py makemessages $(addprefix -l ,$(LANGS)) --domain djangojs --add-location=file --no-obsolete $(MESSAGES_IGNORE)
+	@$(MAKE) --no-print-directory compile-messages

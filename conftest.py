@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -24,9 +25,19 @@ _session_dir: Path | None = None
 _pgdata: Path | None = None
 
 
+def compile_messages(root: Path) -> None:
+    """The catalogues' .mo files (not committed), rebuilt when a .po is newer, as `make compile-messages` does:
+    a bare `pytest` after `make messages` or a merge tests the current translations."""
+    for po in root.glob("locale/*/LC_MESSAGES/*.po"):
+        mo = po.with_suffix(".mo")
+        if not mo.exists() or mo.stat().st_mtime < po.stat().st_mtime:
+            subprocess.run(["msgfmt", "--check", "-o", str(mo), str(po)], check=True)
+
+
 def pytest_configure(config):
     global _session_dir, _pgdata
     outside_guard.install(Path(__file__).resolve().parent)
+    compile_messages(Path(__file__).resolve().parent)
     _session_dir = Path(tempfile.mkdtemp(prefix="ragsite-test-"))
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))

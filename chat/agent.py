@@ -22,6 +22,7 @@ import json
 import re
 import time
 
+from django.utils.translation import gettext
 from django.conf import settings
 
 from chat.generation import (
@@ -179,8 +180,8 @@ class Agent:
                                  "content": self._call(call)})
         text = "\n\n".join(self.texts)
         if not text.strip():
-            raise AnswerFailed(f"The chat server '{self.server.name}' returned an empty answer"
-                               f"{' after its searches' if self.searches else ''}.")
+            raise AnswerFailed((gettext("The chat server '%(name)s' returned an empty answer after its searches.") if self.searches
+                                else gettext("The chat server '%(name)s' returned an empty answer.")) % {"name": self.server.name})
         job.timings["searches_ms"] = round(sum(s["timings_ms"]["tool"] for s in self.searches), 1)
         return Outcome(
             "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
@@ -257,7 +258,7 @@ class Agent:
 
     def _check_time(self) -> None:
         if time.perf_counter() > self.deadline:
-            raise AnswerFailed(f"The answer took longer than {settings.CHAT_ANSWER_TIME_LIMIT} s and was stopped.")
+            raise AnswerFailed(gettext("The answer took longer than %(limit)s s and was stopped.") % {"limit": settings.CHAT_ANSWER_TIME_LIMIT})
 
 
 def merged_trace(traces: list[dict], searches: list[dict]) -> dict:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
+from django.utils import translation
+from django.utils.translation import gettext, gettext_lazy as _
 
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
@@ -31,6 +32,7 @@ from chat.generation import (
     history_for,
     without_addresses,
 )
+from chat.reply_language import reply_language
 from chat.prompts import (
     build_general_messages,
     build_messages,
@@ -49,20 +51,29 @@ from retrieval.selectors import retrieval_settings_get
 from retrieval.telemetry import MODEL_UNAVAILABLE
 
 AGENTIC = "agentic"
+# A code in the message metadata (the page shows its own words for it), not a sentence.
 NOT_FROM_DOCUMENTS = "not from your documents"
-REFUSAL = "The documents do not say: nothing relevant to this question was found in them."
+REFUSAL = _("The documents do not say: nothing relevant to this question was found in them.")
 MODEL_UNAVAILABLE_NOTICE = _("The language model is unavailable; here are the passages that answer your question.")
 
 
 def produce(job) -> Outcome:
-    """Answer `job.question`; stream through `job.emit(text)`; raise AnswerFailed/AiServerError on failure."""
+    """Answer `job.question`; stream through `job.emit(text)`; raise AnswerFailed/AiServerError on failure.
+
+    The texts ragsite writes into the answer itself (notices, the refusal, waiting lines, failures) are
+    in the question's language when the site has it, else the asker's (chat.reply_language)."""
+    with translation.override(reply_language(job.question.content, job.conversation.owner)):
+        return _produce(job)
+
+
+def _produce(job) -> Outcome:
     rs = retrieval_settings_get()
     server = chat_server(rs)
     question = job.question.content
     if not rs.rag_enabled:
         if server is None:
-            raise AnswerFailed("Searching the documents is switched off and no chat server is configured, "
-                               "so there is nothing to answer with.")
+            raise AnswerFailed(gettext("Searching the documents is switched off and no chat server is configured, "
+                                       "so there is nothing to answer with."))
         messages = build_plain_messages(question=question, history=history_for(job.question),
                                         history_token_budget=settings.CHAT_HISTORY_TOKENS)
         job.mark("prompt")
@@ -182,8 +193,9 @@ def _indexed_part_answers(job, rs) -> bool:
 def _nothing_found(job, rs, server, persona: str, result) -> Outcome:
     """No passage and no approved answer: the retrieval setting `no_passages_policy` decides."""
     if rs.no_passages_policy == "refuse":
-        job.emit(REFUSAL)
-        return Outcome("refused", REFUSAL, usage=no_model_usage("refused"), trace=result.trace)
+        refusal = str(REFUSAL)
+        job.emit(refusal)
+        return Outcome("refused", refusal, usage=no_model_usage("refused"), trace=result.trace)
     messages = build_general_messages(question=job.question.content, system_prompt=general_system_prompt(persona),
                                       history=history_for(job.question),
                                       history_token_budget=settings.CHAT_HISTORY_TOKENS)

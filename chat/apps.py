@@ -2,9 +2,11 @@ import os
 import sys
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ChatConfig(AppConfig):
+    verbose_name = _("Chat")
     name = "chat"
 
     def ready(self):

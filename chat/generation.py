@@ -8,6 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
 from django.conf import settings
 
 from chat.citations import segment_excerpt, snippet_preview
@@ -145,7 +146,7 @@ def stream_answer(job, server, messages: list[dict], *, json_mode: bool) -> tupl
     """Stream the model's answer through job.emit; (text, usage)."""
     answer = stream_round(job, server, messages, json_mode=json_mode)
     if not answer.text.strip():
-        raise AnswerFailed(f"The chat server '{server.name}' returned an empty answer.")
+        raise AnswerFailed(gettext("The chat server '%(name)s' returned an empty answer.") % {"name": server.name})
     return answer.text, model_usage(answer.model, [answer.usage])
 
 
@@ -178,7 +179,7 @@ def stream_round(job, server, messages: list[dict], *, json_mode: bool = False, 
             if delta.tool_calls:
                 calls = delta.tool_calls
             if time.perf_counter() > deadline:
-                raise AnswerFailed(f"The answer took longer than {settings.CHAT_ANSWER_TIME_LIMIT} s and was stopped.")
+                raise AnswerFailed(gettext("The answer took longer than %(limit)s s and was stopped.") % {"limit": settings.CHAT_ANSWER_TIME_LIMIT})
     finally:
         stream.close()
     return Round("".join(parts), usage, calls, client.model)

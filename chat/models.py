@@ -16,26 +16,28 @@ class ConversationQuerySet(OwnedQuerySet):
 
 class Conversation(models.Model):
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", db_index=False
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", db_index=False, verbose_name=_("owner")
     )
-    title = models.CharField(max_length=200, blank=True)
+    title = models.CharField(max_length=200, blank=True, verbose_name=_("title"))
     documents = models.ManyToManyField(
-        "documents.Document", through="ConversationDocument", related_name="conversations", blank=True
+        "documents.Document", through="ConversationDocument", related_name="conversations", blank=True, verbose_name=_("documents")
     )
     # Narrows the conversation's questions to one collection (when nothing is attached); a collection
     # the user no longer reads is refused at question time, never searched.
     collection = models.ForeignKey("documents.Collection", on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
+                                   related_name="+", verbose_name=_("collection"))
     # The topic its questions are asked under (retrieval's tiers); one of retrieval.topics' topics in use
     # when set, changeable at any time: each question records the topic it was asked under.
-    category = models.CharField(max_length=100, blank=True, default="")
-    subcategory = models.CharField(max_length=100, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    category = models.CharField(max_length=100, blank=True, default="", verbose_name=_("category"))
+    subcategory = models.CharField(max_length=100, blank=True, default="", verbose_name=_("subcategory"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     objects = ConversationQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_updated")]
 
@@ -48,11 +50,13 @@ class ConversationDocument(models.Model):
 
     pk = models.CompositePrimaryKey("conversation", "document")
     # The primary key (conversation, document) serves lookups by conversation; the index below by document.
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="attachments", db_index=False)
-    document = models.ForeignKey("documents.Document", on_delete=models.CASCADE, related_name="attachments", db_index=False)
-    attached_at = models.DateTimeField(auto_now_add=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="attachments", db_index=False, verbose_name=_("conversation"))
+    document = models.ForeignKey("documents.Document", on_delete=models.CASCADE, related_name="attachments", db_index=False, verbose_name=_("document"))
+    attached_at = models.DateTimeField(auto_now_add=True, verbose_name=_("attached at"))
 
     class Meta:
+        verbose_name = _("conversation document")
+        verbose_name_plural = _("conversation documents")
         indexes = [models.Index(fields=["document"], name="conversationdoc_document")]
 
     def __str__(self) -> str:
@@ -60,16 +64,16 @@ class ConversationDocument(models.Model):
 
 
 class MessageRole(models.TextChoices):
-    USER = "user", "User"
-    ASSISTANT = "assistant", "Assistant"
-    SYSTEM = "system", "System"
+    USER = "user", _("User")
+    ASSISTANT = "assistant", _("Assistant")
+    SYSTEM = "system", _("System")
 
 
 class MessageStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    STREAMING = "streaming", "Streaming"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+    PENDING = "pending", _("Pending")
+    STREAMING = "streaming", _("Streaming")
+    DONE = "done", _("Done")
+    FAILED = "failed", _("Failed")
 
 
 class MessageQuerySet(OwnedQuerySet):
@@ -88,19 +92,21 @@ class MessageQuerySet(OwnedQuerySet):
 class Message(models.Model):
     """One turn. An assistant message keeps its evidence: sources, sections, citations, usage."""
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
-    role = models.CharField(max_length=20, choices=MessageRole.choices)
-    status = models.CharField(max_length=20, choices=MessageStatus.choices, default=MessageStatus.DONE)
-    content = models.TextField(blank=True)
-    sources = models.JSONField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False, verbose_name=_("conversation"))
+    role = models.CharField(max_length=20, choices=MessageRole.choices, verbose_name=_("role"))
+    status = models.CharField(max_length=20, choices=MessageStatus.choices, default=MessageStatus.DONE, verbose_name=_("status"))
+    content = models.TextField(blank=True, verbose_name=_("content"))
+    sources = models.JSONField(default=list, blank=True, verbose_name=_("sources"))
+    metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    error = models.TextField(blank=True, verbose_name=_("error"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     objects = MessageQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["created_at", "id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(role__in=MessageRole.values), name="message_role_valid"),
@@ -135,20 +141,22 @@ class Feedback(models.Model):
     The snapshot keeps ids only (document, chunk, version, Q&A pair), never passage text.
     """
 
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback", db_index=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback", db_index=False, verbose_name=_("message"))
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", verbose_name=_("user"))
     source_id = models.CharField(max_length=10, blank=True, default="",
-                                 help_text="The cited source's tag (S1…); empty for the whole answer")
-    rating = models.CharField(max_length=10, choices=FeedbackRating.choices)
-    reason = models.CharField(max_length=20, choices=FeedbackReason.choices, blank=True, default="")
-    comment = models.TextField(blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS)
-    mode = models.CharField(max_length=30, blank=True, default="")
-    cited_sources = models.JSONField(default=list, blank=True)
-    retrieval_settings = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+                                 help_text=_("The cited source's tag (S1…); empty for the whole answer"), verbose_name=_("source ID"))
+    rating = models.CharField(max_length=10, choices=FeedbackRating.choices, verbose_name=_("rating"))
+    reason = models.CharField(max_length=20, choices=FeedbackReason.choices, blank=True, default="", verbose_name=_("reason"))
+    comment = models.TextField(blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS, verbose_name=_("comment"))
+    mode = models.CharField(max_length=30, blank=True, default="", verbose_name=_("mode"))
+    cited_sources = models.JSONField(default=list, blank=True, verbose_name=_("cited sources"))
+    retrieval_settings = models.JSONField(default=dict, blank=True, verbose_name=_("retrieval settings"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("feedback")
+        verbose_name_plural = _("feedback")
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["message", "user", "source_id"], name="feedback_one_per_source"),

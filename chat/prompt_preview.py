@@ -5,6 +5,7 @@ persona can be tried before saving: the `persona` field overrides the saved one 
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext, gettext_lazy
 from django import forms
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
@@ -20,11 +21,11 @@ SAMPLE_QUESTION = "What should I know before I start?"
 
 
 class PreviewForm(forms.Form):
-    question = forms.CharField(max_length=2000, initial=SAMPLE_QUESTION)
-    category = forms.CharField(max_length=100, required=False)
-    subcategory = forms.CharField(max_length=100, required=False)
-    persona = forms.CharField(widget=forms.Textarea(attrs={"rows": 4, "cols": 90}), required=False,
-                              help_text="Empty: the saved persona. Placeholders: {category}, {subcategory}, {date}, {user}.")
+    question = forms.CharField(label=gettext_lazy("Question"), max_length=2000, initial=SAMPLE_QUESTION)
+    category = forms.CharField(label=gettext_lazy("Category"), max_length=100, required=False)
+    subcategory = forms.CharField(label=gettext_lazy("Category"), max_length=100, required=False)
+    persona = forms.CharField(label=gettext_lazy("Persona"), widget=forms.Textarea(attrs={"rows": 4, "cols": 90}), required=False,
+                              help_text=gettext_lazy("Empty: the saved persona. Placeholders: {category}, {subcategory}, {date}, {user}."))
 
 
 @staff_member_required
@@ -52,6 +53,6 @@ def prompt_preview(request):
         context_token_budget=context_budget(server) if server else settings.CHAT_CONTEXT_TOKENS, json_mode=json_mode,
         budget_report=budget, system_prompt=rag_system_prompt(persona, json_mode=json_mode))
     return render(request, "admin/chat/prompt_preview.html", {
-        "title": "Prompt preview", "form": form, "messages_sent": messages, "budget": budget, "error": error,
+        "title": gettext("Prompt preview"), "form": form, "messages_sent": messages, "budget": budget, "error": error,
         "options": generation_options(server) if server else None, "server": server, "json_mode": json_mode,
     })

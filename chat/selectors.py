@@ -26,7 +26,7 @@ def conversation_list(*, user) -> QuerySet[Conversation]:
 def conversation_get(*, conversation_id, user) -> Conversation:
     conversation = conversation_list(user=user).filter(pk=_int(conversation_id)).first()
     if conversation is None:
-        raise NotFound("No such conversation.")
+        raise NotFound(gettext("No such conversation."))
     return conversation
 
 
@@ -43,7 +43,7 @@ def conversation_scope(user, conversation) -> Scope:
     conversation_id = conversation if isinstance(conversation, int) else conversation.pk
     found = Conversation.objects.visible_to(user).filter(pk=conversation_id).values("collection_id").first()
     if found is None:
-        raise NotFound("No such conversation.")
+        raise NotFound(gettext("No such conversation."))
     rows = list(Document.objects.visible_to(user).filter(attachments__conversation_id=conversation_id, is_active=True)
                 .order_by("id").values_list("id", "chunk_count"))
     if not rows and found["collection_id"] is not None:
@@ -67,7 +67,7 @@ def feedback_attach(*, message: Message, user) -> Message:
 def message_get(*, conversation_id, message_id, user) -> Message:
     message = Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id)).first()
     if message is None:
-        raise NotFound("No such message.")
+        raise NotFound(gettext("No such message."))
     return message
 
 
@@ -81,7 +81,7 @@ def _int(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise NotFound("Not found.") from None
+        raise NotFound(gettext("Not found.")) from None
 
 
 def answer_locate(*, user, message_id=None, conversation_id=None) -> Message:

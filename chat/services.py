@@ -105,7 +105,7 @@ def conversation_document_attach(*, conversation_id, document_id, user) -> tuple
     conversation = conversation_get(conversation_id=conversation_id, user=user)
     document = Document.objects.visible_to(user).filter(pk=_int(document_id)).first()
     if document is None:
-        raise NotFound("No such document.")
+        raise NotFound(gettext("No such document."))
     _, created = ConversationDocument.objects.get_or_create(conversation=conversation, document=document)
     if created:
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
@@ -116,7 +116,7 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
     conversation = conversation_get(conversation_id=conversation_id, user=user)
     deleted, _ = ConversationDocument.objects.filter(conversation=conversation, document_id=_int(document_id)).delete()
     if not deleted:
-        raise NotFound("This document is not attached to the conversation.")
+        raise NotFound(gettext("This document is not attached to the conversation."))
 
 
 def message_send(*, conversation_id, user, content: str, category: str | None = None, subcategory: str | None = None,
@@ -131,14 +131,14 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     """
     content = (content or "").strip()
     if not content:
-        raise ApplicationError("The question is empty.", code="invalid")
+        raise ApplicationError(gettext("The question is empty."), code="invalid")
     if len(content) > settings.CHAT_MAX_QUESTION_CHARS:
-        raise ApplicationError(f"The question is longer than {settings.CHAT_MAX_QUESTION_CHARS} characters.",
+        raise ApplicationError(gettext("The question is longer than %(limit)s characters.") % {"limit": settings.CHAT_MAX_QUESTION_CHARS},
                                code="invalid")
     with transaction.atomic():
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         if conversation is None:
-            raise NotFound("No such conversation.")
+            raise NotFound(gettext("No such conversation."))
         own = category is not None or subcategory is not None
         if own:
             category, subcategory = (category or "").strip(), (subcategory or "").strip()
@@ -173,15 +173,14 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
                    .select_for_update().first())
         if message is None:
-            raise NotFound("No such message.")
+            raise NotFound(gettext("No such message."))
         if message.role == MessageRole.ASSISTANT and message.status in (MessageStatus.PENDING, MessageStatus.STREAMING):
             return message
         metadata = message.metadata or {}
         waited = message.status == MessageStatus.DONE and (
             metadata.get("mode") == "waiting" or bool(metadata.get("model_unavailable")))
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
-            raise Conflict("Only a failed answer, one that waited for a document or for the language model, "
-                           "can be retried.",
+            raise Conflict(gettext("Only a failed answer, one that waited for a document or for the language model, can be retried."),
                            code="invalid_state", extra={"status": message.status})
         _requeue(message)
     return message
@@ -217,7 +216,7 @@ def _int(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise NotFound("Not found.") from None
+        raise NotFound(gettext("Not found.")) from None
 
 
 def _retrieval_snapshot() -> dict:

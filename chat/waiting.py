@@ -15,6 +15,9 @@ import re
 from pathlib import PurePath
 from typing import Callable
 
+from django.utils.formats import number_format
+from django.utils.translation import gettext, ngettext
+
 from chat.selectors import conversation_documents
 from documents.models import Document, DocumentStatus
 
@@ -65,9 +68,13 @@ def documents_waited_for(conversation, question: str, *,
 def progress_words(document: Document) -> str:
     """How far indexing got, in words: "37 of 120 pages", or "" when nothing is known yet."""
     if document.chunks_total:
-        return f"{document.chunks_embedded:,} of {document.chunks_total:,} passages embedded"
+        return gettext("%(done)s of %(total)s passages embedded") % {
+            "done": number_format(document.chunks_embedded, force_grouping=True),
+            "total": number_format(document.chunks_total, force_grouping=True)}
     if document.pages_total:
-        return f"{document.pages_done:,} of {document.pages_total:,} pages"
+        return gettext("%(done)s of %(total)s pages") % {
+            "done": number_format(document.pages_done, force_grouping=True),
+            "total": number_format(document.pages_total, force_grouping=True)}
     return ""
 
 
@@ -77,19 +84,23 @@ def waiting_answer(documents: list[Document]) -> tuple[str, list[dict]]:
     for d in documents:
         name = f"“{d.original_filename}”"
         if d.status == DocumentStatus.FAILED:
-            reason = (d.index_error or "no reason was recorded").strip().rstrip(".")
-            lines.append(f"{name} could not be indexed: {reason}. Re-index it from your library, then ask again.")
+            reason = (d.index_error or gettext("no reason was recorded")).strip().rstrip(".")
+            lines.append(gettext("%(name)s could not be indexed: %(reason)s. Re-index it from your library, then ask "
+                                 "again.") % {"name": name, "reason": reason})
         elif d.status == DocumentStatus.UPLOADED:
-            lines.append(f"{name} is waiting to be indexed, so it cannot be searched yet.")
+            lines.append(gettext("%(name)s is waiting to be indexed, so it cannot be searched yet.") % {"name": name})
         else:
             progress = progress_words(d)
-            lines.append(f"{name} is still being indexed{f' ({progress})' if progress else ''}, "
-                         "so it cannot be searched yet.")
+            lines.append((gettext("%(name)s is still being indexed (%(progress)s), so it cannot be searched yet.")
+                          if progress else gettext("%(name)s is still being indexed, so it cannot be searched yet."))
+                         % {"name": name, "progress": progress})
     pending = sum(d.status != DocumentStatus.FAILED for d in documents)
     if pending:
-        it = "it is" if pending == 1 else "they are"
-        lines.append(f"This question will be answered here automatically when {it} ready, so that the answer "
-                     "comes from the document itself.")
+        lines.append(ngettext(
+            "This question will be answered here automatically when it is ready, so that the answer comes from "
+            "the document itself.",
+            "This question will be answered here automatically when they are ready, so that the answer comes "
+            "from the documents themselves.", pending))
     waited = [{"document_id": d.pk, "name": d.original_filename, "status": d.status,
                **({"index_error": d.index_error} if d.status == DocumentStatus.FAILED else {}),
                **({"progress": progress_words(d)} if progress_words(d) else {})}

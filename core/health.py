@@ -14,6 +14,7 @@ import os
 import socket
 
 from django.db import connection
+from django.utils.translation import gettext
 
 from core.dbcheck import UnsupportedDatabase, require_pgvector
 
@@ -125,9 +126,11 @@ def _workers() -> dict[str, dict]:
         if not stats:
             indexing = cluster_name == Conf.PREFIX
             start = "python manage.py qcluster" if indexing else f"Q_CLUSTER_NAME={cluster_name} python manage.py qcluster"
-            error = {"error": f"no {'' if indexing else cluster_name + ' '}worker is running (start it with `{start}`)"}
+            error = {"error": (gettext("no worker is running (start it with `%(start)s`)") if indexing else
+                               gettext("no %(cluster)s worker is running (start it with `%(start)s`)"))
+                     % {"cluster": cluster_name, "start": start}}
         elif not ready:
-            error = {"error": "the worker is starting or stopping; no worker process is ready yet"}
+            error = {"error": gettext("the worker is starting or stopping; no worker process is ready yet")}
         else:
             error = {}
         report[part] = {

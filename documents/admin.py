@@ -5,6 +5,8 @@ re-embed), since documents never imports retrieval.
 """
 from __future__ import annotations
 
+from django.utils.text import format_lazy
+from django.utils.translation import gettext, gettext_lazy
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.http import Http404, HttpResponseRedirect
@@ -55,7 +57,7 @@ class FirstChunksInline(admin.TabularInline):
     max_num = 0
     can_delete = False
     show_change_link = True
-    verbose_name_plural = f"first {FIRST_CHUNKS} chunks"
+    verbose_name_plural = format_lazy(gettext_lazy("first {count} chunks"), count=FIRST_CHUNKS)
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(chunk_index__lt=FIRST_CHUNKS).defer("search_vector")
@@ -66,11 +68,11 @@ class FirstChunksInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="heading path")
+    @admin.display(description=gettext_lazy("heading path"))
     def heading(self, chunk):
         return " › ".join(chunk.heading_path) or "—"
 
-    @admin.display(description="text")
+    @admin.display(description=gettext_lazy("text"))
     def text(self, chunk):
         content = " ".join(chunk.content.split())
         content = content if len(content) <= 360 else content[:360] + "…"
@@ -89,12 +91,12 @@ class DocumentAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("title", "owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256",
                            "category", "subcategory", "review_by", "valid_until")}),
-        ("Indexing", {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
+        (gettext_lazy("Indexing"), {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
                                  "index_attempts", "heartbeat_at", "indexed_at")}),
-        ("Versions", {"fields": ("versions",)}),
-        ("Chunks and vectors", {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
+        (gettext_lazy("Versions"), {"fields": ("versions",)}),
+        (gettext_lazy("Chunks and vectors"), {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
                                            "embedding_model", "embedding_dim", "language", "text_config")}),
-        ("Dates", {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
+        (gettext_lazy("Dates"), {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
     readonly_fields = ("owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
@@ -108,25 +110,25 @@ class DocumentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_column(self, obj):
         return status_badge(obj)
 
-    @admin.display(description="progress")
+    @admin.display(description=gettext_lazy("progress"))
     def progress(self, obj):
         if obj.status == DocumentStatus.INDEXED:
             return "—"
         return progress_text(obj)
 
-    @admin.display(description="versions")
+    @admin.display(description=gettext_lazy("versions"))
     def versions(self, obj):
         rows = format_html_join("", "<li>{} {} · {} · {} · {} chunks ({} embedded, {} reused){}</li>", (
             ("▶" if v.number == obj.version else "", f"v{v.number}", v.original_filename, v.get_status_display(),
              v.chunk_count, v.embedded_chunks, v.reused_chunks, f" — {v.index_error}" if v.index_error else "")
             for v in versions_list(document=obj)))
         link = reverse("admin:documents_document_upload_version", args=[obj.pk])
-        return format_html('<ul style="margin:0;padding-left:1em">{}</ul><a class="button" href="{}">Upload new '
-                           'version…</a>', rows, link)
+        return format_html('<ul style="margin:0;padding-left:1em">{}</ul><a class="button" href="{}">{}</a>', rows, link,
+                           gettext("Upload new version…"))
 
     def get_urls(self):
         return [path("<int:document_id>/upload-version/", self.admin_site.admin_view(self.upload_version_view),
@@ -146,18 +148,17 @@ class DocumentAdmin(admin.ModelAdmin):
             except ApplicationError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
             else:
-                self.message_user(request, f"Version {version.number} is being indexed; version {document.version} "
-                                           "answers until it is ready.", messages.SUCCESS)
+                self.message_user(request, gettext("Version %(number)s is being indexed; version %(version)s answers until it is ready.") % {"number": version.number, "version": document.version}, messages.SUCCESS)
                 return HttpResponseRedirect(change_url)
         return TemplateResponse(request, "admin/documents/document/upload_version.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "document": document,
-            "change_url": change_url, "title": f"Upload a new version of {document}"})
+            "change_url": change_url, "title": gettext("Upload a new version of %(document)s") % {"document": document}})
 
-    @admin.display(description="size", ordering="size")
+    @admin.display(description=gettext_lazy("size"), ordering="size")
     def file_size(self, obj):
         return filesizeformat(obj.size)
 
-    @admin.action(description="Re-index the selected documents (their chunks answer until the new ones are ready)",
+    @admin.action(description=gettext_lazy("Re-index the selected documents (their chunks answer until the new ones are ready)"),
                   permissions=["change"])
     def reindex(self, request, queryset):
         queued, refused = [], []
@@ -169,7 +170,7 @@ class DocumentAdmin(admin.ModelAdmin):
             except ApplicationError as exc:
                 refused.append(f"{document}: {exc.message}")
         if queued:
-            self.message_user(request, f"Re-indexing queued for {len(queued)} document(s).", messages.SUCCESS)
+            self.message_user(request, gettext("Re-indexing queued for %(count)s document(s).") % {"count": len(queued)}, messages.SUCCESS)
         for reason in refused:
             self.message_user(request, reason, messages.WARNING)
 
@@ -183,21 +184,21 @@ class DocumentAdmin(admin.ModelAdmin):
             except ApplicationError as exc:
                 refused.append(f"{document}: {exc.message}")
         if done:
-            self.message_user(request, f"{'Activated' if active else 'Deactivated'} {done} document(s).", messages.SUCCESS)
+            self.message_user(request, (gettext("Activated %(count)s document(s).") if active else gettext("Deactivated %(count)s document(s).")) % {"count": done}, messages.SUCCESS)
         for reason in refused:
             self.message_user(request, reason, messages.WARNING)
 
-    @admin.action(description="Activate the selected documents (retrieval uses them again)", permissions=["change"])
+    @admin.action(description=gettext_lazy("Activate the selected documents (retrieval uses them again)"), permissions=["change"])
     def activate(self, request, queryset):
         self._set_active(request, queryset, True)
 
-    @admin.action(description="Deactivate the selected documents (kept and indexed, but never searched)",
+    @admin.action(description=gettext_lazy("Deactivate the selected documents (kept and indexed, but never searched)"),
                   permissions=["change"])
     def deactivate(self, request, queryset):
         self._set_active(request, queryset, False)
 
 
-    @admin.action(description="Move the selected documents to another collection (or to their uploader's private library)",
+    @admin.action(description=gettext_lazy("Move the selected documents to another collection (or to their uploader's private library)"),
                   permissions=["change"])
     def move(self, request, queryset):
         """Asks where to first; then moves each document as the staff member (who must curate both sides)."""
@@ -205,7 +206,7 @@ class DocumentAdmin(admin.ModelAdmin):
         if request.POST.get("rs_move") == "yes":
             choice = request.POST.get("target", "")
             if choice != "private" and not targets.filter(pk=int(choice) if choice.isascii() and choice.isdigit() and len(choice) <= 18 else 0).exists():
-                self.message_user(request, "Choose a collection you curate, or private.", messages.ERROR)
+                self.message_user(request, gettext("Choose a collection you curate, or private."), messages.ERROR)
                 return None
             moved, refused = 0, []
             for document in queryset:
@@ -216,7 +217,7 @@ class DocumentAdmin(admin.ModelAdmin):
                 except ApplicationError as exc:
                     refused.append(f"{document}: {exc.message}")
             if moved:
-                self.message_user(request, f"Moved {moved} document(s); their chunks follow, nothing is re-indexed.",
+                self.message_user(request, gettext("Moved %(moved)s document(s); their chunks follow, nothing is re-indexed.") % {"moved": moved},
                                   messages.SUCCESS)
             for reason in refused:
                 self.message_user(request, reason, messages.WARNING)

@@ -1,6 +1,7 @@
 """The documents API: upload, list, detail, delete, re-index."""
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
@@ -74,8 +75,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             statuses = [s for s in wanted.split(",") if s]
             unknown = set(statuses) - set(DocumentStatus.values)
             if unknown:
-                raise ApplicationError(f"Unknown status {', '.join(sorted(unknown))}; use one of "
-                                       f"{', '.join(DocumentStatus.values)}.", code="invalid")
+                raise ApplicationError(gettext("Unknown status %(unknown)s; use one of %(choices)s.") % {"unknown": ', '.join(sorted(unknown)), "choices": ', '.join(DocumentStatus.values)}, code="invalid")
             qs = qs.filter(status__in=statuses)
         return qs.order_by("-created_at", "-id")
 
@@ -216,7 +216,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         document = document_get(document_id=pk, user=request.user)
         response = download_response(document, version=request.query_params.get("version"))
         if response is None:
-            raise NotFound("The original file is no longer stored.")
+            raise NotFound(gettext("The original file is no longer stored."))
         audit_download(request.user, document, request.query_params.get("version"), via="api")
         return response
     @extend_schema(request=None, responses={200: DocumentSerializer})
@@ -240,7 +240,7 @@ def _pk(value) -> int:
     except (TypeError, ValueError):
         from core.errors import NotFound
 
-        raise NotFound("No such document.") from None
+        raise NotFound(gettext("No such document.")) from None
 
 
 def _upload_body(request):
@@ -248,5 +248,5 @@ def _upload_body(request):
     data = request.data
     if getattr(request._request, "upload_too_large", False):
         limit_mb = settings.MAX_UPLOAD_SIZE / (1024 * 1024)
-        raise TooLarge(f"This file is larger than the limit of {limit_mb:.0f} MB.", code="file_too_large")
+        raise TooLarge(gettext("This file is larger than the limit of %(limit_mb)s MB.") % {"limit_mb": format(limit_mb, '.0f')}, code="file_too_large")
     return data

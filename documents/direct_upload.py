@@ -70,10 +70,10 @@ def direct_upload_start(*, owner, name: str, size: int, content_type: str,
     if size > settings.MAX_UPLOAD_SIZE:
         raise upload_too_large_error(f"{size / (1024 * 1024):.0f} MB")
     if size < 1:
-        raise UploadRejected("This file is empty; there is nothing to index.", code="empty_file")
+        raise UploadRejected(gettext("This file is empty; there is nothing to index."), code="empty_file")
     content_type = content_type.strip().lower()
     if not CONTENT_TYPE.match(content_type):
-        raise UploadRejected(f"'{content_type[:100]}' is not a content type (such as application/pdf).",
+        raise UploadRejected(gettext("'%(type)s' is not a content type (such as application/pdf).") % {"type": content_type[:100]},
                              code="invalid")
     name = PurePath(name or "upload").name[:255] or "upload"
     storage_name = document_upload_path(SimpleNamespace(owner_id=owner.pk), name)  # type: ignore[arg-type]
@@ -96,10 +96,10 @@ def direct_upload_finalize(*, owner, upload_id, sha256: str = "") -> UploadResul
         raise ObjectStorageUnavailable()
     pending = PendingUpload.objects.filter(owner=owner, pk=upload_id).select_related("collection").first()
     if pending is None:
-        raise NotFound("No such upload; ask for a new upload URL.")
+        raise NotFound(gettext("No such upload; ask for a new upload URL."))
     if timezone.now() > pending.expires_at + FINALIZE_GRACE:
         _discard(pending)
-        raise Gone("This upload expired; ask for a new upload URL.", code="upload_expired")
+        raise Gone(gettext("This upload expired; ask for a new upload URL."), code="upload_expired")
     try:
         return _finalize(pending, sha256.strip().lower())
     except UploadRejected:
@@ -110,16 +110,16 @@ def direct_upload_finalize(*, owner, upload_id, sha256: str = "") -> UploadResul
 def _finalize(pending: PendingUpload, sha256: str) -> UploadResult:
     head = _head(pending.storage_name)
     if head is None:
-        raise Conflict("The file has not arrived in storage yet: post it to the upload URL first.",
+        raise Conflict(gettext("The file has not arrived in storage yet: post it to the upload URL first."),
                        code="upload_incomplete")
     if head["ContentLength"] != pending.size:
-        raise UploadRejected(f"The stored file has {head['ContentLength']} bytes, not the {pending.size} announced.",
+        raise UploadRejected(gettext("The stored file has %(stored)s bytes, not the %(size)s announced.") % {"stored": head['ContentLength'], "size": pending.size},
                              code="size_mismatch")
     etag = head.get("ETag")
     path, digest = _fetch(pending.storage_name, etag=etag)
     try:
         if sha256 and sha256 != digest:
-            raise UploadRejected("The stored file's SHA-256 is not the one given: it was changed or cut on the way.",
+            raise UploadRejected(gettext("The stored file's SHA-256 is not the one given: it was changed or cut on the way."),
                                  code="checksum_mismatch")
         owner, collection = pending.owner, pending.collection
         same = (Document.objects.filter(collection=collection, sha256=digest) if collection is not None

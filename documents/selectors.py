@@ -1,6 +1,7 @@
 """Reads of one document's text and chunks for the API; scoped through `Document.objects.visible_to`."""
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from django.db.models import QuerySet
 
 from documents.models import Chunk, Document, DocumentText
@@ -11,10 +12,10 @@ def document_get(*, document_id, user) -> Document:
     try:
         pk = int(document_id)
     except (TypeError, ValueError):
-        raise NotFound("No such document.") from None
+        raise NotFound(gettext("No such document.")) from None
     document = Document.objects.visible_to(user).filter(pk=pk).first()
     if document is None:
-        raise NotFound("No such document.")
+        raise NotFound(gettext("No such document."))
     return document
 
 
@@ -27,7 +28,7 @@ def document_text(*, document: Document) -> dict:
     """The extracted text, its pages and its segments (what chunk offsets point into)."""
     text = DocumentText.objects.filter(document_id=document.pk).first()
     if text is None:
-        raise Conflict(f"The text of this document is not extracted yet (status: {document.status}).",
+        raise Conflict(gettext("The text of this document is not extracted yet (status: %(status)s).") % {"status": document.status},
                        code="not_indexed", extra={"status": document.status})
     segments = list(document_chunks(document=document).values(
         "id", "chunk_index", "start_offset", "end_offset", "page_number", "heading_path"))

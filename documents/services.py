@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
+from django.utils.translation import gettext
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
@@ -161,7 +162,7 @@ def announce_index_wanted(document_id: int) -> None:
 def document_get(*, document_id: int, user) -> Document:
     document = Document.objects.visible_to(user).filter(pk=document_id).first()
     if document is None:
-        raise NotFound("No such document.")
+        raise NotFound(gettext("No such document."))
     return document
 
 
@@ -174,8 +175,8 @@ def document_locked_for_change(*, document_id: int, user) -> Document:
     if document is not None:
         return document
     if Document.objects.visible_to(user).filter(pk=document_id).exists():
-        raise PermissionDenied("Only the collection's curators can change its documents.", code="not_curator")
-    raise NotFound("No such document.")
+        raise PermissionDenied(gettext("Only the collection's curators can change its documents."), code="not_curator")
+    raise NotFound(gettext("No such document."))
 
 
 REINDEXABLE = {DocumentStatus.INDEXED, DocumentStatus.FAILED}
@@ -189,7 +190,7 @@ def document_reindex(*, document_id: int, user) -> Document:
         document = document_locked_for_change(document_id=document_id, user=user)
         if document.status not in REINDEXABLE:
             raise Conflict(
-                f"This document is {document.get_status_display().lower()} already; wait until it finishes.",
+                gettext("This document is %(status)s already; wait until it finishes.") % {"status": document.get_status_display().lower()},
                 code="invalid_state",
             )
         document.status = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED

@@ -14,6 +14,7 @@ import logging
 from pathlib import PurePath
 from typing import BinaryIO
 
+from django.utils.translation import gettext
 from django.conf import settings
 from django.core.files import File
 from django.db import connection, transaction
@@ -92,19 +93,19 @@ def _manageable(*, document_id: int, user, lock: bool = False) -> Document:
     document = documents.filter(pk=document_id).first()
     if document is None:
         # A reader of its collection gets the same 404 as anyone else: versions are the curators' business.
-        raise NotFound("No such document.")
+        raise NotFound(gettext("No such document."))
     return document
 
 
 def _check_can_take(document: Document, sha256: str) -> None:
     if document.status in BUSY:
-        raise Conflict("This document is being indexed; upload the new version when it has finished.",
+        raise Conflict(gettext("This document is being indexed; upload the new version when it has finished."),
                        code="invalid_state")
     same = (Document.objects.filter(collection_id=document.collection_id) if document.collection_id
             else Document.objects.filter(owner_id=document.owner_id, collection__isnull=True))
     other = same.filter(sha256=sha256).exclude(pk=document.pk).first()
     if other is not None:
-        raise Conflict(f"This file is the document '{other}' already.", code="duplicate",
+        raise Conflict(gettext("This file is the document '%(other)s' already.") % {"other": other}, code="duplicate",
                        extra={"document_id": other.pk})
 
 
@@ -157,7 +158,7 @@ def version_switch(*, document: Document, version: DocumentVersion | None) -> di
             else Document.objects.filter(owner_id=document.owner_id, collection__isnull=True))
     other = same.filter(sha256=version.sha256).exclude(pk=document.pk).first()
     if other is not None:
-        raise ApplicationError(f"This file is the document '{other}' already.", code="duplicate")
+        raise ApplicationError(gettext("This file is the document '%(other)s' already.") % {"other": other}, code="duplicate")
     with connection.cursor() as cursor:
         cursor.execute(
             """

@@ -4,9 +4,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
+from django.template.defaultfilters import filesizeformat
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
@@ -37,7 +39,7 @@ def library(request):
                     "max_upload_size": settings.MAX_UPLOAD_SIZE,
                     # Files this big go straight to the bucket (documents/direct_upload.py); null: never.
                     "direct_upload_min_size": (settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None),
-                    "max_upload_label": f"{settings.MAX_UPLOAD_SIZE / (1024 * 1024):g} MB",
+                    "max_upload_label": filesizeformat(settings.MAX_UPLOAD_SIZE),
                     "upload_accept": upload_accept()},  # the "Upload new version" picker's, as the page's own
         "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
     })
@@ -57,11 +59,11 @@ def document_view(request, document_id: int):
     old = version_for_citation(document=document, number=int(asked)) if asked else None
     version_note = ""
     if old is not None:
-        version_note = (f"You are reading version {old.number}, which an answer quoted; "
-                        f"a newer version exists (version {document.version}).")
+        version_note = gettext("You are reading version %(old)s, which an answer quoted; a newer version exists "
+                               "(version %(current)s).") % {"old": old.number, "current": document.version}
     elif asked and int(asked) != document.version:
-        version_note = (f"Version {asked} is no longer kept; this is the current version ({document.version}), "
-                        "so the cited passage may have changed.")
+        version_note = gettext("Version %(asked)s is no longer kept; this is the current version (%(current)s), so the "
+                               "cited passage may have changed.") % {"asked": asked, "current": document.version}
     text = old if old is not None else DocumentText.objects.filter(document=document).first()
     sections: list[dict] = []
     toc: list[dict] = []
@@ -116,7 +118,7 @@ def document_download(request, document_id: int):
     # ?version=N: a superseded version's kept file (the viewer draws the pages an old citation quoted).
     response = download_response(document, version=request.GET.get("version"))
     if response is None:
-        raise Http404("The original file is no longer stored.")
+        raise Http404(gettext("The original file is no longer stored."))
     audit_download(request.user, document, request.GET.get("version"), via="page")
     return response
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 import ldap
+from django.utils.translation import gettext
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django_auth_ldap.backend import LDAPBackend, _LDAPUser
@@ -26,7 +27,7 @@ class DirectoryLDAPBackend(LDAPBackend):
         if not built and not DirectoryIdentity.objects.filter(user=user, source=DirectorySource.LDAP).exists():
             # A local account of that name is never taken over silently (docs/identity.md).
             log.warning("LDAP sign-in of %r refused: a local account holds that user name", username)
-            raise PermissionDenied("a local account holds that user name")
+            raise PermissionDenied(gettext("a local account holds that user name"))
         return user, built
 
     def authenticate_ldap_user(self, ldap_user, password):

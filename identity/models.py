@@ -4,11 +4,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class DirectorySource(models.TextChoices):
-    OIDC = "oidc", "OpenID Connect"
-    LDAP = "ldap", "LDAP"
+    OIDC = "oidc", _("OpenID Connect")
+    LDAP = "ldap", _("LDAP")
 
 
 class DirectoryIdentity(models.Model):
@@ -18,12 +19,14 @@ class DirectoryIdentity(models.Model):
     account is never matched by e-mail or name: sign-in refuses a name a local account holds.
     """
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identities")
-    source = models.CharField(max_length=10, choices=DirectorySource.choices)
-    subject = models.CharField(max_length=255)
-    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identities", verbose_name=_("user"))
+    source = models.CharField(max_length=10, choices=DirectorySource.choices, verbose_name=_("source"))
+    subject = models.CharField(max_length=255, verbose_name=_("subject"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("directory identity")
+        verbose_name_plural = _("directory identities")
         constraints = [
             models.UniqueConstraint(fields=["source", "subject"], name="directory_identity_unique_subject"),
             models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
@@ -38,10 +41,12 @@ class DirectoryGroup(models.Model):
     """A Django group whose membership a directory manages: sign-in and re-checks add and remove
     members. Groups never named by the directory are left alone."""
 
-    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="directory")
-    source = models.CharField(max_length=10, choices=DirectorySource.choices)
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="directory", verbose_name=_("group"))
+    source = models.CharField(max_length=10, choices=DirectorySource.choices, verbose_name=_("source"))
 
     class Meta:
+        verbose_name = _("directory group")
+        verbose_name_plural = _("directory groups")
         constraints = [
             models.CheckConstraint(condition=models.Q(source__in=DirectorySource.values),
                                    name="directory_group_source_valid"),
@@ -74,15 +79,15 @@ class ApiToken(models.Model):
 
 
 class AuditAction(models.TextChoices):
-    DOWNLOAD = "download", "download"
-    VIEW = "view", "viewer open"
-    TEXT = "text", "text read through the API"
-    SEARCH = "search", "passage returned by a search"
-    ANSWER = "answer", "passage sent for an answer"
-    SIGN_IN = "sign_in", "sign-in"
-    SIGN_IN_FAILED = "sign_in_failed", "failed sign-in"
-    GROUPS = "groups", "group membership change"
-    PERMISSIONS = "permissions", "permission change"
+    DOWNLOAD = "download", _("download")
+    VIEW = "view", _("viewer open")
+    TEXT = "text", _("text read through the API")
+    SEARCH = "search", _("passage returned by a search")
+    ANSWER = "answer", _("passage sent for an answer")
+    SIGN_IN = "sign_in", _("sign-in")
+    SIGN_IN_FAILED = "sign_in_failed", _("failed sign-in")
+    GROUPS = "groups", _("group membership change")
+    PERMISSIONS = "permissions", _("permission change")
 
 
 class AuditEvent(models.Model):
@@ -112,3 +117,20 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username or '-'} {self.action}"
+
+
+class LanguageChoice(models.Model):
+    """The language a user chose for the pages (the switcher); without a row, the browser's."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="language_choice",
+                                verbose_name=_("user"))
+    # No choices: adding a language to settings.LANGUAGES needs no migration (checked by the service).
+    language = models.CharField(_("language"), max_length=10)
+    changed_at = models.DateTimeField(_("changed at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("language choice")
+        verbose_name_plural = _("language choices")
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.language}"

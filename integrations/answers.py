@@ -116,8 +116,7 @@ async def follow_answer(*, user, answer: Message, timeout: float | None = None) 
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AnswerTimeout("The answer took longer than the time limit; it may still appear in the "
-                                    "conversation.", extra={"conversation_id": answer.conversation_id})
+                raise AnswerTimeout(gettext("The answer took longer than the time limit; it may still appear in the conversation."), extra={"conversation_id": answer.conversation_id})
             if pending is None:
                 pending = asyncio.ensure_future(layer.receive(channel))
             done, _ = await asyncio.wait({pending}, timeout=min(KEEPALIVE_SECONDS, left))

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class IntegrationsConfig(AppConfig):
@@ -6,4 +7,4 @@ class IntegrationsConfig(AppConfig):
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "integrations"
-    verbose_name = "Integrations"
+    verbose_name = _("Integrations")

@@ -43,8 +43,8 @@ def _error(status: int, message: str, *, type: str = "invalid_request_error", co
 
 
 def _unauthorized() -> JsonResponse:
-    return _error(401, "Incorrect API key provided. Use your ragsite API token (POST /api/auth/token/) as the "
-                  "Bearer key.", code="invalid_api_key", headers={"WWW-Authenticate": 'Bearer realm="ragsite"'})
+    return _error(401, gettext("Incorrect API key provided. Use your ragsite API token (POST /api/auth/token/) as "
+                               "the Bearer key."), code="invalid_api_key", headers={"WWW-Authenticate": 'Bearer realm="ragsite"'})
 
 
 async def _authenticate(request):
@@ -65,7 +65,7 @@ def _conversation_id(request, body_user: str) -> int | None:
     try:
         return int(raw)
     except ValueError:
-        raise fmt.RequestError(f"'{raw}' is not a conversation id.", param="user") from None
+        raise fmt.RequestError(gettext("'%(value)s' is not a conversation id.") % {"value": raw}, param="user") from None
 
 
 @csrf_exempt
@@ -83,7 +83,8 @@ async def models(request, model: str | None = None):
     for row in rows:
         if row["id"] == model:
             return JsonResponse(row)
-    return _error(404, f"The model '{model}' does not exist.", code="model_not_found", param="model")
+    return _error(404, gettext("The model '%(model)s' does not exist.") % {"model": model}, code="model_not_found",
+                  param="model")
 
 
 @csrf_exempt
@@ -103,7 +104,7 @@ async def chat_completions(request):
     throttle = QuestionThrottle()
     if not await sync_to_async(throttle.allow_request)(request, None):
         seconds = retry_after(throttle)
-        return _error(429, f"Too many questions; try again in {seconds} seconds.", type="rate_limit_exceeded",
+        return _error(429, gettext("Too many questions; try again in %(seconds)s seconds.") % {"seconds": seconds}, type="rate_limit_exceeded",
                       code="rate_limit_exceeded", headers={"Retry-After": str(seconds)})
     try:
         answer = await sync_to_async(ask_start)(user=user, question=req.question, history=req.history,
@@ -173,9 +174,9 @@ async def _stream(user, answer, completion_id: str, created: int, model: str):
 
 def _failure(message: dict | None) -> str | None:
     if message is None:
-        return "The answer was deleted before it was finished."
+        return gettext("The answer was deleted before it was finished.")
     if message.get("status") == "failed":
-        return message.get("error") or "The answer failed."
+        return message.get("error") or gettext("The answer failed.")
     return None
 
 

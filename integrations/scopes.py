@@ -56,8 +56,7 @@ def resolve_model(*, user, model: str) -> SearchScope:
             pass
         else:
             return SearchScope(model=model, collection=scope.collection)
-    raise UnknownScope(f"The model '{model}' does not exist. Use 'ragsite' (all of your documents); "
-                       "GET /v1/models lists the models you can use.")
+    raise UnknownScope(gettext("The model '%(model)s' does not exist. Use 'ragsite' (all of your documents); GET /v1/models lists the models you can use.") % {"model": model})
 
 
 def available_models(*, user) -> list[str]:

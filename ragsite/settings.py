@@ -5,6 +5,8 @@ import os
 import secrets
 from pathlib import Path
 
+from django.utils.translation import gettext_lazy
+
 from core.object_storage import s3_storage_options
 from core.client_address import parse_networks
 from core.env import ConfigurationError, env_bool, env_float, env_int, env_list, env_str
@@ -85,6 +87,10 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The language: the user's saved choice, else the language cookie / Accept-Language, else
+    # LANGUAGE_CODE. After the session and the user (it reads the choice saved at sign-in); no
+    # i18n_patterns, so CommonMiddleware needs nothing from it.
+    "identity.language.UserLanguageMiddleware",
     # Directory users' sessions follow the directory: re-checked every DIRECTORY_RECHECK_SECONDS.
     "identity.recheck.DirectoryRecheckMiddleware",
     "identity.audit.AuditActorMiddleware",  # names who made a change in the audit log
@@ -189,7 +195,21 @@ AUTHENTICATION_BACKENDS = [
 if not AUTHENTICATION_BACKENDS:
     raise ConfigurationError("LOCAL_LOGIN=false needs OIDC_ISSUER or LDAP_SERVER_URI: nobody could sign in")
 
-LANGUAGE_CODE = "en-us"
+# --- Languages (docs/translations.md) ---
+# English is the source language; each other language is one catalogue in locale/<code>/LC_MESSAGES
+# (django.po for Python and templates, djangojs.po for the pages' scripts). Adding Russian is adding
+# ("ru", "Русский") here and running `make messages LANG=ru`.
+LANGUAGES = [
+    ("en", "English"),
+    ("cs", "Čeština"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# The site's language for a visitor who chose none and whose browser asks for none we have.
+LANGUAGE_CODE = env_str("LANGUAGE_CODE") or "en"
+if LANGUAGE_CODE not in {code for code, _name in LANGUAGES}:
+    raise ConfigurationError(
+        f"LANGUAGE_CODE={LANGUAGE_CODE!r} is not one of the site's languages: "
+        + ", ".join(code for code, _name in LANGUAGES))
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -319,7 +339,7 @@ Q_CLUSTER = {
     "poll": 0.5,
     "save_limit": 500,
     "cache": "default",
-    "label": "Task queue",
+    "label": gettext_lazy("Task queue"),  # the admin's name of django-q2's app, translated
 }
 # Answers run in a cluster of their own (`Q_CLUSTER_NAME=chat manage.py qcluster`; `serve` starts
 # it): a long indexing job never delays an answer, and its broker is woken by a NOTIFY when a

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from ragsite import views
 from core.throttles import LimitedAdminAuthenticationForm, ThrottledLoginView
+from identity.language import set_language_view
 from identity.tokens_api import (
     ApiTokenDetailView, ApiTokenListView, ApiTokenRotateView, ObtainTokenView, TokenRotateView,
 )
@@ -34,8 +35,10 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
-    # gettext() and interpolate() for the pages' scripts (their strings, once catalogues exist).
+    # gettext(), ngettext() and interpolate() for the pages' scripts (locale/<code>/LC_MESSAGES/djangojs.po).
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    # The language switcher (user menu, sign-in page): Django's set_language, saved for a signed-in user.
+    path("i18n/setlang/", set_language_view, name="set_language"),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", DirectoryLogoutView.as_view(), name="logout"),
     path("accounts/tokens/", api_tokens_page, name="api-tokens-page"),

@@ -72,7 +72,7 @@ class EmbedView(APIView):
         form.is_valid(raise_exception=True)
         server = AiServer.objects.filter(pk=form.validated_data["server_id"]).first()
         if server is None:
-            raise NotFound("No such AI server.")
+            raise NotFound(gettext("No such AI server."))
         if server.is_external and not (request.user.is_superuser or request.user.has_perm(EXTERNAL_EMBED_PERMISSION)):
             raise PermissionDenied(gettext("Sending text to the external AI server '%(name)s' needs a superuser or "
                                            "the permission to change AI servers.") % {"name": server.name},

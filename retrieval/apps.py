@@ -1,7 +1,9 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class RetrievalConfig(AppConfig):
+    verbose_name = _("Retrieval")
     name = "retrieval"
 
     def ready(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
 from django.db import connection, transaction
 from django.db.models import Count
 
@@ -57,10 +58,10 @@ def document_clear_and_reindex(*, document_id: int) -> Document:
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(pk=document_id).first()
         if document is None:
-            raise NotFound("No such document.")
+            raise NotFound(gettext("No such document."))
         if document.status not in CLEARABLE:
             raise Conflict(
-                f"'{document}' is {document.get_status_display().lower()}; wait until it finishes.",
+                gettext("'%(document)s' is %(status)s; wait until it finishes.") % {"document": document, "status": document.get_status_display().lower()},
                 code="invalid_state")
         with connection.cursor() as cursor:
             # Vectors of every model (a re-embedding may have left two) go with the chunks.
@@ -94,7 +95,7 @@ def documents_reembed_default(*, document_ids: list[int]) -> ReembedOutcome:
     """
     server = default_embedding_server()
     if server is None or not server.embedding_model or not server.embedding_dim:
-        raise Conflict("The default embedding server has no embedding model and dimension set.",
+        raise Conflict(gettext("The default embedding server has no embedding model and dimension set."),
                        code="no_embedding_server")
     embedding_model_ensure(name=server.embedding_model, dim=server.embedding_dim)
     outcome = ReembedOutcome(server)

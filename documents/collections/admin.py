@@ -6,6 +6,7 @@ the page, so they take exactly the library page's pipeline, checks and error mes
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext, gettext_lazy
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, Q
@@ -51,22 +52,22 @@ class CollectionAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return can_create_collections(request.user)
 
-    @admin.display(description="readers")
+    @admin.display(description=gettext_lazy("readers"))
     def readers(self, obj):
         if obj.visibility == "everyone":
             return "everyone signed in"
         return ", ".join(g.name for g in obj.groups.all()) or "nobody yet"
 
-    @admin.display(description="documents", ordering="all_documents")
+    @admin.display(description=gettext_lazy("documents"), ordering="all_documents")
     def documents_column(self, obj):
         url = reverse("admin:documents_document_changelist") + f"?collection__id__exact={obj.pk}"
         inactive = obj.all_documents - obj.active_documents
-        return format_html('<a href="{}">{} document(s){}</a>', url, obj.all_documents,
-                           f", {inactive} inactive" if inactive else "")
+        text = (gettext("%(count)s document(s), %(inactive)s inactive") if inactive else gettext("%(count)s document(s)"))
+        return format_html('<a href="{}">{}</a>', url, text % {"count": obj.all_documents, "inactive": inactive})
 
-    @admin.display(description="upload")
+    @admin.display(description=gettext_lazy("upload"))
     def upload_link(self, obj):
-        return format_html('<a href="{}">Upload files…</a>', reverse("admin:documents_collection_upload", args=[obj.pk]))
+        return format_html('<a href="{}">{}</a>', reverse("admin:documents_collection_upload", args=[obj.pk]), gettext("Upload files…"))
 
     def get_urls(self):
         return [path("<int:collection_id>/upload/", self.admin_site.admin_view(self.upload_view),
@@ -82,7 +83,7 @@ class CollectionAdmin(admin.ModelAdmin):
         """Several files into the collection, each with its progress and the upload pipeline's own errors."""
         collection = self._curated(request, collection_id)
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "collection": collection,
-                   "title": f"Upload into {collection.name}", "max_upload_size": settings.MAX_UPLOAD_SIZE,
+                   "title": gettext("Upload into %(name)s") % {"name": collection.name}, "max_upload_size": settings.MAX_UPLOAD_SIZE,
                    "documents_url": reverse("admin:documents_document_changelist")
                    + f"?collection__id__exact={collection.pk}"}
         return TemplateResponse(request, "admin/documents/collection/upload.html", context)
@@ -98,10 +99,9 @@ class CollectionAdmin(admin.ModelAdmin):
                 self.message_user(request, exc.message, messages.ERROR)
                 return HttpResponseRedirect(request.path)
             if result["background"]:
-                self.message_user(request, f"“{collection}” is deactivated; its {documents} documents are being "
-                                           "deleted in the background.", messages.SUCCESS)
+                self.message_user(request, gettext("“%(collection)s” is deactivated; its %(documents)s documents are being deleted in the background.") % {"collection": collection, "documents": documents}, messages.SUCCESS)
             else:
-                self.message_user(request, f"Deleted “{collection}” and its {documents} document(s).", messages.SUCCESS)
+                self.message_user(request, gettext("Deleted “%(collection)s” and its %(documents)s document(s).") % {"collection": collection, "documents": documents}, messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:documents_collection_changelist"))
         chunks = sum(collection.documents.values_list("chunk_count", flat=True))
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "collection": collection,

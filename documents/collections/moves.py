@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from django.utils.translation import gettext
 from django.db import IntegrityError, transaction
 
 from core.errors import Conflict, PermissionDenied
@@ -35,8 +36,7 @@ def document_move(*, document_id: int, user, collection) -> Document:
         target = _target(user=user, ref=collection)
         if target is None and document.owner_id != user.pk:
             raise PermissionDenied(
-                "A shared document can only become private to the person who uploaded it, and only they can "
-                "take it there.", code="not_owner")
+                gettext("A shared document can only become private to the person who uploaded it, and only they can take it there."), code="not_owner")
         target_id = target.pk if target is not None else None
         if document.collection_id == target_id:
             return document

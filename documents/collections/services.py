@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from django.utils.translation import gettext
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Count, Q, QuerySet
@@ -67,7 +68,7 @@ def collection_get(*, user, ref) -> Collection:
     """A collection the user reads or curates, by id or slug; 404 otherwise."""
     collection = _by_ref(collection_list(user=user), ref)
     if collection is None:
-        raise NotFound("No such collection.")
+        raise NotFound(gettext("No such collection."))
     return collection
 
 
@@ -75,7 +76,7 @@ def collection_readable(*, user, ref) -> Collection:
     """A collection the user reads (PostgreSQL's rule), by id or slug; 404 otherwise."""
     collection = _by_ref(Collection.objects.readable_by(user), ref)
     if collection is None:
-        raise NotFound("No such collection.")
+        raise NotFound(gettext("No such collection."))
     return collection
 
 
@@ -85,9 +86,9 @@ def collection_curated(*, user, ref) -> Collection:
     if collection is not None:
         return collection
     if _by_ref(Collection.objects.readable_by(user), ref) is not None:
-        raise PermissionDenied("Only the collection's curators can change it or add documents to it.",
+        raise PermissionDenied(gettext("Only the collection's curators can change it or add documents to it."),
                                code="not_curator")
-    raise NotFound("No such collection.")
+    raise NotFound(gettext("No such collection."))
 
 
 def can_curate(*, user, collection: Collection) -> bool:
@@ -118,7 +119,7 @@ def _groups(names: list[str]) -> list[Group]:
     found = {g.name: g for g in Group.objects.filter(name__in=names)}
     missing = [n for n in names if n not in found]
     if missing:
-        raise ApplicationError(f"No group named {', '.join(repr(n) for n in missing)}.", code="invalid",
+        raise ApplicationError(gettext("No group named %(names)s.") % {"names": ', '.join(repr(n) for n in missing)}, code="invalid",
                                extra={"groups": missing})
     return [found[n] for n in dict.fromkeys(names)]
 
@@ -131,7 +132,7 @@ def _curator_group(name: str | None) -> Group | None:
 
 def _check_visibility(visibility: str) -> None:
     if visibility not in CollectionVisibility.values:
-        raise ApplicationError(f"Unknown visibility {visibility!r}; use one of {', '.join(CollectionVisibility.values)}.",
+        raise ApplicationError(gettext("Unknown visibility %(visibility)s; use one of %(choices)s.") % {"visibility": repr(visibility), "choices": ', '.join(CollectionVisibility.values)},
                                code="invalid")
 
 
@@ -141,16 +142,16 @@ def collection_create(*, user, name: str, slug: str, description: str = "", is_a
     """Create a collection. A staff creator who is no superuser must belong to its curator group,
     or they could never touch it again."""
     if not can_create_collections(user):
-        raise PermissionDenied("Only superusers and staff allowed to add collections can create one.",
+        raise PermissionDenied(gettext("Only superusers and staff allowed to add collections can create one."),
                                code="permission_denied")
     _check_visibility(visibility)
     readers = _groups(groups or [])
     curator_group = _curator_group(curators)
     if not user.is_superuser and (curator_group is None or not user.groups.filter(pk=curator_group.pk).exists()):
-        raise ApplicationError("Name a curator group you belong to (curators), or you could not curate it.",
+        raise ApplicationError(gettext("Name a curator group you belong to (curators), or you could not curate it."),
                                code="invalid")
     if Collection.objects.filter(slug=slug).exists():
-        raise Conflict(f"A collection with the slug {slug!r} exists already.", code="duplicate_slug")
+        raise Conflict(gettext("A collection with the slug %(slug)s exists already.") % {"slug": repr(slug)}, code="duplicate_slug")
     with transaction.atomic():
         collection = Collection.objects.create(name=name.strip(), slug=slug, description=description,
                                                is_active=is_active, visibility=visibility, curator_group=curator_group,
@@ -167,14 +168,14 @@ def collection_update(*, user, ref, changes: dict) -> Collection:
     """Change a curated collection's fields (`groups`: group names; `curators`: a group name or None)."""
     unknown = set(changes) - UPDATABLE
     if unknown:
-        raise ApplicationError(f"Unknown field {', '.join(sorted(unknown))}.", code="invalid")
+        raise ApplicationError(gettext("Unknown field %(fields)s.") % {"fields": ', '.join(sorted(unknown))}, code="invalid")
     with transaction.atomic():
         collection = collection_curated(user=user, ref=ref)
         collection = Collection.objects.select_for_update().get(pk=collection.pk)
         if "visibility" in changes:
             _check_visibility(changes["visibility"])
         if "slug" in changes and Collection.objects.filter(slug=changes["slug"]).exclude(pk=collection.pk).exists():
-            raise Conflict(f"A collection with the slug {changes['slug']!r} exists already.", code="duplicate_slug")
+            raise Conflict(gettext("A collection with the slug %(slug)s exists already.") % {"slug": repr(changes['slug'])}, code="duplicate_slug")
         for name in ("name", "slug", "description", "is_active", "visibility", "category", "subcategory"):
             if name in changes:
                 setattr(collection, name, changes[name])
@@ -196,7 +197,7 @@ def collection_delete(*, user, ref, confirm: bool = False) -> dict:
     collection = collection_curated(user=user, ref=ref)
     count = Document.objects.filter(collection=collection).count()
     if count and not confirm:
-        raise Conflict(f"The collection holds {count} documents; confirm to delete them with it.",
+        raise Conflict(gettext("The collection holds %(count)s documents; confirm to delete them with it.") % {"count": count},
                        code="confirmation_required", extra={"documents": count})
     if count > DELETE_INLINE_MAX_DOCUMENTS:
         Collection.objects.filter(pk=collection.pk).update(is_active=False)
@@ -266,4 +267,4 @@ def _int(value) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise NotFound("No such document.") from None
+        raise NotFound(gettext("No such document.")) from None

@@ -3,9 +3,10 @@ from the extraction code's one list of file types (documents/extraction/types.py
 from __future__ import annotations
 
 from django import template
+from django.utils.translation import gettext, gettext_noop
 
 from documents.extraction import upload_accept as _accept
-from documents.extraction import upload_types_label as _label
+from documents.extraction import FILE_TYPES
 
 register = template.Library()
 
@@ -18,5 +19,9 @@ def upload_accept() -> str:
 
 @register.simple_tag
 def upload_types_label() -> str:
-    """"PDF, Word, PowerPoint, …, text, Markdown"."""
-    return _label()
+    """"PDF, Word, PowerPoint, …, text, Markdown", in the reader's language (the extraction wing knows no Django)."""
+    return ", ".join(gettext(t.label) for t in FILE_TYPES)
+
+
+# The file-type names that are words, not product names: for the catalogue (makemessages).
+_WORDS = [gettext_noop("e-mail"), gettext_noop("text")]

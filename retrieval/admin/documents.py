@@ -5,6 +5,7 @@ module replaces that registration with a subclass.
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext, gettext_lazy
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import Count
@@ -36,13 +37,13 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
         fields = [_SERVER_FIELDS.get(f, f) for f in super().get_readonly_fields(request, obj)]
         return tuple(fields) + ("vectors",)
 
-    @admin.display(description="embedding server")
+    @admin.display(description=gettext_lazy("embedding server"))
     def embedding_server(self, obj):
         """The server's name (documents records only its id)."""
         server = AiServer.objects.filter(pk=obj.embedding_server_id).first() if obj.embedding_server_id else None
         return str(server) if server else "—"
 
-    @admin.display(description="vectors")
+    @admin.display(description=gettext_lazy("vectors"))
     def vectors(self, obj):
         counts = list(ChunkEmbedding.objects.filter(document_id=obj.pk).values_list("model").annotate(n=Count("id"))
                       .order_by("model"))
@@ -51,7 +52,7 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
         names = {m.pk: str(m) for m in EmbeddingModel.objects.filter(pk__in=[model_id for model_id, _ in counts])}
         return format_html_join(", ", "{} of {}", ((n, names.get(model_id, model_id)) for model_id, n in counts))
 
-    @admin.action(description="Clear and re-index the selected documents…", permissions=["change"])
+    @admin.action(description=gettext_lazy("Clear and re-index the selected documents…"), permissions=["change"])
     def clear_and_reindex(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         if request.POST.get("confirm") == "yes":
@@ -63,7 +64,7 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
                 except ApplicationError as exc:
                     refused.append(exc.message)
             if done:
-                self.message_user(request, f"Cleared {done} document(s); their indexing is queued.", messages.SUCCESS)
+                self.message_user(request, gettext("Cleared %(done)s document(s); their indexing is queued.") % {"done": done}, messages.SUCCESS)
             for reason in refused:
                 self.message_user(request, reason, messages.WARNING)
             return None
@@ -75,7 +76,7 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
         }
         return TemplateResponse(request, "admin/documents/document/clear_and_reindex.html", context)
 
-    @admin.action(description="Re-embed the selected documents with the default embedding model",
+    @admin.action(description=gettext_lazy("Re-embed the selected documents with the default embedding model"),
                   permissions=["change"])
     def reembed_default(self, request, queryset):
         try:
@@ -85,14 +86,11 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
             return
         model = f"{outcome.server.embedding_model} ({outcome.server.embedding_dim}d)"
         if outcome.queued:
-            self.message_user(request, f"Re-embedding {len(outcome.queued)} document(s) with {model} from "
-                                       f"'{outcome.server.name}' in the background; their current vectors answer "
-                                       "until each one switches.", messages.SUCCESS)
+            self.message_user(request, gettext("Re-embedding %(count)s document(s) with %(model)s from '%(name)s' in the background; their current vectors answer until each one switches.") % {"count": len(outcome.queued), "model": model, "name": outcome.server.name}, messages.SUCCESS)
         if outcome.already:
-            self.message_user(request, f"{len(outcome.already)} document(s) already use {model}.", messages.INFO)
+            self.message_user(request, gettext("%(count)s document(s) already use %(model)s.") % {"count": len(outcome.already), "model": model}, messages.INFO)
         if outcome.not_indexed:
-            self.message_user(request, f"{len(outcome.not_indexed)} document(s) are not indexed; re-index them "
-                                       "instead.", messages.WARNING)
+            self.message_user(request, gettext("%(count)s document(s) are not indexed; re-index them instead.") % {"count": len(outcome.not_indexed)}, messages.WARNING)
 
 
 def register_document_admin(site: admin.AdminSite) -> None:

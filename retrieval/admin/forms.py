@@ -1,6 +1,8 @@
 """Forms of the staff admin: AI servers per kind, Q&A pairs, settings, import, embed and retrieval test."""
 from __future__ import annotations
 
+from django.utils.text import format_lazy
+from django.utils.translation import gettext, gettext_lazy
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q
@@ -25,43 +27,43 @@ CAPABILITY_FIELDS = {
 
 
 class AiServerForm(forms.ModelForm):
-    base_url = forms.URLField(assume_scheme="http", required=False, max_length=500, label="Base URL",
-                              help_text="e.g. http://127.0.0.1:11434 (Ollama) or https://api.openai.com; "
-                                        "not used by the built-in server")
+    base_url = forms.URLField(assume_scheme="http", required=False, max_length=500, label=gettext_lazy("Base URL"),
+                              help_text=gettext_lazy("e.g. http://127.0.0.1:11434 (Ollama) or https://api.openai.com; "
+                                        "not used by the built-in server"))
     # Write-only: the stored key is never sent back to the browser.
     api_key = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False), label="API key",
-        help_text="Leave empty to keep the stored key. Tick 'clear API key' to remove it.",
+        required=False, widget=forms.PasswordInput(render_value=False), label=gettext_lazy("API key"),
+        help_text=gettext_lazy("Leave empty to keep the stored key. Tick 'clear API key' to remove it."),
     )
-    clear_api_key = forms.BooleanField(required=False, label="Clear API key")
+    clear_api_key = forms.BooleanField(required=False, label=gettext_lazy("Clear API key"))
 
-    embeddings = forms.BooleanField(required=False, label="Embeds text")
+    embeddings = forms.BooleanField(required=False, label=gettext_lazy("Embeds text"))
     embedding_model = forms.CharField(required=False, max_length=200,
-                                      help_text="Model name sent to the server, e.g. bge-m3 or nomic-embed-text")
-    embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label="Embedding dimension",
-                                       help_text="Vector size; “Test connection” reports what the server returns")
+                                      help_text=gettext_lazy("Model name sent to the server, e.g. bge-m3 or nomic-embed-text"))
+    embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label=gettext_lazy("Embedding dimension"),
+                                       help_text=gettext_lazy("Vector size; “Test connection” reports what the server returns"))
     embedding_max_input_tokens = forms.IntegerField(
-        required=False, min_value=1, label="Max input tokens",
-        help_text="The model's window; late chunking embeds long documents in windows of this size (default 512)")
-    chat = forms.BooleanField(required=False, label="Answers chats")
-    chat_model = forms.CharField(required=False, max_length=200, help_text="e.g. llama3.1:8b or gpt-4o-mini")
-    context_window = forms.IntegerField(required=False, min_value=256, help_text="Tokens")
-    tools = forms.BooleanField(required=False, label="Tool calling",
-                               help_text="The chat model calls tools (OpenAI-style function calling); needed by "
-                                         "the agentic chat mode")
+        required=False, min_value=1, label=gettext_lazy("Max input tokens"),
+        help_text=gettext_lazy("The model's window; late chunking embeds long documents in windows of this size (default 512)"))
+    chat = forms.BooleanField(required=False, label=gettext_lazy("Answers chats"))
+    chat_model = forms.CharField(required=False, max_length=200, help_text=gettext_lazy("e.g. llama3.1:8b or gpt-4o-mini"))
+    context_window = forms.IntegerField(required=False, min_value=256, help_text=gettext_lazy("Tokens"))
+    tools = forms.BooleanField(required=False, label=gettext_lazy("Tool calling"),
+                               help_text=gettext_lazy("The chat model calls tools (OpenAI-style function calling); needed by "
+                                         "the agentic chat mode"))
     json_answers = forms.BooleanField(
-        required=False, label="JSON sections answers",
-        help_text="Ask the chat model for {\"sections\": [{\"text\", \"source_ids\"}]} (response_format json_object) "
-                  "instead of text with [S1] tags; for models that follow JSON instructions well")
+        required=False, label=gettext_lazy("JSON sections answers"),
+        help_text=gettext_lazy("Ask the chat model for {\"sections\": [{\"text\", \"source_ids\"}]} (response_format json_object) "
+                  "instead of text with [S1] tags; for models that follow JSON instructions well"))
     temperature = forms.FloatField(required=False, min_value=0, max_value=2,
-                                   help_text="This server's sampling temperature; empty: the retrieval settings' (0.4)")
-    max_tokens = forms.IntegerField(required=False, min_value=1, label="Max answer tokens",
-                                    help_text="This server's longest answer; empty: the retrieval settings'")
-    rerank = forms.BooleanField(required=False, label="Reranks")
+                                   help_text=gettext_lazy("This server's sampling temperature; empty: the retrieval settings' (0.4)"))
+    max_tokens = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Max answer tokens"),
+                                    help_text=gettext_lazy("This server's longest answer; empty: the retrieval settings'"))
+    rerank = forms.BooleanField(required=False, label=gettext_lazy("Reranks"))
     rerank_model = forms.CharField(required=False, max_length=200)
     token_embeddings = forms.BooleanField(
-        required=False, label="Token embeddings (late chunking)",
-        help_text="A text-embeddings-inference server with /tokenize and /embed_all and a mean-pooling model")
+        required=False, label=gettext_lazy("Token embeddings (late chunking)"),
+        help_text=gettext_lazy("A text-embeddings-inference server with /tokenize and /embed_all and a mean-pooling model"))
 
     class Meta:
         model = AiServer
@@ -84,25 +86,25 @@ class AiServerForm(forms.ModelForm):
         if kind == AiServerKind.BUILTIN:
             # The built-in model is fixed: it embeds with one model and answers no chats.
             if data.get("base_url"):
-                self.add_error("base_url", "The built-in server runs inside ragsite; leave the address empty.")
+                self.add_error("base_url", gettext("The built-in server runs inside ragsite; leave the address empty."))
             if data.get("chat"):
-                self.add_error("chat", "The built-in server only embeds text.")
+                self.add_error("chat", gettext("The built-in server only embeds text."))
             data.update(embeddings=True, embedding_model=BUILTIN_EMBEDDING_MODEL, embedding_dim=BUILTIN_EMBEDDING_DIM)
             data["is_external"] = False
         elif kind:
             if not data.get("base_url"):
-                self.add_error("base_url", "An OpenAI-compatible or Ollama server needs its address.")
+                self.add_error("base_url", gettext("An OpenAI-compatible or Ollama server needs its address."))
             if data.get("embeddings"):
                 if not data.get("embedding_model"):
-                    self.add_error("embedding_model", "Name the embedding model.")
+                    self.add_error("embedding_model", gettext("Name the embedding model."))
                 if not data.get("embedding_dim"):
-                    self.add_error("embedding_dim", "Give the vector size (Test connection shows it).")
+                    self.add_error("embedding_dim", gettext("Give the vector size (Test connection shows it)."))
             if data.get("chat") and not data.get("chat_model"):
-                self.add_error("chat_model", "Name the chat model.")
+                self.add_error("chat_model", gettext("Name the chat model."))
             if data.get("tools") and not data.get("chat"):
-                self.add_error("tools", "Tool calling is a chat capability: tick “Answers chats” too.")
+                self.add_error("tools", gettext("Tool calling is a chat capability: tick “Answers chats” too."))
             if data.get("rerank") and not data.get("rerank_model") and kind == AiServerKind.OLLAMA:
-                self.add_error("rerank_model", "Name the rerank model.")
+                self.add_error("rerank_model", gettext("Name the rerank model."))
         return data
 
     def save(self, commit=True):
@@ -121,8 +123,8 @@ class AiServerForm(forms.ModelForm):
 
 
 class KnowledgeEntryForm(forms.ModelForm):
-    approve = forms.BooleanField(required=False, initial=True, label="Approve when saving",
-                                 help_text="Records you and the time; only approved, active pairs answer questions.")
+    approve = forms.BooleanField(required=False, initial=True, label=gettext_lazy("Approve when saving"),
+                                 help_text=gettext_lazy("Records you and the time; only approved, active pairs answer questions."))
     # The knowledge gap this pair answers (the gap inbox's "write an approved answer"): approving closes it.
     from_gap = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
@@ -139,28 +141,28 @@ class KnowledgeEntryForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         if data.get("subcategory") and not data.get("category"):
-            self.add_error("category", "A subcategory needs a category.")
+            self.add_error("category", gettext("A subcategory needs a category."))
         return data
 
 
 class KnowledgeImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV with a header row, or JSON: a list of objects. Columns / keys: "
-                                     "question, answer, category, subcategory (question and answer required).")
-    approve = forms.BooleanField(required=False, initial=True, label="Approve the imported pairs",
-                                 help_text="Unticked, they are saved but do not answer until approved.")
+    file = forms.FileField(help_text=gettext_lazy("CSV with a header row, or JSON: a list of objects. Columns / keys: "
+                                     "question, answer, category, subcategory (question and answer required)."))
+    approve = forms.BooleanField(required=False, initial=True, label=gettext_lazy("Approve the imported pairs"),
+                                 help_text=gettext_lazy("Unticked, they are saved but do not answer until approved."))
 
 
 class EmbedTextForm(forms.Form):
     texts = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "cols": 80}), max_length=20000,
-                            help_text="One text per line (at most 16); the similarity of every pair is shown.")
+                            help_text=gettext_lazy("One text per line (at most 16); the similarity of every pair is shown."))
     kind = forms.ChoiceField(choices=[("query", "as a query"), ("passage", "as a passage")], initial="query")
 
     def clean_texts(self):
         lines = [line.strip() for line in self.cleaned_data["texts"].splitlines() if line.strip()]
         if not lines:
-            raise forms.ValidationError("Type at least one text.")
+            raise forms.ValidationError(gettext("Type at least one text."))
         if len(lines) > 16:
-            raise forms.ValidationError("At most 16 texts at a time.")
+            raise forms.ValidationError(gettext("At most 16 texts at a time."))
         return lines
 
 
@@ -172,40 +174,40 @@ class RetrievalSettingsForm(forms.ModelForm):
         model = RetrievalSettings
         fields = "__all__"
         labels = {
-            "rag_enabled": "RAG enabled", "external_ai_disabled": "External AI disabled",
-            "vector_top_k": "Vector top K", "fts_top_k": "Full-text top K", "fts_weight": "Full-text weight",
-            "fts_ranking": "Full-text ranking",
-            "final_top_n": "Final top N", "rrf_k": "RRF k", "qa_distance_threshold": "Q&A distance threshold",
-            "qa_limit": "Q&A limit", "doc_distance_threshold": "Document distance threshold",
-            "doc_limit": "Document limit", "max_chunks_per_document": "Max chunks per document",
+            "rag_enabled": gettext_lazy("RAG enabled"), "external_ai_disabled": gettext_lazy("External AI disabled"),
+            "vector_top_k": gettext_lazy("Vector top K"), "fts_top_k": gettext_lazy("Full-text top K"), "fts_weight": gettext_lazy("Full-text weight"),
+            "fts_ranking": gettext_lazy("Full-text ranking"),
+            "final_top_n": gettext_lazy("Final top N"), "rrf_k": gettext_lazy("RRF k"), "qa_distance_threshold": gettext_lazy("Q&A distance threshold"),
+            "qa_limit": gettext_lazy("Q&A limit"), "doc_distance_threshold": gettext_lazy("Document distance threshold"),
+            "doc_limit": gettext_lazy("Document limit"), "max_chunks_per_document": gettext_lazy("Max chunks per document"),
         }
         help_texts = {
-            "vector_top_k": "Passages the vector arm (HNSW, cosine) hands to the fusion",
-            "fts_top_k": "Passages the full-text arm hands to the fusion",
-            "vector_weight": "Weight of the vector arm in reciprocal rank fusion (0 turns it off)",
-            "fts_weight": "Weight of the full-text arm in reciprocal rank fusion (0 turns it off)",
-            "fts_ranking": "How the full-text arm orders its passages. ts_rank (default): passages holding more of "
+            "vector_top_k": gettext_lazy("Passages the vector arm (HNSW, cosine) hands to the fusion"),
+            "fts_top_k": gettext_lazy("Passages the full-text arm hands to the fusion"),
+            "vector_weight": gettext_lazy("Weight of the vector arm in reciprocal rank fusion (0 turns it off)"),
+            "fts_weight": gettext_lazy("Weight of the full-text arm in reciprocal rank fusion (0 turns it off)"),
+            "fts_ranking": gettext_lazy("How the full-text arm orders its passages. ts_rank (default): passages holding more of "
                            "the question's words first; ts_rank_cd (cover density) counts every occurrence of any "
                            "question word, so one repeated common word can outrank the rest (XQuAD hit@1 of the "
-                           "arm: 0.930 against 0.769)",
-            "final_top_n": "Passages given to the chat",
-            "rrf_k": "Reciprocal rank fusion constant: larger values flatten the ranks",
-            "qa_distance_threshold": "Approved answers farther than this cosine distance from the question are not used",
-            "doc_distance_threshold": "Passages farther than this cosine distance are dropped (then the general "
-                                      "subcategory is tried)",
-            "qa_limit": "Approved Q&A pairs considered per question",
-            "doc_limit": "Document passages kept per tier when a category is given",
-            "rerank_server": "An active OpenAI-compatible server with the rerank capability (text-embeddings-inference "
-                             "/rerank, or a Jina/Cohere-compatible /v1/rerank). Empty: no reranking.",
-            "rerank_candidates": "The best fused passages of a tier sent to the reranker; the tier is then cut to "
-                                 "its limit (final top N, or the document limit with a category)",
-            "rerank_timeout": "Seconds to wait for the reranker, one attempt; on timeout or error the fused order "
-                              "is kept and the trace says so",
-            "chat_mode": "Agentic: the model gets a search tool instead of passages fetched beforehand and searches "
+                           "arm: 0.930 against 0.769)"),
+            "final_top_n": gettext_lazy("Passages given to the chat"),
+            "rrf_k": gettext_lazy("Reciprocal rank fusion constant: larger values flatten the ranks"),
+            "qa_distance_threshold": gettext_lazy("Approved answers farther than this cosine distance from the question are not used"),
+            "doc_distance_threshold": gettext_lazy("Passages farther than this cosine distance are dropped (then the general "
+                                      "subcategory is tried)"),
+            "qa_limit": gettext_lazy("Approved Q&A pairs considered per question"),
+            "doc_limit": gettext_lazy("Document passages kept per tier when a category is given"),
+            "rerank_server": gettext_lazy("An active OpenAI-compatible server with the rerank capability (text-embeddings-inference "
+                             "/rerank, or a Jina/Cohere-compatible /v1/rerank). Empty: no reranking."),
+            "rerank_candidates": gettext_lazy("The best fused passages of a tier sent to the reranker; the tier is then cut to "
+                                 "its limit (final top N, or the document limit with a category)"),
+            "rerank_timeout": gettext_lazy("Seconds to wait for the reranker, one attempt; on timeout or error the fused order "
+                              "is kept and the trace says so"),
+            "chat_mode": gettext_lazy("Agentic: the model gets a search tool instead of passages fetched beforehand and searches "
                          "as often as the budget below allows (for very large documents and multi-step questions). "
-                         "Needs a default chat server with “Tool calling”; otherwise answers use the passages.",
-            "agent_max_searches": f"Agentic mode: searches the model may make per question (1–{MAX_AGENT_SEARCHES}); "
-                                  "then it must answer",
+                         "Needs a default chat server with “Tool calling”; otherwise answers use the passages."),
+            "agent_max_searches": format_lazy(gettext_lazy("Agentic mode: searches the model may make per question "
+                                                           "(1–{limit}); then it must answer"), limit=MAX_AGENT_SEARCHES),
         }
 
     def __init__(self, *args, **kwargs):
@@ -230,17 +232,17 @@ class RetrievalSettingsForm(forms.ModelForm):
             if size is not None and size < smallest:
                 self.add_error(size_name, f"Chunks of fewer than {smallest} {unit} find nothing useful.")
             if size is not None and overlap is not None and overlap >= size:
-                self.add_error(overlap_name, "The overlap must be smaller than the chunk size.")
+                self.add_error(overlap_name, gettext("The overlap must be smaller than the chunk size."))
         for name in ("vector_weight", "fts_weight"):
             if data.get(name) is not None and data[name] < 0:
-                self.add_error(name, "A weight cannot be negative (0 turns the arm off in the fusion).")
+                self.add_error(name, gettext("A weight cannot be negative (0 turns the arm off in the fusion)."))
         for name in ("qa_distance_threshold", "doc_distance_threshold"):
             if data.get(name) is not None and not 0 < data[name] <= 2:
-                self.add_error(name, "A cosine distance threshold lies between 0 and 2.")
+                self.add_error(name, gettext("A cosine distance threshold lies between 0 and 2."))
         for name in ("final_top_n", "vector_top_k", "fts_top_k", "rrf_k", "embed_batch_size", "qa_limit", "doc_limit",
                      "rerank_candidates"):
             if data.get(name) == 0:
-                self.add_error(name, "Must be at least 1.")
+                self.add_error(name, gettext("Must be at least 1."))
         self._clean_rerank(data)
         searches = data.get("agent_max_searches")
         if searches is not None and not 1 <= searches <= MAX_AGENT_SEARCHES:
@@ -248,8 +250,8 @@ class RetrievalSettingsForm(forms.ModelForm):
         if data.get("chat_mode") == "agentic":
             server = data.get("default_chat_server")
             if server is None or not server.is_active or not server.can("chat"):
-                self.add_error("chat_mode", "Agentic search needs a default chat server (one that answers chats and "
-                                            "calls tools).")
+                self.add_error("chat_mode", gettext("Agentic search needs a default chat server (one that answers chats and "
+                                            "calls tools)."))
             elif not server.can("tools"):
                 self.add_error("chat_mode", f"The default chat server '{server.name}' is not marked as able to call "
                                             "tools: tick “Tool calling” on it (AI servers) if its model can, or "
@@ -261,7 +263,7 @@ class RetrievalSettingsForm(forms.ModelForm):
         # saving it would make every question record a fallback instead of being reranked.
         server, timeout = data.get("rerank_server"), data.get("rerank_timeout")
         if timeout is not None and not 0 < timeout <= 60:
-            self.add_error("rerank_timeout", "Between 0 and 60 seconds: the question waits this long at most.")
+            self.add_error("rerank_timeout", gettext("Between 0 and 60 seconds: the question waits this long at most."))
         if server is None:
             return
         if not server.is_active:
@@ -275,13 +277,13 @@ class RetrievalSettingsForm(forms.ModelForm):
 
 
 class RetrievalTestForm(forms.Form):
-    q = forms.CharField(label="Query", max_length=2000, widget=forms.TextInput(attrs={"size": 80}))
-    user = forms.CharField(label="As user", max_length=150, help_text="Username or id: whose documents are searched")
-    conversation = forms.IntegerField(required=False, min_value=1, help_text="Optional: search its attached documents")
+    q = forms.CharField(label=gettext_lazy("Query"), max_length=2000, widget=forms.TextInput(attrs={"size": 80}))
+    user = forms.CharField(label=gettext_lazy("As user"), max_length=150, help_text=gettext_lazy("Username or id: whose documents are searched"))
+    conversation = forms.IntegerField(required=False, min_value=1, help_text=gettext_lazy("Optional: search its attached documents"))
     category = forms.CharField(required=False, max_length=100)
     subcategory = forms.CharField(required=False, max_length=100)
-    k = forms.IntegerField(required=False, min_value=1, max_value=100, label="Top N",
-                           help_text="Empty: the settings' final top-N")
+    k = forms.IntegerField(required=False, min_value=1, max_value=100, label=gettext_lazy("Top N"),
+                           help_text=gettext_lazy("Empty: the settings' final top-N"))
 
     def clean_user(self):
         value = self.cleaned_data["user"].strip()
@@ -289,5 +291,5 @@ class RetrievalTestForm(forms.Form):
         found = users.filter(username=value).first() or (users.filter(pk=int(value)).first()
                                                            if value.isascii() and value.isdigit() and len(value) <= 18 else None)
         if found is None:
-            raise forms.ValidationError(f"No active user '{value}'.")
+            raise forms.ValidationError(gettext("No active user '%(value)s'.") % {"value": value})
         return found

@@ -9,7 +9,7 @@ import json
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from django.db.models import Exists, OuterRef
 from django.http import HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
@@ -40,9 +40,9 @@ from retrieval.vectors import hnsw_indexes
 
 CURATE_PERMISSION = "retrieval.curate_knowledgeentry"
 
-admin.site.site_header = "ragsite administration"
-admin.site.site_title = "ragsite admin"
-admin.site.index_title = "Knowledge base and indexing"
+admin.site.site_header = gettext_lazy("ragsite administration")
+admin.site.site_title = gettext_lazy("ragsite admin")
+admin.site.index_title = gettext_lazy("Knowledge base and indexing")
 
 BADGE_COLOURS = {"ok": "#1f7a3a", "warn": "#9a6700", "bad": "#b42318", "info": "#175cd3", "off": "#667085"}
 
@@ -71,13 +71,13 @@ class AiServerAdmin(admin.ModelAdmin):
     actions = ["test_connection"]
     fieldsets = (
         (None, {"fields": ("name", "kind", "is_active", "is_external")}),
-        ("Connection", {"classes": ("rs-remote",), "fields": ("base_url", "api_key", "clear_api_key",
+        (gettext_lazy("Connection"), {"classes": ("rs-remote",), "fields": ("base_url", "api_key", "clear_api_key",
                                                                "connect_timeout", "read_timeout"),
-                        "description": "OpenAI-compatible and Ollama servers only."}),
-        ("Embeddings", {"fields": ("embeddings", "embedding_model", "embedding_dim", "embedding_max_input_tokens")}),
-        ("Chat", {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window", "tools", "json_answers",
+                        "description": gettext_lazy("OpenAI-compatible and Ollama servers only.")}),
+        (gettext_lazy("Embeddings"), {"fields": ("embeddings", "embedding_model", "embedding_dim", "embedding_max_input_tokens")}),
+        (gettext_lazy("Chat"), {"classes": ("rs-remote",), "fields": ("chat", "chat_model", "context_window", "tools", "json_answers",
                                                         "temperature", "max_tokens")}),
-        ("Reranking and late chunking", {"classes": ("rs-remote", "collapse"),
+        (gettext_lazy("Reranking and late chunking"), {"classes": ("rs-remote", "collapse"),
                                          "fields": ("rerank", "rerank_model", "token_embeddings")}),
     )
 
@@ -97,15 +97,15 @@ class AiServerAdmin(admin.ModelAdmin):
             is_default_chat=Exists(defaults.filter(default_chat_server=OuterRef("pk"))),
         )
 
-    @admin.display(description="external", boolean=True, ordering="is_external")
+    @admin.display(description=gettext_lazy("external"), boolean=True, ordering="is_external")
     def external(self, obj):
         return obj.is_external
 
-    @admin.display(description="active", boolean=True, ordering="is_active")
+    @admin.display(description=gettext_lazy("active"), boolean=True, ordering="is_active")
     def active(self, obj):
         return obj.is_active
 
-    @admin.display(description="capabilities")
+    @admin.display(description=gettext_lazy("capabilities"))
     def capability_list(self, obj):
         caps = obj.capabilities or {}
         names = [key for key in ("embeddings", "chat", "rerank", "token_embeddings") if caps.get(key)]
@@ -115,7 +115,7 @@ class AiServerAdmin(admin.ModelAdmin):
             names[names.index("chat")] = f"chat ({obj.chat_model}{', tool calling' if caps.get('tools') else ''})"
         return ", ".join(names) or "—"
 
-    @admin.display(description="default for")
+    @admin.display(description=gettext_lazy("default for"))
     def default_for(self, obj):
         roles = [role for role, is_default in (("embeddings", obj.is_default_embedding),
                                                 ("chat", obj.is_default_chat)) if is_default]
@@ -125,9 +125,9 @@ class AiServerAdmin(admin.ModelAdmin):
     def links(self, obj):  # not "tools": that is the tool-calling capability's form field
         test = reverse("admin:retrieval_aiserver_test", args=[obj.pk])
         embed = reverse("admin:retrieval_aiserver_embed", args=[obj.pk])
-        return format_html('<a href="{}">Test connection</a> · <a href="{}">Embed text</a>', test, embed)
+        return format_html('<a href="{}">{}</a> · <a href="{}">{}</a>', test, gettext("Test connection"), embed, gettext("Embed text"))
 
-    @admin.action(description="Test connection of the selected servers", permissions=["change"])
+    @admin.action(description=gettext_lazy("Test connection of the selected servers"), permissions=["change"])
     def test_connection(self, request, queryset):
         for server in queryset:
             report = ai_server_test_connection(server)
@@ -150,8 +150,7 @@ class AiServerAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if obj.kind != AiServerKind.BUILTIN and obj.base_url and not obj.is_external and url_is_external(obj.base_url):
-            self.message_user(request, f"{obj.base_url} looks like an address outside the organisation, but "
-                                       f"'{obj.name}' is not marked external.", messages.WARNING)
+            self.message_user(request, gettext("%(base_url)s looks like an address outside the organisation, but '%(name)s' is not marked external.") % {"base_url": obj.base_url, "name": obj.name}, messages.WARNING)
 
 
 # --- vector spaces ----------------------------------------------------------------------------
@@ -188,10 +187,10 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
             calibration_request(model_id=model.pk)
         self.message_user(request, _("Calibration queued for %(count)d models.") % {"count": queryset.count()})
 
-    @admin.display(description="HNSW index size")
+    @admin.display(description=gettext_lazy("HNSW index size"))
     def index_size(self, obj):
         size = next((index["bytes"] for index in hnsw_indexes() if index["name"] == obj.index_name), None)
-        return filesizeformat(size) if size is not None else "missing"
+        return filesizeformat(size) if size is not None else gettext("missing")
 
     def has_add_permission(self, request):
         return False  # created with their HNSW index when a server is first used
@@ -205,7 +204,7 @@ class ApprovedFilter(admin.SimpleListFilter):
     parameter_name = "approved"
 
     def lookups(self, request, model_admin):
-        return [("yes", "Approved"), ("no", "Waiting for approval")]
+        return [("yes", gettext("Approved")), ("no", gettext("Waiting for approval"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -253,20 +252,21 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
         return can_curate(request.user)
 
     # list columns
-    @admin.display(description="question", ordering="question")
+    @admin.display(description=gettext_lazy("question"), ordering="question")
     def question_short(self, obj):
         text = obj.question if len(obj.question) <= 120 else obj.question[:119] + "…"
         return format_html('<span style="display:inline-block;min-width:18em">{}</span>', text)
 
-    @admin.display(description="approved", ordering="approved_at")
+    @admin.display(description=gettext_lazy("approved"), ordering="approved_at")
     def approved(self, obj):
         if obj.approved_at is None:
             return "—"
         when = date_format(localtime(obj.approved_at), "Y-m-d H:i")
         who = obj.approved_by.get_username() if obj.approved_by else "?"
-        return format_html('<span style="white-space:nowrap">{}</span><br><span class="quiet">by {}</span>', when, who)
+        return format_html('<span style="white-space:nowrap">{}</span><br><span class="quiet">{}</span>', when,
+                           gettext("by %(name)s") % {"name": who})
 
-    @admin.display(description="live")
+    @admin.display(description=gettext_lazy("live"))
     def live(self, obj):
         if not obj.is_active:
             return badge("retired", "off")
@@ -274,7 +274,7 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
             return badge("awaiting approval", "warn")
         return badge("live", "ok")
 
-    @admin.display(description="embedding", ordering="embedding_state")
+    @admin.display(description=gettext_lazy("embedding"), ordering="embedding_state")
     def embedding(self, obj):
         tone = {EmbeddingState.READY: "ok", EmbeddingState.PENDING: "info", EmbeddingState.FAILED: "bad"}
         return badge(obj.get_embedding_state_display(), tone.get(obj.embedding_state, "off"), obj.embedding_error)
@@ -319,28 +319,28 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
             knowledge.gap_answered.send(sender=KnowledgeEntry, group_id=form.cleaned_data["from_gap"],
                                         entry_id=entry.pk, user=request.user)
         if entry.embedding_state == EmbeddingState.PENDING:
-            self.message_user(request, "Its embedding is being computed in the background; the "
-                                       "“embedding” column shows when it is ready.", messages.INFO)
+            self.message_user(request, gettext("Its embedding is being computed in the background; the "
+                                       "“embedding” column shows when it is ready."), messages.INFO)
 
     # actions
-    @admin.action(description="Approve the selected Q&A pairs (records you and now)", permissions=["curate"])
+    @admin.action(description=gettext_lazy("Approve the selected Q&A pairs (records you and now)"), permissions=["curate"])
     def approve_entries(self, request, queryset):
         entries = list(queryset)
         for entry in entries:
             knowledge.knowledge_entry_approve(entry=entry, user=request.user)
-        self.message_user(request, f"Approved {len(entries)} Q&A pair(s); they answer questions now.", messages.SUCCESS)
+        self.message_user(request, gettext("Approved %(count)s Q&A pair(s); they answer questions now.") % {"count": len(entries)}, messages.SUCCESS)
 
-    @admin.action(description="Retire the selected Q&A pairs (they stop answering)", permissions=["curate"])
+    @admin.action(description=gettext_lazy("Retire the selected Q&A pairs (they stop answering)"), permissions=["curate"])
     def retire_entries(self, request, queryset):
         entries = list(queryset)
         for entry in entries:
             knowledge.knowledge_entry_retire(entry=entry)
-        self.message_user(request, f"Retired {len(entries)} Q&A pair(s).", messages.SUCCESS)
+        self.message_user(request, gettext("Retired %(count)s Q&A pair(s).") % {"count": len(entries)}, messages.SUCCESS)
 
-    @admin.action(description="Recompute the embeddings of the selected Q&A pairs", permissions=["curate"])
+    @admin.action(description=gettext_lazy("Recompute the embeddings of the selected Q&A pairs"), permissions=["curate"])
     def recompute_embeddings(self, request, queryset):
         queued = knowledge.knowledge_entries_reembed(entry_ids=list(queryset.values_list("id", flat=True)))
-        self.message_user(request, f"Queued {queued} embedding(s) with the default embedding model.",
+        self.message_user(request, gettext("Queued %(queued)s embedding(s) with the default embedding model.") % {"queued": queued},
                           messages.SUCCESS)
 
     def changelist_view(self, request, extra_context=None):
@@ -371,22 +371,22 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
     list_display = ("__str__", "rag_enabled", "external_ai_disabled", "default_embedding_server", "default_chat_server",
                     "chunking_strategy", "final_top_n", "updated_at")
     fieldsets = (
-        ("Switches", {"fields": ("rag_enabled", "external_ai_disabled")}),
-        ("Default servers", {"fields": ("default_embedding_server", "default_chat_server"),
-                             "description": "New and re-indexed documents and Q&A pairs use the default embedding "
-                                            "server; existing documents keep their model until re-embedded."}),
-        ("Chunking (applies when a document is indexed or re-indexed)",
+        (gettext_lazy("Switches"), {"fields": ("rag_enabled", "external_ai_disabled")}),
+        (gettext_lazy("Default servers"), {"fields": ("default_embedding_server", "default_chat_server"),
+                             "description": gettext_lazy("New and re-indexed documents and Q&A pairs use the default embedding "
+                                            "server; existing documents keep their model until re-embedded.")}),
+        (gettext_lazy("Chunking (applies when a document is indexed or re-indexed)"),
          {"fields": CHUNKING_FIELDS + ("embed_batch_size",)}),
-        ("Search", {"fields": ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k",
+        (gettext_lazy("Search"), {"fields": ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k",
                                "fts_ranking", "fts_match_budget")}),
-        ("Thresholds and limits", {"fields": ("qa_distance_threshold", "qa_limit", "doc_distance_threshold",
+        (gettext_lazy("Thresholds and limits"), {"fields": ("qa_distance_threshold", "qa_limit", "doc_distance_threshold",
                                               "doc_limit")}),
-        ("Reranking (optional second stage)", {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),
-        ("Chat", {"fields": ("chat_mode", "agent_max_searches", "no_passages_policy", "temperature", "max_tokens")}),
-        ("Persona", {"fields": ("persona",),
-                     "description": "The start of the system prompt. ragsite always appends its fixed rules: the "
+        (gettext_lazy("Reranking (optional second stage)"), {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),
+        (gettext_lazy("Chat"), {"fields": ("chat_mode", "agent_max_searches", "no_passages_policy", "temperature", "max_tokens")}),
+        (gettext_lazy("Persona"), {"fields": ("persona",),
+                     "description": gettext_lazy("The start of the system prompt. ragsite always appends its fixed rules: the "
                                     "passages are untrusted data, answer from them, cite their tags. "
-                                    "“Preview the prompt” below shows the whole prompt for a sample question."}),
+                                    "“Preview the prompt” below shows the whole prompt for a sample question.")}),
     )
 
     def get_urls(self):
@@ -416,16 +416,14 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         # retrieval_settings_get() reads the row on every use: the web server and every worker see it now.
-        self.message_user(request, "Saved: the next question uses these settings.", messages.SUCCESS)
+        self.message_user(request, gettext("Saved: the next question uses these settings."), messages.SUCCESS)
         changed_chunking = [form.fields[name].label for name in CHUNKING_FIELDS if name in form.changed_data]
         if changed_chunking:
-            self.message_user(request, f"Chunking changed ({', '.join(str(c).lower() for c in changed_chunking)}): it "
-                                       "applies to documents indexed from now on. Existing documents keep their "
-                                       "chunks until re-indexed (Documents → action “Re-index”).", messages.WARNING)
+            self.message_user(request, gettext("Chunking changed (%(changes)s): it applies to documents indexed from now on. Existing documents keep their chunks until re-indexed (Documents → action “Re-index”).") % {"changes": ', '.join(str(c).lower() for c in changed_chunking)}, messages.WARNING)
         if "default_embedding_server" in form.changed_data:
-            self.message_user(request, "Default embedding server changed: existing documents keep answering with "
+            self.message_user(request, gettext("Default embedding server changed: existing documents keep answering with "
                                        "their own model until re-embedded (Documents → action “Re-embed with the "
-                                       "default model”), and Q&A pairs need “Recompute the embeddings”.",
+                                       "default model”), and Q&A pairs need “Recompute the embeddings”."),
                               messages.WARNING)
 
     def response_change(self, request, obj):

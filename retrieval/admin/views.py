@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+from django.utils.translation import gettext_lazy
 from django.apps import apps
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -51,7 +52,7 @@ class AiServerTestConnection(AdminPage):
     """List the server's models, embed a probe, check the dimension, show the latency (one attempt each)."""
 
     template_name = "admin/retrieval/aiserver/test_connection.html"
-    title = "Test connection"
+    title = gettext_lazy("Test connection")
 
     def get(self, request, object_id):
         server = get_object_or_404(AiServer, pk=object_id)
@@ -65,7 +66,7 @@ class AiServerEmbedText(AdminPage):
     """Embed a few texts with the server and show the vectors' size, start, norm and pairwise cosines."""
 
     template_name = "admin/retrieval/aiserver/embed_text.html"
-    title = "Embed text"
+    title = gettext_lazy("Embed text")
 
     def dispatch(self, request, object_id):
         self.server = get_object_or_404(AiServer, pk=object_id)
@@ -162,7 +163,7 @@ class HealthDashboard(AdminPage):
     """Queue, documents by status, vectors per model, HNSW indexes, recent errors, throughput."""
 
     template_name = "admin/retrieval/health_dashboard.html"
-    title = "Indexing health"
+    title = gettext_lazy("Indexing health")
 
     def get(self, request):
         context = dashboard()
@@ -175,7 +176,7 @@ class RetrievalTest(AdminPage):
     """Run retrieve() — the chat's own retrieval — for a user and a query, and show its segments and trace."""
 
     template_name = "admin/retrieval/retrieval_test.html"
-    title = "Retrieval test"
+    title = gettext_lazy("Retrieval test")
 
     def get(self, request):
         # It shows passages of the chosen user's documents: as much as the document admin shows.

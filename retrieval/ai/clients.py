@@ -5,6 +5,7 @@ import dataclasses
 import os
 import threading
 
+from django.utils.translation import gettext
 from django.conf import settings
 
 from retrieval.ai import ServerConfig, chat_client, embedding_client, reranker
@@ -44,11 +45,10 @@ def server_config(server: AiServer) -> ServerConfig:
 def ensure_allowed(server: AiServer) -> None:
     """Refuse an inactive server, or an external one while external AI is disabled."""
     if not server.is_active:
-        raise ServerUnusable(f"The AI server '{server.name}' is switched off in the admin.")
+        raise ServerUnusable(gettext("The AI server '%(name)s' is switched off in the admin.") % {"name": server.name})
     if server.is_external and server.kind != AiServerKind.BUILTIN and external_ai_disabled():
         raise ExternalAiDisabled(
-            f"The AI server '{server.name}' is outside the organisation and external AI is disabled; "
-            "no text was sent to it. Choose an internal server or allow external AI in the settings."
+            gettext("The AI server '%(name)s' is outside the organisation and external AI is disabled; no text was sent to it. Choose an internal server or allow external AI in the settings.") % {"name": server.name}
         )
 
 
@@ -67,7 +67,7 @@ def query_embedder_for(server: AiServer):
 def _check_embeddings(server: AiServer) -> None:
     ensure_allowed(server)
     if not server.can("embeddings") and server.kind != AiServerKind.BUILTIN:
-        raise ServerUnusable(f"The AI server '{server.name}' is not set up for embeddings.")
+        raise ServerUnusable(gettext("The AI server '%(name)s' is not set up for embeddings.") % {"name": server.name})
 
 
 def token_embedder_for(server: AiServer, *, normalize: bool = True) -> TokenEmbeddingClient:
@@ -80,7 +80,7 @@ def chat_client_for(server: AiServer, *, token_counter=None):
     """The process's chat client for the server (checked every time, built once per configuration)."""
     ensure_allowed(server)
     if not server.can("chat"):
-        raise ServerUnusable(f"The AI server '{server.name}' is not set up for chat.")
+        raise ServerUnusable(gettext("The AI server '%(name)s' is not set up for chat.") % {"name": server.name})
     return _cached(("chat", token_counter), server_config(server),
                    lambda cfg: chat_client(cfg, token_counter=token_counter))
 
@@ -93,10 +93,9 @@ def reranker_for(server: AiServer, *, timeout: float):
     """
     ensure_allowed(server)
     if not server.can("rerank"):
-        raise ServerUnusable(f"The AI server '{server.name}' is not set up for reranking.")
+        raise ServerUnusable(gettext("The AI server '%(name)s' is not set up for reranking.") % {"name": server.name})
     if server.kind != AiServerKind.OPENAI:
-        raise ServerUnusable(f"The AI server '{server.name}' cannot rerank: only OpenAI-compatible servers "
-                             "(text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.")
+        raise ServerUnusable(gettext("The AI server '%(name)s' cannot rerank: only OpenAI-compatible servers (text-embeddings-inference, vLLM, Jina/Cohere-compatible) offer a rerank API.") % {"name": server.name})
     cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
                               connect_timeout=min(server.connect_timeout, timeout))
     return _cached("rerank", cfg, reranker)

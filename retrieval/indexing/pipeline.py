@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Callable
 
 import numpy as np
+from django.utils.translation import gettext
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -248,7 +249,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         # (Re-)indexing always uses the current default; search follows each document's pinned model.
         server = default_embedding_server(rs)
     if server is None:
-        raise ApplicationError("No embedding server is configured; add one in the admin.", code="no_embedding_server")
+        raise ApplicationError(gettext("No embedding server is configured; add one in the admin."), code="no_embedding_server")
     limit = settings.INDEX_TIME_LIMIT
     progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
     timings: dict = {}
@@ -276,7 +277,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     t0 = time.monotonic()
     strategy = strategy or rs.chunking_strategy
     if strategy not in STRATEGIES:
-        raise ApplicationError(f"Unknown chunking strategy '{strategy}'; use {', '.join(STRATEGIES)}.",
+        raise ApplicationError(gettext("Unknown chunking strategy '%(strategy)s'; use %(choices)s.") % {"strategy": strategy, "choices": ', '.join(STRATEGIES)},
                                code="unknown_strategy")
     note = late_unavailable_reason(server) if strategy == "late" else None
     if note:

@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+from django.utils.translation import gettext
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -68,12 +69,11 @@ def embedding_model_calibrate(*, model_id: int, force: bool = False) -> Embeddin
         return model
     server = _server_for(model)
     if server is None:
-        raise ApplicationError(f"No active AI server provides the embedding model '{model.name}'.")
+        raise ApplicationError(gettext("No active AI server provides the embedding model '%(name)s'.") % {"name": model.name})
     questions = calibration_questions()
     vectors = np.asarray(query_embedder_for(server).embed_queries([q for _, q in questions]), dtype=np.float64)
     if vectors.shape[1] != model.dim:
-        raise ApplicationError(f"The server '{server.name}' gave {vectors.shape[1]}-dimensional vectors, "
-                               f"the model '{model.name}' has {model.dim}.")
+        raise ApplicationError(gettext("The server '%(name)s' gave %(got)s-dimensional vectors, the model '%(name2)s' has %(dim)s.") % {"name": server.name, "got": vectors.shape[1], "name2": model.name, "dim": model.dim})
     calibration = bounds_from(vectors, [language for language, _ in questions])
     calibration["calibrated_at"] = timezone.now().isoformat()
     calibration["server"] = server.name

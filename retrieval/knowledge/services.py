@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from django.utils.translation import gettext
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -55,7 +56,7 @@ def knowledge_entry_update(*, entry_id: int, user, approve: bool = False, **chan
     with transaction.atomic():
         entry = KnowledgeEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
-            raise NotFound("No such Q&A pair.")
+            raise NotFound(gettext("No such Q&A pair."))
         question_changed = "question" in changes and changes["question"].strip() != entry.question
         for name in EDITABLE_FIELDS:
             if name in changes:
@@ -83,7 +84,7 @@ def knowledge_entry_approve_and_embed(*, entry_id: int, user) -> KnowledgeEntry:
     with transaction.atomic():
         entry = KnowledgeEntry.objects.select_for_update().filter(pk=entry_id).first()
         if entry is None:
-            raise NotFound("No such Q&A pair.")
+            raise NotFound(gettext("No such Q&A pair."))
         knowledge_entry_approve(entry=entry, user=user)
         if _embedding_wanted(entry):
             knowledge_entry_reembed(entry=entry)
@@ -136,7 +137,7 @@ def knowledge_entry_embed(entry_id: int) -> str:
     server = default_embedding_server()
     try:
         if server is None:
-            raise ApplicationError("No embedding server is configured.")
+            raise ApplicationError(gettext("No embedding server is configured."))
         client = embedder_for(server)
         vector = client.embed_queries([entry.question])[0]
         model = embedding_model_ensure(name=client.model, dim=len(vector))

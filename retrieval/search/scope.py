@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from django.utils.translation import gettext
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
@@ -109,7 +110,7 @@ def scope_for(user, *, conversation=None, collection=None) -> Scope:
         return collection_scope(user, collection) if collection is not None else ALL
     resolver = conversation_scope_resolver()
     if resolver is None:  # no chat app: no conversation exists
-        raise NotFound("No such conversation.")
+        raise NotFound(gettext("No such conversation."))
     scope = resolver(user, conversation)
     if collection is not None and scope.kind != "attached":
         return collection_scope(user, collection, conversation_id=scope.conversation_id)
@@ -126,7 +127,7 @@ def readable_collections(user, ref=None) -> list[dict]:
         rows = rows.filter(Q(pk=int(text)) | Q(slug=text)) if text.isascii() and text.isdigit() else rows.filter(slug=text)
         found = list(rows.order_by("-slug").values("id", "slug", "name")[:1])
         if not found:
-            raise NotFound("No such collection.")
+            raise NotFound(gettext("No such collection."))
         return found
     return list(rows.order_by("id").values("id", "slug", "name"))
 

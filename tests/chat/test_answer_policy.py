@@ -144,3 +144,13 @@ def test_the_admin_preview_shows_the_whole_prompt_for_a_sample_question(user, st
     assert f"Harbour clerk on {timezone.localdate().isoformat()}." in tried.content.decode()
     client.force_login(user)
     assert client.get(reverse("prompt-preview")).status_code == 302
+
+
+def test_a_czech_question_gets_the_refusal_in_czech_an_english_one_in_english(user, chat_ai):
+    """The fixed texts ragsite writes into an answer come from the catalogue in the question's language."""
+    conversation = _nothing_within_reach(user)
+    RetrievalSettings.objects.filter(pk=1).update(no_passages_policy="refuse")
+    czech = ask(user, conversation, "Kdy se sázejí cibulky tulipánů a jak hluboko?")
+    assert czech.content == "Dokumenty to neuvádějí: k této otázce se v nich nenašlo nic relevantního."
+    english = ask(user, conversation, "When are tulip bulbs planted?")
+    assert english.content == str(REFUSAL) == "The documents do not say: nothing relevant to this question was found in them."

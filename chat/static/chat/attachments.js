@@ -3,14 +3,14 @@ import { emptyState } from "./messages.js";
 import { boot, chip, convId, pills, searchable, shared, thread } from "./state.js";
 
 const rag = window.rag;
-const { api, el, toast, icon, timeAgo, plural, badge, isFinal } = rag;
+const { api, el, toast, icon, timeAgo, count, badge, isFinal, gettext, ngettext, tr } = rag;
 
 function pillState(doc) {
-  if (doc.status === "failed") return ["err", `Failed — ${doc.index_error || "indexing failed"}`];
-  if (doc.status === "indexed") return ["ok", "Indexed"];
-  if (doc.chunk_count > 0) return ["busy", "Re-indexing… (the current version answers)"];
-  if (doc.status === "uploaded") return ["warn", "Waiting to index — not searchable yet"];
-  return ["busy", "Indexing… not searchable yet"];
+  if (doc.status === "failed") return ["err", `${gettext("Failed")} — ${doc.index_error || gettext("indexing failed")}`];
+  if (doc.status === "indexed") return ["ok", gettext("Indexed")];
+  if (doc.chunk_count > 0) return ["busy", gettext("Re-indexing… (the current version answers)")];
+  if (doc.status === "uploaded") return ["warn", gettext("Waiting to index — not searchable yet")];
+  return ["busy", gettext("Indexing… not searchable yet")];
 }
 
 // The collection the conversation is narrowed to (the header's picker, chat_collection.js, says when it changes).
@@ -21,15 +21,15 @@ document.addEventListener("rag:collection", (e) => { narrowedTo = e.detail.colle
 
 export function renderScope() {
   const notReady = shared.attached.filter((d) => !(d.chunk_count > 0)).length;
-  chip.replaceChildren(icon("search"), "Searching: ", shared.attached.length
-    ? el("strong", {}, plural(shared.attached.length, "attached document", "attached documents"))
-    : narrowedTo ? el("strong", {}, `${narrowedTo.name} (${plural(narrowedTo.searchable, "document", "documents")})`)
-    : narrowedTo === undefined ? el("strong", {}, "a collection you can no longer read")
-    : el("strong", {}, `all your documents${(boot.collections || []).length ? " and collections" : ""} (${searchable.toLocaleString()})`),
-  ...(notReady ? [el("span", {}, ` · ${notReady} not indexed yet`)] : []));
+  chip.replaceChildren(icon("search"), gettext("Searching:") + " ", shared.attached.length
+    ? el("strong", {}, count(ngettext("%(n)s attached document", "%(n)s attached documents", shared.attached.length), shared.attached.length))
+    : narrowedTo ? el("strong", {}, `${narrowedTo.name} (${count(ngettext("%(n)s document", "%(n)s documents", narrowedTo.searchable), narrowedTo.searchable)})`)
+    : narrowedTo === undefined ? el("strong", {}, gettext("a collection you can no longer read"))
+    : el("strong", {}, `${(boot.collections || []).length ? gettext("all your documents and collections") : gettext("all your documents")} (${rag.formatNumber(searchable)})`),
+  ...(notReady ? [el("span", {}, ` · ${count(ngettext("%(n)s not indexed yet", "%(n)s not indexed yet", notReady), notReady)}`)] : []));
   pills.replaceChildren(...shared.attached.map((doc) => {
     const [kind, label] = pillState(doc);
-    const remove = el("button", { type: "button", "aria-label": `Detach ${doc.title}`, title: "Detach" }, icon("x"));
+    const remove = el("button", { type: "button", "aria-label": tr(gettext("Detach %(title)s"), { title: doc.title }), title: gettext("Detach") }, icon("x"));
     remove.addEventListener("click", () => detach(doc));
     return el("li", { class: "pill", dataset: { id: doc.id, status: doc.status } },
       el("span", { class: `pill-state ${kind}`, title: label, "aria-hidden": "true" }),
@@ -59,7 +59,7 @@ async function detach(doc) {
   }
   shared.attached = shared.attached.filter((d) => d.id !== doc.id);
   renderScope();
-  toast(`Detached ${doc.title}`);
+  toast(tr(gettext("Detached %(title)s"), { title: doc.title }));
   const next = pills.children[Math.min(index, pills.children.length - 1)];
   (next ? next.querySelector("button") : document.getElementById("attach-btn")).focus();
 }
@@ -89,24 +89,24 @@ function renderPicker() {
   const q = pickerQ.value.trim().toLowerCase();
   const onlyIndexed = pickerIndexed.checked;
   pickerList.replaceChildren();
-  if (library === null) { pickerList.append(el("li", { class: "picker-empty" }, "Loading your library…")); return; }
+  if (library === null) { pickerList.append(el("li", { class: "picker-empty" }, gettext("Loading your library…"))); return; }
   const shown = library.filter((d) => (!q || `${d.title} ${d.name}`.toLowerCase().includes(q)) && (!onlyIndexed || d.chunk_count > 0 || selected.has(d.id)));
   for (const d of shown) {
     const box = el("input", { type: "checkbox", value: d.id });
     box.checked = selected.has(d.id);
     box.addEventListener("change", () => { if (box.checked) selected.add(d.id); else selected.delete(d.id); updatePickerFoot(); });
-    const meta = [d.name, rag.formatBytes(d.size), d.pages_total ? plural(d.pages_total, "page", "pages") : null, `added ${timeAgo(d.created_at)}`].filter(Boolean).join(" · ");
+    const meta = [d.name, rag.formatBytes(d.size), d.pages_total ? count(ngettext("%(n)s page", "%(n)s pages", d.pages_total), d.pages_total) : null, tr(gettext("added %(when)s"), { when: timeAgo(d.created_at) })].filter(Boolean).join(" · ");
     pickerList.append(el("li", { class: "picker-item" }, el("label", {}, box,
       el("span", { class: "p-text" }, el("span", { class: "p-name" }, d.title), el("span", { class: "p-meta" }, meta)),
       badge(d, { short: true }))));
   }
   if (!shown.length) {
     pickerList.append(el("li", { class: "picker-empty" }, library.length
-      ? (onlyIndexed ? "No indexed document matches. Untick “Indexed only” to see the others." : "No document matches.")
-      : el("span", {}, "Your library is empty. ", el("a", { href: "/library/" }, "Upload documents"), " first.")));
+      ? (onlyIndexed ? gettext("No indexed document matches. Untick “Indexed only” to see the others.") : gettext("No document matches."))
+      : el("span", {}, gettext("Your library is empty.") + " ", el("a", { href: "/library/" }, gettext("Upload documents first.")))));
   }
   if (libraryNext) {
-    const more = el("button", { type: "button", class: "btn btn-sm" }, "Show more");
+    const more = el("button", { type: "button", class: "btn btn-sm" }, gettext("Show more"));
     more.addEventListener("click", async () => { more.disabled = true; await loadLibrary(libraryNext); renderPicker(); });
     pickerList.append(el("li", { class: "picker-empty" }, more));
   }
@@ -115,8 +115,8 @@ function renderPicker() {
 
 function updatePickerFoot() {
   const { add, remove } = pickerChanges();
-  pickerCount.textContent = `${selected.size} selected`;
-  pickerOk.textContent = !add.length && !remove.length ? "Done" : remove.length ? "Apply changes" : `Attach ${add.length === 1 ? "1 document" : `${add.length} documents`}`;
+  pickerCount.textContent = count(ngettext("%(n)s selected", "%(n)s selected", selected.size), selected.size);
+  pickerOk.textContent = !add.length && !remove.length ? gettext("Done") : remove.length ? gettext("Apply changes") : count(ngettext("Attach %(n)s document", "Attach %(n)s documents", add.length), add.length);
 }
 
 const attachBtn = document.getElementById("attach-btn");
@@ -149,7 +149,7 @@ document.getElementById("picker-form").addEventListener("submit", async (e) => {
     for (const id of remove) await api("DELETE", `/api/conversations/${convId}/documents/${id}/`);
     shared.attached = await api("GET", `/api/conversations/${convId}/documents/`);
     renderScope();
-    if (add.length) toast(`Attached ${plural(add.length, "document", "documents")}`);
+    if (add.length) toast(count(ngettext("Attached %(n)s document", "Attached %(n)s documents", add.length), add.length));
     picker.close();
   } catch (err) {
     toast(err.message, "error");

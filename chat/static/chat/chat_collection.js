@@ -24,7 +24,7 @@
       for (const option of [...select.options]) if (option.disabled) option.remove();
       const chosen = boot.collections.find((c) => c.slug === saved) || null;
       document.dispatchEvent(new CustomEvent("rag:collection", { detail: { collection: chosen } }));
-      toast(chosen ? `Questions here now search only ${chosen.name}` : "Questions here search all your documents and collections");
+      toast(chosen ? rag.tr(rag.gettext("Questions here now search only %(name)s"), { name: chosen.name }) : rag.gettext("Questions here search all your documents and collections"));
     } catch (err) {
       select.value = saved;
       toast(err.message, "error");

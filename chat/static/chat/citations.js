@@ -72,12 +72,12 @@ export function whereLabel(c) {
 }
 
 function marker(num, c, messageId) {
-  const name = c.document_name || (c.source_type === "qa" ? "Approved answer" : "Source");
+  const name = c.document_name || (c.source_type === "qa" ? gettext("Approved answer") : gettext("Source"));
   const where = whereLabel(c);
   const href = citeHref(c);
   return el(href ? "a" : "button", {
     class: "cite", href, type: href ? null : "button",
-    "aria-label": `Source ${num}: ${name}${where ? ", " + where : ""}`,
+    "aria-label": fill(gettext("Source %(num)s: %(name)s"), { num, name }) + (where ? ", " + where : ""),
     dataset: { message: messageId, tag: c.source_id || "" },
   }, String(num));
 }

@@ -1,19 +1,19 @@
 /* The conversations list: rename in place, delete with confirmation. */
 (function () {
   "use strict";
-  const { api, el, toast, confirmDialog, timeAgo } = window.rag;
+  const { api, el, toast, confirmDialog, timeAgo, gettext, tr } = window.rag;
   const list = document.getElementById("conv-list");
-  for (const t of document.querySelectorAll("time[data-ago]")) t.textContent = `updated ${timeAgo(t.getAttribute("datetime"))}`;
+  for (const t of document.querySelectorAll("time[data-ago]")) t.textContent = tr(gettext("updated %(when)s"), { when: timeAgo(t.getAttribute("datetime")) });
   if (!list) return;
 
-  function label(title) { return title || "New conversation"; }
+  function label(title) { return title || gettext("New conversation"); }
 
   function startRename(li) {
     const link = li.querySelector(".conv-title");
     const actions = li.querySelector(".conv-actions");
-    const input = el("input", { type: "text", value: li.dataset.title, maxlength: "200", "aria-label": "Conversation title" });
-    const save = el("button", { type: "submit", class: "btn btn-primary btn-sm" }, "Save");
-    const cancel = el("button", { type: "button", class: "btn btn-sm" }, "Cancel");
+    const input = el("input", { type: "text", value: li.dataset.title, maxlength: "200", "aria-label": gettext("Conversation title") });
+    const save = el("button", { type: "submit", class: "btn btn-primary btn-sm" }, gettext("Save"));
+    const cancel = el("button", { type: "button", class: "btn btn-sm" }, gettext("Cancel"));
     const form = el("form", { class: "conv-rename" }, input, save, cancel);
     link.hidden = true;
     actions.hidden = true;
@@ -36,10 +36,10 @@
         li.dataset.title = updated.title;
         link.textContent = label(updated.title);
         for (const b of actions.querySelectorAll("button")) {
-          b.setAttribute("aria-label", `${b.dataset.action === "rename" ? "Rename" : "Delete"} “${label(updated.title)}”`);
+          b.setAttribute("aria-label", tr(b.dataset.action === "rename" ? gettext("Rename “%(title)s”") : gettext("Delete “%(title)s”"), { title: label(updated.title) }));
         }
         close(true);
-        toast("Renamed");
+        toast(gettext("Renamed"));
       } catch (err) {
         save.disabled = false;
         toast(err.message, "error");
@@ -48,8 +48,8 @@
   }
 
   async function remove(li) {
-    const ok = await confirmDialog({ title: `Delete “${label(li.dataset.title)}”?`,
-      message: "Its questions and answers are deleted. Your documents stay in your library.", confirm: "Delete", danger: true });
+    const ok = await confirmDialog({ title: tr(gettext("Delete “%(title)s”?"), { title: label(li.dataset.title) }),
+      message: gettext("Its questions and answers are deleted. Your documents stay in your library."), confirm: gettext("Delete"), danger: true });
     if (!ok) return;
     try {
       await api("DELETE", `/api/conversations/${li.dataset.id}/`);
@@ -58,7 +58,7 @@
     }
     const next = li.nextElementSibling || li.previousElementSibling;
     li.remove();
-    toast("Conversation deleted");
+    toast(gettext("Conversation deleted"));
     if (next) next.querySelector(".conv-title").focus();
     if (!list.children.length) { list.remove(); document.getElementById("conv-empty").hidden = false; }
   }

@@ -2,7 +2,7 @@
 import { renderLive, upsert } from "./messages.js";
 import { convId, IN_FLIGHT, liveSources, liveText, messages } from "./state.js";
 
-const { api, el } = window.rag;
+const { api, el, gettext } = window.rag;
 
 function onEvent(ev) {
   if (ev.type === "token") {
@@ -28,8 +28,8 @@ function onEvent(ev) {
       liveText.delete(m.id);
       liveSources.delete(m.id);
       closeStream(m.id);
-      if (m.status === "done") announce("The answer is ready.");
-      if (m.status === "failed") announce("The answer failed.");
+      if (m.status === "done") announce(gettext("The answer is ready."));
+      if (m.status === "failed") announce(gettext("The answer failed."));
     }
     upsert(m);
   }

@@ -7,20 +7,20 @@ import { showSources, toggleSources } from "./sources.js";
 import { feedbackOf, IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
 import { waitBox } from "./waiting.js";
 
-const { el, icon, timeAgo, plural } = window.rag;
+const { el, icon, timeAgo, count, ngettext } = window.rag;
 
 function thinking(label) {
   return el("div", { class: "thinking" }, el("span", { class: "dots", "aria-hidden": "true" }, el("span"), el("span"), el("span")), label);
 }
 
-const t = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+const gettext = window.gettext || ((text) => text); // the JavaScript catalogue (/jsi18n/, djangojs.po)
 
 function modeNote(m) {
   const mode = m.metadata && m.metadata.mode;
   if (mode === "extractive" && m.metadata.model_unavailable) return m.metadata.notice; // translated by the server
-  if (mode === "extractive") return "No language model is configured, so this answer quotes the most relevant passages of your documents.";
-  if (mode === "qa_direct" || mode === "approved_answer") return "An approved answer to this question.";
-  if (mode === "general") return "Not from your documents: nothing relevant was found in them, so this is a general answer.";
+  if (mode === "extractive") return gettext("No language model is configured, so this answer quotes the most relevant passages of your documents.");
+  if (mode === "qa_direct" || mode === "approved_answer") return gettext("An approved answer to this question.");
+  if (mode === "general") return gettext("Not from your documents: nothing relevant was found in them, so this is a general answer.");
   return null;
 }
 
@@ -37,7 +37,7 @@ function streamingBody(m) {
   const cites = citationsOf(m);
   const box = el("div", { class: "answer-body" });
   if (!text) {
-    box.append(thinking(m.status === "pending" ? "Searching your documents…" : "Writing the answer…"));
+    box.append(thinking(m.status === "pending" ? gettext("Searching your documents…") : gettext("Writing the answer…")));
     return box;
   }
   // The whole text as Markdown, rendered again on each frame's batch of tokens; patch() keeps the
@@ -65,7 +65,7 @@ function finalBody(m) {
     if (s.ungrounded_numbers && s.ungrounded_numbers.length) { // chat/grounding.py
       para.classList.add("ungrounded");
       para.append(el("span", { class: "ungrounded-note", title: s.ungrounded_numbers.join(", ") },
-        icon("alert"), " ", t("not found in the cited sources")));
+        icon("alert"), " ", gettext("not found in the cited sources")));
     }
     box.append(para);
   }
@@ -81,19 +81,19 @@ function footer(m) {
   const n = cites.numbers.size;
   if (n) {
     const button = el("button", { type: "button", class: "btn btn-sm sources-btn", "aria-controls": "sources-panel", "aria-expanded": "false",
-      dataset: { message: m.id } }, icon("link"), `${n} ${n === 1 ? "source" : "sources"}`);
+      dataset: { message: m.id } }, icon("link"), count(ngettext("%(n)s source", "%(n)s sources", n), n));
     button.addEventListener("click", () => toggleSources(m.id, button));
     foot.append(button);
   } else if (m.metadata && m.metadata.mode && !["plain", "general", "refused", "waiting"].includes(m.metadata.mode)) {
-    foot.append(el("span", {}, "No sources cited"));
+    foot.append(el("span", {}, gettext("No sources cited")));
   }
   const usage = m.metadata && m.metadata.llm_usage;
   if (usage && usage.model && ["llm", "agentic", "documents", "general", "agent"].includes(m.metadata.mode)) foot.append(el("span", {}, usage.model));
   const agent = m.metadata && m.metadata.agent;
   if (agent && ["agentic", "agent"].includes(m.metadata.mode)) {
     const queries = (agent.searches || []).map((s) => `“${s.query}”`).join(", ");
-    foot.append(el("span", { title: queries ? `Searched for ${queries}` : "Answered without searching" },
-      plural((agent.searches || []).length, "search", "searches")));
+    foot.append(el("span", { title: queries ? window.rag.tr(rag.gettext("Searched for %(queries)s"), { queries }) : gettext("Answered without searching") },
+      count(ngettext("%(n)s search", "%(n)s searches", (agent.searches || []).length), (agent.searches || []).length)));
   }
   // Where the answer came from: one label per kind of source it cites.
   const origins = new Map();
@@ -103,7 +103,6 @@ function footer(m) {
   if (origins.size) foot.append(originBox);
   foot.append(el("span", { title: new Date(m.updated_at).toLocaleString() }, timeAgo(m.updated_at)));
   // Copy the answer (actions.js handles the clicks): as plain text, or as the Markdown it was written in.
-  const gettext = window.gettext || ((t) => t);
   foot.append(el("span", { class: "msg-actions" },
     el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "plain" },
       title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
@@ -126,22 +125,22 @@ function feedbackButtons(m, gettext) {
 }
 
 function errorBox(m) {
-  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), "Retry"); // retry.js handles it
+  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), gettext("Retry")); // retry.js handles it
   return el("div", { class: "msg-error", role: "alert" }, icon("alert"),
-    el("p", {}, m.error || "The answer could not be produced."), retry);
+    el("p", {}, m.error || gettext("The answer could not be produced.")), retry);
 }
 
 function modelDownRetry() {
   // The passages stood in for the model: asking it again is one click (retry.js handles the button).
-  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), t("Ask the language model again"));
+  const retry = el("button", { type: "button", class: "btn btn-sm" }, icon("refresh"), gettext("Ask the language model again"));
   return el("div", { class: "msg-retry" }, retry);
 }
 
 export function renderMessage(m) {
   if (m.role === "user") {
-    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": "Question" }, el("div", { class: "bubble" }, m.content));
+    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": gettext("Question") }, el("div", { class: "bubble" }, m.content));
   }
-  const node = el("article", { class: "msg msg-assistant", id: `msg-${m.id}`, "aria-label": "Answer", dataset: { status: m.status } });
+  const node = el("article", { class: "msg msg-assistant", id: `msg-${m.id}`, "aria-label": gettext("Answer"), dataset: { status: m.status } });
   const bubble = el("div", { class: "bubble" });
   node.append(bubble);
   if (IN_FLIGHT.has(m.status)) {
@@ -159,10 +158,13 @@ export function renderMessage(m) {
 }
 
 export function emptyState() {
-  const scope = shared.attached.length ? `the ${plural(shared.attached.length, "document", "documents")} attached below` : "all your documents";
+  const n = shared.attached.length;
+  const text = n
+    ? count(ngettext("ragsite searches the %(n)s document attached below and answers with numbered sources you can open. Use the paperclip to choose documents.",
+      "ragsite searches the %(n)s documents attached below and answers with numbered sources you can open. Use the paperclip to choose documents.", n), n)
+    : gettext("ragsite searches all your documents and answers with numbered sources you can open. Use the paperclip to choose documents.");
   return el("div", { class: "thread-empty", id: "thread-empty" }, icon("chat", "icon-lg"),
-    el("p", {}, el("strong", {}, "Ask a question")),
-    el("p", {}, `ragsite searches ${scope} and answers with numbered sources you can open. Use the paperclip to choose documents.`));
+    el("p", {}, el("strong", {}, gettext("Ask a question"))), el("p", {}, text));
 }
 
 function nearBottom() { return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120; }

@@ -8,7 +8,7 @@ import { convId, liveSources, liveText, messages, thread } from "./state.js";
 import { setWait, waitedFor, waits } from "./waiting.js";
 
 const rag = window.rag;
-const { api, toast } = rag;
+const { api, toast, gettext, tr } = rag;
 
 async function retry(id, button) {
   button.disabled = true;
@@ -27,13 +27,13 @@ async function retry(id, button) {
 /** Poll the documents until they are searchable, then ask again through the retry endpoint. */
 async function waitAndAskAgain(id, docs) {
   if ((waits.get(id) || {}).busy) return;
-  setWait(id, { busy: true, label: "Checking…" });
+  setWait(id, { busy: true, label: gettext("Checking…") });
   try {
     for (;;) {
       const fresh = await Promise.all(docs.map((d) => api("GET", `/api/documents/${d.document_id}/`)));
       const failed = fresh.find((d) => d.status === "failed");
       if (failed) {
-        setWait(id, { busy: false, error: true, label: `${failed.name} could not be indexed: ${failed.index_error || "unknown reason"}` });
+        setWait(id, { busy: false, error: true, label: tr(gettext("%(name)s could not be indexed: %(reason)s"), { name: failed.name, reason: failed.index_error || gettext("unknown reason") }) });
         return;
       }
       const pending = fresh.filter((d) => !(d.chunk_count > 0));
@@ -45,7 +45,7 @@ async function waitAndAskAgain(id, docs) {
       const current = messages.get(id);
       if (current.status !== "done" || !current.metadata || current.metadata.mode !== "waiting") { waits.delete(id); return; }
     }
-    setWait(id, { busy: true, label: "Indexed — asking again…" });
+    setWait(id, { busy: true, label: gettext("Indexed — asking again…") });
     const answer = await api("POST", `/api/conversations/${convId}/messages/${id}/retry/`);
     waits.delete(id);
     liveText.delete(id);

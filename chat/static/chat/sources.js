@@ -3,7 +3,7 @@ import { citationsOf, citeHref, labelChip, whereLabel } from "./citations.js";
 import { renderMarkdown } from "./markdown.js";
 import { feedbackOf, messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
 
-const { el, icon, plural } = window.rag;
+const { el, icon, count, ngettext } = window.rag;
 const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
 const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => String(values[key]));
 
@@ -31,7 +31,7 @@ function sourceItem(c, label, ranks, m = null) {
     el(href ? "a" : "div", { class: "source", href },
     el("div", { class: "source-top" },
       label ? el("span", { class: "source-num" }, label) : null,
-      el("span", { class: "source-name" }, c.document_name || "Approved answer"),
+      el("span", { class: "source-name" }, c.document_name || gettext("Approved answer")),
       similarity ? el("span", { class: "source-score", title: gettext("Its rank among the passages found for the question (1: the closest)") }, similarity) : null,
       c.expired ? el("span", { class: "source-outdated", title: gettext("The document's validity date has passed") },
         gettext("may be outdated")) : null),
@@ -45,7 +45,7 @@ export function showSources(messageId) {
   if (!m) return;
   const cites = citationsOf(m);
   panel.dataset.message = messageId;
-  panelTitle.textContent = `${cites.numbers.size} ${cites.numbers.size === 1 ? "source" : "sources"}`;
+  panelTitle.textContent = count(ngettext("%(n)s source", "%(n)s sources", cites.numbers.size), cites.numbers.size);
   panelList.replaceChildren();
   // The passages were given to the model best first (S1, S2, …): their order is the rank.
   const given = (m.metadata && m.metadata.context_sources) || [];
@@ -56,7 +56,7 @@ export function showSources(messageId) {
     const list = el("ol", { class: "sources-other" });
     for (const s of others) list.append(sourceItem({ ...s, snippet: s.preview }, null, ranks));
     panelList.append(el("li", { class: "sources-more" }, el("details", {},
-      el("summary", {}, `${plural(others.length, "other passage", "other passages")} retrieved, not cited`), list)));
+      el("summary", {}, count(ngettext("%(n)s other passage retrieved, not cited", "%(n)s other passages retrieved, not cited", others.length), others.length)), list)));
   }
 }
 
@@ -88,7 +88,7 @@ function showPreview(target) {
   if (!c) return;
   const where = whereLabel(c);
   preview.replaceChildren(...[
-    el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${c.document_name || "Approved answer"}`),
+    el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${c.document_name || gettext("Approved answer")}`),
     where ? el("div", { class: "p-where" }, where.charAt(0).toUpperCase() + where.slice(1)) : null,
     el("div", { class: "p-snippet md" }, renderMarkdown(c.snippet))].filter(Boolean));
   preview.hidden = false;

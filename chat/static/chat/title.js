@@ -1,11 +1,11 @@
 /* The conversation's title: shown, renamed in place, and the conversation deleted. */
 import { convId, shared } from "./state.js";
 
-const { api, el, toast, confirmDialog } = window.rag;
+const { api, el, toast, confirmDialog, gettext } = window.rag;
 
 const titleEl = document.getElementById("chat-title");
 export function showTitle() {
-  const text = shared.conversation.title || "New conversation";
+  const text = shared.conversation.title || gettext("New conversation");
   titleEl.textContent = text;
   document.title = `${text} · ragsite`;
 }
@@ -16,9 +16,9 @@ export async function refreshConversation() {
 document.getElementById("rename-btn").addEventListener("click", (e) => {
   const head = document.getElementById("chat-head");
   const opener = e.currentTarget;
-  const input = el("input", { type: "text", value: shared.conversation.title, maxlength: "200", "aria-label": "Conversation title" });
-  const form = el("form", {}, input, el("button", { type: "submit", class: "btn btn-primary btn-sm" }, "Save"),
-    el("button", { type: "button", class: "btn btn-sm", onclick: () => done() }, "Cancel"));
+  const input = el("input", { type: "text", value: shared.conversation.title, maxlength: "200", "aria-label": gettext("Conversation title") });
+  const form = el("form", {}, input, el("button", { type: "submit", class: "btn btn-primary btn-sm" }, gettext("Save")),
+    el("button", { type: "button", class: "btn btn-sm", onclick: () => done() }, gettext("Cancel")));
   const hidden = [...head.children];
   for (const n of hidden) n.hidden = true;
   head.append(form);
@@ -37,8 +37,8 @@ document.getElementById("rename-btn").addEventListener("click", (e) => {
 });
 
 document.getElementById("delete-btn").addEventListener("click", async () => {
-  const ok = await confirmDialog({ title: "Delete this conversation?", message: "Its questions and answers are deleted. Your documents stay in your library.",
-    confirm: "Delete", danger: true });
+  const ok = await confirmDialog({ title: gettext("Delete this conversation?"), message: gettext("Its questions and answers are deleted. Your documents stay in your library."),
+    confirm: gettext("Delete"), danger: true });
   if (!ok) return;
   try {
     await api("DELETE", `/api/conversations/${convId}/`);

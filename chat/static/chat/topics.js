@@ -2,7 +2,7 @@
    (PATCH /api/conversations/{id}/) when changed; composer.js sends the current one with each question. */
 (function () {
   "use strict";
-  const { api, el, toast } = window.rag;
+  const { api, el, toast, gettext } = window.rag;
   const boot = rag.data("chat-data");
   const convId = boot.conversation.id;
   const select = document.getElementById("topic-select");
@@ -17,10 +17,10 @@
   }
 
   function render(topics) {
-    const options = [el("option", { value: key({ category: "", subcategory: "" }) }, "No topic (all documents)")];
+    const options = [el("option", { value: key({ category: "", subcategory: "" }) }, gettext("No topic (all documents)"))];
     const known = new Set([key({ category: "", subcategory: "" })]);
     for (const t of topics) {
-      const group = el("optgroup", { label: t.category || "Without a category" });
+      const group = el("optgroup", { label: t.category || gettext("Without a category") });
       if (t.category) { group.append(option(t.category, "", `${t.category} (all)`)); known.add(key({ category: t.category, subcategory: "" })); }
       for (const sub of t.subcategories) {
         group.append(option(t.category, sub, t.category ? `${t.category} › ${sub}` : sub));

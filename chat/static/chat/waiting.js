@@ -1,6 +1,6 @@
 /* An answer that waits for a document being indexed: its "Wait for it and ask again" box, and the box's
    state while retry.js follows the documents' indexing. */
-const { el, icon } = window.rag;
+const { el, icon, gettext } = window.rag;
 export const waits = new Map(); // id of an answer that waits for a document -> {busy, label, error}
 
 /** Documents the answer waits for that may still become searchable (a failed one will not). */
@@ -14,7 +14,7 @@ export function waitBox(m) {
   if (!docs.length) return null;
   const state = waits.get(m.id) || {};
   const button = el("button", { type: "button", class: "btn btn-sm", "aria-disabled": state.busy ? "true" : "false" },
-    icon("refresh"), "Wait for it and ask again");
+    icon("refresh"), gettext("Wait for it and ask again"));
   return el("div", { class: "msg-wait" }, button,
     el("span", { class: "wait-status" + (state.error ? " wait-error" : ""), role: "status" }, state.label || ""));
 }

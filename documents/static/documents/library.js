@@ -1,7 +1,7 @@
 /* The library page: live document statuses, drag-and-drop uploads with progress, delete and re-index. */
 (function () {
   "use strict";
-  const { api, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge, progressBar, plural } = window.rag;
+  const { api, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge, progressBar, count, gettext, ngettext, tr } = window.rag;
 
   const initial = rag.data("library-data");
   const list = document.getElementById("doc-list");
@@ -31,15 +31,15 @@
     const parts = [];
     if (doc.title && doc.name && doc.title !== doc.name) parts.push(doc.name);
     parts.push(formatBytes(doc.size));
-    if (doc.pages_total) parts.push(plural(doc.pages_total, "page", "pages"));
-    parts.push(`added ${timeAgo(doc.created_at)}`);
+    if (doc.pages_total) parts.push(count(ngettext("%(n)s page", "%(n)s pages", doc.pages_total), doc.pages_total));
+    parts.push(tr(gettext("added %(when)s"), { when: timeAgo(doc.created_at) }));
     return parts.join(" · ");
   }
 
   function statusBlock(doc) {
     const s = docStatus(doc);
     const box = el("div", { class: "doc-status" }, badge(doc));
-    if (s.kind === "busy") box.append(progressBar(s.progress, `Indexing ${doc.title}`));
+    if (s.kind === "busy") box.append(progressBar(s.progress, tr(gettext("Indexing %(title)s"), { title: doc.title })));
     for (const line of s.details) box.append(el("div", { class: "detail" + (s.kind === "err" ? " err" : "") }, line));
     return box;
   }
@@ -48,25 +48,25 @@
     const box = el("div", { class: "doc-actions" });
     if (doc.status === "failed") {
       box.append(el("button", { type: "button", class: "btn btn-sm btn-primary", onclick: () => reindex(doc, false),
-        "aria-label": `Retry indexing ${doc.title}` }, "Retry"));
+        "aria-label": tr(gettext("Retry indexing %(title)s"), { title: doc.title }) }, gettext("Retry")));
     }
     if (doc.chunk_count > 0) {
       box.append(el("form", { method: "post", action: "/c/new/", class: "inline-form" },
         el("input", { type: "hidden", name: "csrfmiddlewaretoken", value: rag.csrfToken() }),
         el("input", { type: "hidden", name: "document_id", value: doc.id }),
-        el("button", { type: "submit", class: "btn btn-sm btn-ghost", "aria-label": `Ask about ${doc.title}` }, rag.icon("chat"), "Ask")));
+        el("button", { type: "submit", class: "btn btn-sm btn-ghost", "aria-label": tr(gettext("Ask about %(title)s"), { title: doc.title }) }, rag.icon("chat"), gettext("Ask"))));
     }
-    box.append(el("a", { class: "btn btn-sm btn-ghost", href: `/documents/${doc.id}/download/`, "aria-label": `Download ${doc.title}` }, "Download"));
+    box.append(el("a", { class: "btn btn-sm btn-ghost", href: `/documents/${doc.id}/download/`, "aria-label": tr(gettext("Download %(title)s"), { title: doc.title }) }, gettext("Download")));
     if (doc.status === "indexed") {
       box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => reindex(doc, true),
-        "aria-label": `Re-index ${doc.title}` }, "Re-index"));
+        "aria-label": tr(gettext("Re-index %(title)s"), { title: doc.title }) }, gettext("Re-index")));
     }
     if (doc.status === "indexed" || doc.status === "failed") {
       box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => uploadVersion(doc),
-        "aria-label": `Upload new version of ${doc.title}` }, "Upload new version"));
+        "aria-label": tr(gettext("Upload new version of %(title)s"), { title: doc.title }) }, gettext("Upload new version")));
     }
     box.append(el("button", { type: "button", class: "btn btn-sm btn-danger", onclick: () => remove(doc),
-      "aria-label": `Delete ${doc.title}` }, "Delete"));
+      "aria-label": tr(gettext("Delete %(title)s"), { title: doc.title }) }, gettext("Delete")));
     return box;
   }
 
@@ -140,7 +140,7 @@
     noMatch.hidden = !(n > 0 && shown === 0);
     moreBox.hidden = !nextPage;
     const pending = [...docs.values()].filter((d) => !isFinal(d)).length;
-    countLabel.textContent = n ? `${plural(Math.max(total, n), "document", "documents")}${pending ? ` · ${pending} indexing` : ""}` : "";
+    countLabel.textContent = n ? `${count(ngettext("%(n)s document", "%(n)s documents", Math.max(total, n)), Math.max(total, n))}${pending ? ` · ${count(ngettext("%(n)s indexing", "%(n)s indexing", pending), pending)}` : ""}` : "";
     schedulePoll();
   }
 
@@ -204,15 +204,15 @@
 
   async function reindex(doc, confirmFirst) {
     if (confirmFirst) {
-      const ok = await confirmDialog({ title: `Re-index “${doc.title}”?`,
-        message: "ragsite reads the file again and rebuilds its index. The current version keeps answering until the new one is ready.",
-        confirm: "Re-index" });
+      const ok = await confirmDialog({ title: tr(gettext("Re-index “%(title)s”?"), { title: doc.title }),
+        message: gettext("ragsite reads the file again and rebuilds its index. The current version keeps answering until the new one is ready."),
+        confirm: gettext("Re-index") });
       if (!ok) return;
     }
     try {
       setDoc(await api("POST", `/api/documents/${doc.id}/reindex/`));
       render();
-      toast(confirmFirst ? `Re-indexing ${doc.title}` : `Indexing ${doc.title} again`);
+      toast(tr(confirmFirst ? gettext("Re-indexing %(title)s") : gettext("Indexing %(title)s again"), { title: doc.title }));
     } catch (err) {
       toast(err.message, "error");
     }
@@ -231,10 +231,10 @@
         const response = await fetch(`/api/documents/${doc.id}/versions/`, { method: "POST", body: form,
           credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": rag.csrfToken() } });
         const body = await response.json().catch(() => ({}));
-        if (!response.ok) throw new Error(body.message || "The upload failed.");
+        if (!response.ok) throw new Error(body.message || gettext("The upload failed."));
         setDoc(await api("GET", `/api/documents/${doc.id}/`));
         render();
-        toast(`Version ${body.number} of ${doc.title} is being indexed; version ${doc.version || 1} answers meanwhile.`);
+        toast(tr(gettext("Version %(number)s of %(title)s is being indexed; version %(current)s answers meanwhile."), { number: body.number, title: doc.title, current: doc.version || 1 }));
       } catch (err) {
         toast(err.message, "error");
       }
@@ -244,9 +244,9 @@
   }
 
   async function remove(doc) {
-    const ok = await confirmDialog({ title: `Delete “${doc.title}”?`,
-      message: "The file, its text and its index are removed; conversations can no longer search or cite it. This cannot be undone.",
-      confirm: "Delete", danger: true });
+    const ok = await confirmDialog({ title: tr(gettext("Delete “%(title)s”?"), { title: doc.title }),
+      message: gettext("The file, its text and its index are removed; conversations can no longer search or cite it. This cannot be undone."),
+      confirm: gettext("Delete"), danger: true });
     if (!ok) return;
     try {
       await api("DELETE", `/api/documents/${doc.id}/`);
@@ -258,7 +258,7 @@
     docs.delete(doc.id);
     total = Math.max(0, total - 1);
     render();
-    toast(`Deleted ${doc.title}`);
+    toast(tr(gettext("Deleted %(title)s"), { title: doc.title }));
     const focusTarget = next && rows.get(next) ? rows.get(next).li.querySelector(".doc-title a") : document.getElementById("choose-files");
     if (focusTarget) focusTarget.focus();
   }
@@ -291,9 +291,9 @@
   const PARALLEL = 2;
 
   function uploadRow(file) {
-    const state = el("span", { class: "upload-state" }, "Waiting…");
-    const bar = progressBar(0, `Uploading ${file.name}`);
-    const dismiss = el("button", { type: "button", class: "btn btn-ghost btn-icon btn-sm", "aria-label": `Dismiss ${file.name}`, hidden: true }, rag.icon("x"));
+    const state = el("span", { class: "upload-state" }, gettext("Waiting…"));
+    const bar = progressBar(0, tr(gettext("Uploading %(name)s"), { name: file.name }));
+    const dismiss = el("button", { type: "button", class: "btn btn-ghost btn-icon btn-sm", "aria-label": tr(gettext("Dismiss %(name)s"), { name: file.name }), hidden: true }, rag.icon("x"));
     const li = el("li", { class: "upload" },
       el("span", { class: "upload-name", title: file.name }, file.name, el("span", { class: "muted small" }, ` · ${formatBytes(file.size)}`)),
       el("span", { class: "btn-row" }, state, dismiss), bar);
@@ -305,7 +305,7 @@
       progress(fraction) {
         bar.firstChild.style.width = `${Math.round(fraction * 100)}%`;
         bar.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
-        state.textContent = fraction < 1 ? `Uploading… ${Math.round(fraction * 100)}%` : "Checking…";
+        state.textContent = fraction < 1 ? tr(gettext("Uploading… %(percent)s %"), { percent: Math.round(fraction * 100) }) : gettext("Checking…");
       },
       finish(kind, message, extra) {
         bar.remove();
@@ -322,8 +322,8 @@
     for (const file of files) {
       const row = uploadRow(file);
       if (file.size > initial.max_upload_size) {
-        row.finish("error", "Too large", el("span", { class: "upload-msg" },
-          `This file is ${formatBytes(file.size)}; the largest file ragsite accepts is ${formatBytes(initial.max_upload_size)}.`));
+        row.finish("error", gettext("Too large"), el("span", { class: "upload-msg" },
+          tr(gettext("This file is %(size)s; the largest file ragsite accepts is %(limit)s."), { size: formatBytes(file.size), limit: formatBytes(initial.max_upload_size) })));
         continue;
       }
       queue.push({ file, row, collection });
@@ -377,7 +377,7 @@
   function finishUpload(row, collection, httpStatus, body) {
     if ((httpStatus === 200 || httpStatus === 201) && body && body.id && collection) {
       addShared(collection, body);
-      row.finish(body.duplicate ? "dup" : "done", body.duplicate ? "Already in the collection" : "Uploaded ✓");
+      row.finish(body.duplicate ? "dup" : "done", body.duplicate ? gettext("Already in the collection") : gettext("Uploaded ✓"));
     } else if ((httpStatus === 200 || httpStatus === 201) && body && body.id) {
       const known = docs.has(body.id);
       setDoc(body);
@@ -385,24 +385,24 @@
       render();
       if (body.duplicate) {
         const show = el("a", { href: `#doc-${body.id}`, class: "upload-msg", style: "color:inherit",
-          onclick: (e) => { e.preventDefault(); flashRow(body.id); } }, `Already in your library as “${body.title}” — show it`);
-        row.finish("dup", "Duplicate", show);
+          onclick: (e) => { e.preventDefault(); flashRow(body.id); } }, tr(gettext("Already in your library as “%(title)s” — show it"), { title: body.title }));
+        row.finish("dup", gettext("Duplicate"), show);
       } else {
-        row.finish("done", "Uploaded ✓");
+        row.finish("done", gettext("Uploaded ✓"));
         flashRow(body.id);
       }
     } else {
       let message = body && body.message;
       if (!message) {
-        message = httpStatus === 413 ? `This file is larger than the limit of ${formatBytes(initial.max_upload_size)}.`
-          : httpStatus === 403 ? "Your session has ended. Sign in again." : `Upload failed (the server answered ${httpStatus}).`;
+        message = httpStatus === 413 ? tr(gettext("This file is larger than the limit of %(limit)s."), { limit: formatBytes(initial.max_upload_size) })
+          : httpStatus === 403 ? gettext("Your session has ended. Sign in again.") : tr(gettext("Upload failed (the server answered %(status)s)."), { status: httpStatus });
       }
-      row.finish("error", httpStatus === 415 ? "Not supported" : "Failed", el("span", { class: "upload-msg" }, message));
+      row.finish("error", httpStatus === 415 ? gettext("Not supported") : gettext("Failed"), el("span", { class: "upload-msg" }, message));
     }
   }
 
   function interrupted(row) {
-    row.finish("error", "Failed", el("span", { class: "upload-msg" }, "The upload was interrupted. Check your connection and try again."));
+    row.finish("error", gettext("Failed"), el("span", { class: "upload-msg" }, gettext("The upload was interrupted. Check your connection and try again.")));
   }
 
   // POST a form with progress; resolves with [status, parsed JSON body or null], or null when the connection failed.
@@ -462,7 +462,7 @@
     const sent = await postForm(signed.url, form, row, {});
     if (sent === null) { interrupted(row); return true; }
     if (sent[0] < 200 || sent[0] >= 300) {
-      row.finish("error", "Failed", el("span", { class: "upload-msg" }, `The storage refused the file (it answered ${sent[0]}).`));
+      row.finish("error", gettext("Failed"), el("span", { class: "upload-msg" }, tr(gettext("The storage refused the file (it answered %(status)s)."), { status: sent[0] })));
       return true;
     }
     try {

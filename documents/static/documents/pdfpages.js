@@ -7,6 +7,7 @@
    window.rag.pdfPages(root) returns the controller viewer.js drives. */
 (function () {
   "use strict";
+  const { gettext, interpolate } = window.rag; // the JavaScript catalogue (app.js, /jsi18n/)
 
   const KEEP_CANVASES = 12;
   const MAX_SCALE = 1.6;
@@ -104,7 +105,7 @@
     async function load() {
       if (loading) return loading;
       loading = (async () => {
-        setStatus("Loading the pages…");
+        setStatus(gettext("Loading the pages…"));
         pdfjs = await import(`${base}build/pdf.min.mjs`);
         pdfjs.GlobalWorkerOptions.workerSrc = `${base}build/pdf.worker.min.mjs`;
         pdf = await pdfjs.getDocument({
@@ -122,8 +123,8 @@
         for (let n = 1; n <= pdf.numPages; n++) {
           const sheet = rag.el("div", { class: "pdf-sheet" });
           sizeSheet(sheet, baseSize.width, baseSize.height, 1);
-          const section = rag.el("section", { class: "pdf-page", "aria-label": `Page ${n}`, dataset: { page: String(n) } },
-            rag.el("div", { class: "pdf-page-label", "aria-hidden": "true" }, `Page ${n}`), sheet);
+          const section = rag.el("section", { class: "pdf-page", "aria-label": interpolate(gettext("Page %(n)s"), { n }, true), dataset: { page: String(n) } },
+            rag.el("div", { class: "pdf-page-label", "aria-hidden": "true" }, interpolate(gettext("Page %(n)s"), { n }, true)), sheet);
           list.append(section);
           pages.set(n, { section, sheet, canvas: null, textLayer: null, items: null, divs: null, state: "empty" });
           observer.observe(section);
@@ -134,15 +135,14 @@
       try {
         await loading;
       } catch (err) {
-        const why = err && err.name === "PasswordException" ? "it is protected by a password"
-          : err && err.name === "InvalidPDFException" ? "the file is not a valid PDF"
-          : err && err.status === 404 ? "the original file is no longer stored"
+        const why = err && err.name === "PasswordException" ? gettext("it is protected by a password")
+          : err && err.name === "InvalidPDFException" ? gettext("the file is not a valid PDF")
+          : err && err.status === 404 ? gettext("the original file is no longer stored")
           // The download redirected to the bucket, another origin, which did not name this site in its
           // CORS rule (the browser says no more than that): `manage.py ensure_bucket` sets it.
-          : root.dataset.store === "bucket" ? "the file store did not let this page read the file (its CORS rule "
-            + "must name this site; Download still works)"
-          : "it could not be read";
-        setStatus(`The original pages cannot be shown: ${why}. The extracted text is still there.`, "error");
+          : root.dataset.store === "bucket" ? gettext("the file store did not let this page read the file (its CORS rule must name this site; Download still works)")
+          : gettext("it could not be read");
+        setStatus(interpolate(gettext("The original pages cannot be shown: %(why)s. The extracted text is still there."), { why }, true), "error");
         throw err;
       }
       return loading;

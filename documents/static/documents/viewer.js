@@ -1,7 +1,7 @@
 /* The document viewer: highlight the chunk named in the address (#chunk-<index>) and keep the status live. */
 (function () {
   "use strict";
-  const { api, el, badge, docStatus, isFinal } = window.rag;
+  const { api, el, badge, docStatus, isFinal, gettext, tr } = window.rag;
   const banner = document.getElementById("cite-banner");
   const bannerText = document.getElementById("cite-text");
   let doc = rag.data("document-data");
@@ -89,7 +89,7 @@
     current = [...document.querySelectorAll(`.seg[data-c~="${index}"]`)];
     banner.hidden = false;
     if (!anchor || !current.length) {
-      bannerText.textContent = "The cited passage is not in this version of the document (it was indexed again since).";
+      bannerText.textContent = gettext("The cited passage is not in this version of the document (it was indexed again since).");
       document.getElementById("cite-again").hidden = true;
       setOther(null);
       if (mode === "pages") pagesView.load().catch(pagesFailed);
@@ -100,16 +100,16 @@
     const page = anchor.closest(".doc-page");
     const number = page && page.dataset.page;
     citedPage = number ? Number(number) : null;
-    bannerText.textContent = number ? `Cited passage · ${pageName(number)}` : "Cited passage";
+    bannerText.textContent = number ? tr(gettext("Cited passage · %(page)s"), { page: pageName(number) }) : gettext("Cited passage");
     if (mode === "text") {
-      setOther(pagesView ? "Show on the page" : null);
+      setOther(pagesView ? gettext("Show on the page") : null);
       anchor.setAttribute("tabindex", "-1");
       anchor.focus({ preventScroll: true });
       show(scroll);
       return;
     }
-    setOther("Show in the extracted text");
-    bannerText.textContent = `Finding the cited passage on ${pageName(number || 1)}…`;
+    setOther(gettext("Show in the extracted text"));
+    bannerText.textContent = tr(gettext("Finding the cited passage on %(page)s…"), { page: pageName(number || 1) });
     let result;
     try {
       result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false });
@@ -119,9 +119,9 @@
     }
     if (mine !== generation) return;
     if (!result.found) {
-      bannerText.textContent = `Cited passage · ${pageName(result.page)}: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only.`;
+      bannerText.textContent = tr(gettext("Cited passage · %(page)s: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only."), { page: pageName(result.page) });
     } else {
-      bannerText.textContent = `Cited passage · ${pageName(result.page)}` + (result.partial ? " (placed by its first and last words: the page orders its text differently)" : "");
+      bannerText.textContent = tr(gettext("Cited passage · %(page)s"), { page: pageName(result.page) }) + (result.partial ? " " + gettext("(placed by its first and last words: the page orders its text differently)") : "");
     }
   }
 
@@ -129,7 +129,6 @@
   function pageName(number) {
     const section = document.getElementById(`page-${number}`);
     const label = section && section.dataset.label;
-    const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
     const text = label && label !== String(number) ? gettext("page %(label)s (PDF page %(number)s)") : gettext("page %(number)s");
     return text.replace("%(label)s", label).replace("%(number)s", String(number));
   }
@@ -216,7 +215,7 @@
     if (doc.status === "indexed" && !rag.hasWarnings(doc)) return;
     statusBox.append(badge(doc));
     const s = docStatus(doc);
-    if (s.kind === "busy") statusBox.append(rag.progressBar(s.progress, "Indexing progress"));
+    if (s.kind === "busy") statusBox.append(rag.progressBar(s.progress, gettext("Indexing progress")));
     for (const line of s.details) statusBox.append(el("div", { class: "detail" }, line));
   }
   async function poll() {
@@ -227,8 +226,8 @@
       renderStatus();
       if (finished && fresh.status === "indexed") {
         if (!hadText) { location.reload(); return; }
-        statusBox.append(el("div", { class: "detail" }, "A new version of the text is ready. ",
-          el("a", { href: location.href, onclick: (e) => { e.preventDefault(); location.reload(); } }, "Show it")));
+        statusBox.append(el("div", { class: "detail" }, gettext("A new version of the text is ready.") + " ",
+          el("a", { href: location.href, onclick: (e) => { e.preventDefault(); location.reload(); } }, gettext("Show it"))));
       }
     } catch (err) {
       return;

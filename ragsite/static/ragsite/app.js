@@ -1,6 +1,15 @@
 /* Shared helpers for ragsite's pages: API calls, DOM building, dialogs, toasts, document status. */
 (function () {
   "use strict";
+  // Django's JavaScript catalogue (/jsi18n/, loaded before this script: djangojs.po) and the page's language
+  // (<html lang>, set by the server from the reader's choice): numbers, dates and sizes follow it.
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const interpolate = window.interpolate || ((fmt, obj) => fmt.replace(/%\((\w+)\)s/g, (m, k) => String(obj[k])));
+  const tr = (fmt, values) => interpolate(gettext(fmt), values, true);
+  const lang = document.documentElement.lang || undefined;
+  function formatNumber(n, options) { return Number(n).toLocaleString(lang, options); }
+
 
   function csrfToken() {
     const meta = document.querySelector('meta[name="csrf-token"]');
@@ -11,7 +20,7 @@
 
   class ApiError extends Error {
     constructor(status, body) {
-      super((body && body.message) || `The server answered ${status}.`);
+      super((body && body.message) || interpolate(gettext("The server answered %(status)s."), { status }, true));
       this.status = status;
       this.code = (body && body.code) || "error";
       this.body = body;
@@ -30,7 +39,7 @@
     try {
       response = await fetch(url, options);
     } catch (err) {
-      throw new ApiError(0, { code: "network", message: "Could not reach ragsite. Check your connection and try again." });
+      throw new ApiError(0, { code: "network", message: gettext("Could not reach ragsite. Check your connection and try again.") });
     }
     if (response.status === 204) return null;
     let data = null;
@@ -40,7 +49,7 @@
     }
     if (!response.ok) {
       if (response.status === 401 || response.status === 403) {
-        if (!data || !data.message) data = { code: "auth", message: "Your session has ended. Sign in again." };
+        if (!data || !data.message) data = { code: "auth", message: gettext("Your session has ended. Sign in again.") };
       }
       throw new ApiError(response.status, data);
     }
@@ -88,10 +97,10 @@
   }
 
   /** A modal confirmation (native <dialog>: focus trapped, Escape cancels). Resolves true/false. */
-  function confirmDialog({ title, message, confirm = "OK", danger = false }) {
+  function confirmDialog({ title, message, confirm = gettext("OK"), danger = false }) {
     return new Promise((resolve) => {
       const ok = el("button", { type: "button", class: "btn " + (danger ? "btn-danger-solid" : "btn-primary") }, confirm);
-      const cancel = el("button", { type: "button", class: "btn" }, "Cancel");
+      const cancel = el("button", { type: "button", class: "btn" }, gettext("Cancel"));
       const titleId = "dlg-" + Math.random().toString(36).slice(2);
       const dialog = el("dialog", { "aria-labelledby": titleId, class: "confirm-dialog" },
         el("div", { class: "dialog-body" }, el("h2", { id: titleId }, title), message ? el("p", {}, message) : null),
@@ -106,27 +115,28 @@
     });
   }
 
+  /** A file size in the page's language: "1.5 MB" in English, "1,5 MB" in Czech. */
   function formatBytes(n) {
     if (n === null || n === undefined) return "";
-    if (n < 1024) return `${n} B`;
+    if (n < 1024) return interpolate(gettext("%(n)s B"), { n: formatNumber(n) }, true);
     const units = ["KB", "MB", "GB"];
     let value = n / 1024, i = 0;
     while (value >= 1024 && i < units.length - 1) { value /= 1024; i++; }
-    return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[i]}`;
+    return `${formatNumber(value, { maximumFractionDigits: value < 10 ? 1 : 0, minimumFractionDigits: value < 10 ? 1 : 0 })} ${units[i]}`;
   }
 
-  const rtf = typeof Intl !== "undefined" && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }) : null;
+  const rtf = typeof Intl !== "undefined" && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(lang, { numeric: "auto" }) : null;
   function timeAgo(iso) {
     if (!iso) return "";
     const then = new Date(iso);
     const seconds = Math.round((then.getTime() - Date.now()) / 1000);
     const abs = Math.abs(seconds);
-    if (!rtf) return then.toLocaleString();
-    if (abs < 45) return "just now";
+    if (!rtf) return then.toLocaleString(lang);
+    if (abs < 45) return gettext("just now");
     if (abs < 3600) return rtf.format(Math.round(seconds / 60), "minute");
     if (abs < 86400) return rtf.format(Math.round(seconds / 3600), "hour");
     if (abs < 86400 * 7) return rtf.format(Math.round(seconds / 86400), "day");
-    return then.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+    return then.toLocaleDateString(lang, { year: "numeric", month: "short", day: "numeric" });
   }
 
   function fileKind(doc) {
@@ -144,12 +154,8 @@
     return (doc.index_warnings && doc.index_warnings.length > 0) || (doc.empty_pages && doc.empty_pages.length > 0);
   }
 
-  function plural(n, one, many) { return `${n.toLocaleString()} ${n === 1 ? one : many}`; }
-
-  // Django's JavaScript catalogue (/jsi18n/, loaded before this script) when present.
-  const gettext = window.gettext || ((text) => text);
-  const interpolate = window.interpolate || ((fmt, obj) => fmt.replace(/%\((\w+)\)s/g, (m, k) => String(obj[k])));
-  const tr = (fmt, values) => interpolate(gettext(fmt), values, true);
+  /** A count in words, from a format ngettext chose: count(ngettext("%(n)s page", "%(n)s pages", n), n). */
+  function count(fmt, n) { return interpolate(fmt, { n: formatNumber(n) }, true); }
 
   // How fast each document's current step goes, measured on this page: id -> {phase, t0, f0}.
   const rates = new Map();
@@ -164,9 +170,9 @@
     const elapsed = (now - seen.t0) / 1000;
     if (elapsed < 3 || fraction <= seen.f0 || fraction >= 1) return null;
     const seconds = ((1 - fraction) * elapsed) / (fraction - seen.f0);
-    if (seconds < 60) return tr("about %(n)s s left", { n: Math.max(5, Math.round(seconds / 5) * 5) });
-    if (seconds < 3600) return tr("about %(n)s min left", { n: Math.round(seconds / 60) });
-    return tr("about %(n)s h left", { n: Math.round(seconds / 360) / 10 });
+    if (seconds < 60) return tr(gettext("about %(n)s s left"), { n: Math.max(5, Math.round(seconds / 5) * 5) });
+    if (seconds < 3600) return tr(gettext("about %(n)s min left"), { n: Math.round(seconds / 60) });
+    return tr(gettext("about %(n)s h left"), { n: Math.round(seconds / 360) / 10 });
   }
 
   /**
@@ -176,14 +182,14 @@
    */
   function docStatus(doc) {
     const reindexing = doc.status === "reindexing" || (doc.status === "processing" && doc.chunk_count > 0);
-    const chunks = doc.chunk_count ? tr(doc.chunk_count === 1 ? "%(n)s passage indexed" : "%(n)s passages indexed", { n: doc.chunk_count.toLocaleString() }) : "";
+    const chunks = doc.chunk_count ? count(ngettext("%(n)s passage indexed", "%(n)s passages indexed", doc.chunk_count), doc.chunk_count) : "";
     if (doc.status === "indexed") {
       rates.delete(doc.id);
       if (hasWarnings(doc)) {
         const details = [];
         if (doc.empty_pages && doc.empty_pages.length && !(doc.index_warnings && doc.index_warnings.length)) {
           const pages = doc.empty_pages.slice(0, 12).join(", ") + (doc.empty_pages.length > 12 ? ", …" : "");
-          details.push(tr(doc.empty_pages.length === 1 ? "No text on page %(pages)s (scanned images are not read)." : "No text on pages %(pages)s (scanned images are not read).", { pages }));
+          details.push(interpolate(ngettext("No text on page %(pages)s (scanned images are not read).", "No text on pages %(pages)s (scanned images are not read).", doc.empty_pages.length), { pages }, true));
         }
         for (const w of doc.index_warnings || []) details.push(String(w));
         return { label: gettext("Ready, with warnings"), kind: "warn", title: chunks, details, chunks: doc.chunk_count };
@@ -204,12 +210,12 @@
     let title = chunks;
     if (doc.chunks_total > 0) {
       progress = Math.min(1, doc.chunks_embedded / doc.chunks_total);
-      label = tr("Making it searchable %(percent)s %", { percent: Math.floor(progress * 100) });
-      title = tr("%(done)s of %(total)s passages made searchable", { done: doc.chunks_embedded.toLocaleString(), total: doc.chunks_total.toLocaleString() });
+      label = tr(gettext("Making it searchable %(percent)s %"), { percent: Math.floor(progress * 100) });
+      title = tr(gettext("%(done)s of %(total)s passages made searchable"), { done: doc.chunks_embedded.toLocaleString(), total: doc.chunks_total.toLocaleString() });
       eta = timeLeft(doc, "embed", progress);
     } else if (doc.pages_total) {
       progress = Math.min(1, doc.pages_done / doc.pages_total);
-      label = tr("Reading pages %(done)s/%(total)s", { done: doc.pages_done.toLocaleString(), total: doc.pages_total.toLocaleString() });
+      label = tr(gettext("Reading pages %(done)s/%(total)s"), { done: formatNumber(doc.pages_done), total: formatNumber(doc.pages_total) });
       eta = timeLeft(doc, "read", progress);
     }
     if (doc.progress_note && !doc.chunks_total) label += ` (${doc.progress_note})`;  // "OCR 12 of 40 pages"
@@ -228,7 +234,7 @@
   }
 
   function progressBar(fraction, label) {
-    const bar = el("div", { class: "progress" + (fraction === null ? " indeterminate" : ""), role: "progressbar", "aria-label": label || "Progress",
+    const bar = el("div", { class: "progress" + (fraction === null ? " indeterminate" : ""), role: "progressbar", "aria-label": label || gettext("Progress"),
       "aria-valuemin": "0", "aria-valuemax": "100", "aria-valuenow": fraction === null ? null : String(Math.round(fraction * 100)) }, el("span"));
     bar.firstChild.style.width = fraction === null ? "35%" : `${Math.round(fraction * 100)}%`;
     return bar;
@@ -241,7 +247,7 @@
   }
 
   window.rag = { icon, api, ApiError, el, toast, confirmDialog, formatBytes, timeAgo, fileKind, isFinal, docStatus, badge,
-    progressBar, data, csrfToken, plural, hasWarnings };
+    progressBar, data, csrfToken, count, hasWarnings, gettext, ngettext, interpolate, tr, lang, formatNumber };
 })();
 
 /* The user menu (base.html): closes on Escape and on a click elsewhere. */
