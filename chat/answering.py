@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
 from chat.extractive import extractive_answer
+from chat.followups import search_query
 from chat.generation import (
     AnswerFailed,
     Outcome,
@@ -94,8 +95,13 @@ def _from_context(job, rs, server) -> Outcome:
     question = job.question.content
     params = job.question.metadata or {}
     user = job.conversation.owner
-    result = retrieve(user, question, conversation_scope(user, job.conversation),
+    # A follow-up ("And for part-timers?") is searched as a standalone query; the answer addresses the message.
+    rewrite = search_query(job.question, server)
+    if rewrite.method == "model":
+        job.mark("query_rewrite")
+    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    result.trace["query_rewrite"] = rewrite.trace()
     job.mark("retrieval")
     segments = result.segments
     # An approved pair is the answer itself only within the model's direct distance and when it agrees
@@ -112,7 +118,7 @@ def _from_context(job, rs, server) -> Outcome:
         tagged = tag_segments(segments)
         tag_map = {t.tag: t.segment for t in tagged}
         job.sources(context_sources(tag_map))
-        text = extractive_answer(question, tagged)
+        text = extractive_answer(rewrite.query, tagged)
         job.mark("prompt")
         for i, paragraph in enumerate(text.split("\n\n")):
             job.emit(("\n\n" if i else "") + paragraph)
@@ -137,7 +143,7 @@ def _from_context(job, rs, server) -> Outcome:
     try:
         text, usage = stream_answer(job, server, messages, json_mode=json_mode)
     except AiServerError as exc:
-        return _model_unavailable(job, question, segments, result, exc)
+        return _model_unavailable(job, rewrite.query, segments, result, exc)
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
 
 
