@@ -79,7 +79,10 @@ def produce(job) -> Outcome:
         return Outcome("waiting", text, usage=no_model_usage("waiting"), extra={"waiting_for_documents": documents})
     if rs.chat_mode == AGENTIC:
         if server is not None and server.can("tools"):
-            return answer_agentic(job, server, rs)
+            try:
+                return answer_agentic(job, server, rs)
+            except AiServerError as exc:  # the same marked extractive answer as the plain path, not a failure
+                return _agent_unavailable(job, exc)
         outcome = _from_context(job, rs, server)
         outcome.extra["agentic_fallback"] = (
             "Agentic search is on, but no chat server is configured, so the passages were quoted instead."
@@ -168,6 +171,23 @@ def _model_unavailable(job, question: str, segments, result, exc: AiServerError)
         job.emit(("\n\n" if i else "") + paragraph)
     return Outcome("extractive", text, tag_map, usage=no_model_usage("extractive"), segments=segments,
                    trace=result.trace, extra={"notice": notice, "model_unavailable": reason})
+
+
+def _agent_unavailable(job, exc: AiServerError) -> Outcome:
+    """The chat server failed during agentic search: the passages one retrieval finds, quoted and marked.
+
+    The follow-up rewrite is the heuristic's (the model is what failed); the trace says agentic mode was on."""
+    params = job.question.metadata or {}
+    user = job.conversation.owner
+    rewrite = search_query(job.question, None)
+    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    result.trace["query_rewrite"] = rewrite.trace()
+    job.mark("retrieval")
+    outcome = _model_unavailable(job, rewrite.query, result.segments, result, exc)
+    outcome.extra["agentic_fallback"] = ("Agentic search is on, but the chat server failed, so the passages one "
+                                         "search found were quoted instead.")
+    return outcome
 
 
 def _indexed_part_answers(job, rs) -> bool:
