@@ -121,7 +121,10 @@
     if (!result.found) {
       bannerText.textContent = `Cited passage · ${pageName(result.page)}: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only.`;
     } else {
-      bannerText.textContent = `Cited passage · ${pageName(result.page)}` + (result.partial ? " (placed by its first and last words: the page orders its text differently)" : "");
+      const gettext = window.gettext || ((text) => text); // the JavaScript catalogue, once there is one
+      bannerText.textContent = `Cited passage · ${pageName(result.page)}` + (result.partial
+        ? " " + gettext("(only the parts found on the page are marked: the page shows this text in another order, e.g. in columns or a table)")
+        : "");
     }
   }
 
