@@ -9,6 +9,7 @@ index: one stray number (a table's last row, a year, a lone "I") never renames a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 _PRINTED_RE = re.compile(
@@ -65,7 +66,7 @@ def printed_number(lines: list[str]) -> int | None:
     return found.value if found is not None and found.kind == "arabic" else None
 
 
-def printed_labels(numbers: list[PrintedNumber | int | None]) -> dict[int, str]:
+def printed_labels(numbers: Sequence[PrintedNumber | int | None]) -> dict[int, str]:
     """1-based page -> label from each page's printed number (`numbers[i]` for page i+1; an int is arabic),
     kept only where a neighbouring page (the one before or after) has a number of the same kind with the
     same offset from its index."""
