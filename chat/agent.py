@@ -35,6 +35,7 @@ from chat.generation import (
     stream_round,
 )
 from chat.citations import segment_excerpt
+from chat.followups import search_query
 from chat.agent_prompts import (
     BUDGET_USED_UP,
     SEARCH_TOOL_NAME,
@@ -144,6 +145,9 @@ class Agent:
         self.subcategory = params.get("subcategory") or None
         self.deadline = job.started + settings.CHAT_ANSWER_TIME_LIMIT
         self.sources = Sources()
+        # The model writes its own queries from the conversation; should it search a follow-up word for
+        # word ("And for part-timers?"), the standalone query (the heuristic: no extra request) is searched.
+        self.rewrite = search_query(job.question, None)
         self.searches: list[dict] = []
         self.rejected: list[dict] = []
         self.traces: list[dict] = []
@@ -186,7 +190,8 @@ class Agent:
         return Outcome(
             "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
                                                            "requests": self.rounds},
-            segments=self.sources.segments, trace=merged_trace(self.traces, self.searches),
+            segments=self.sources.segments, trace={**merged_trace(self.traces, self.searches),
+                                                   "query_rewrite": self.rewrite.trace()},
             extra={"agent": {"max_searches": self.max_searches, "searches": self.searches,
                              "rejected_calls": self.rejected, "rounds": self.rounds,
                              "budget_exhausted": len(self.searches) >= self.max_searches,
@@ -218,7 +223,11 @@ class Agent:
         started = time.perf_counter()
         job = self.job
         user = job.conversation.owner
-        result = retrieve(user, query, conversation_scope(user, job.conversation), category=self.category,
+        searched = query
+        if self.rewrite.method != "none" and " ".join(query.lower().split()) == " ".join(
+                self.rewrite.original.lower().split()):
+            searched = self.rewrite.query
+        result = retrieve(user, searched, conversation_scope(user, job.conversation), category=self.category,
                           subcategory=self.subcategory)
         found = [(seg, self.sources.canonical(seg)) for seg in result.segments]
         new = [seg for seg, canonical in found if self.sources.tag_of(canonical) is None]
@@ -235,6 +244,7 @@ class Agent:
         self.traces.append(result.trace)
         self.searches.append({
             "query": query,
+            **({"searched_as": searched} if searched != query else {}),  # the follow-up made standalone
             "source_ids": [tag for tag, _, _ in entries],
             "chunk_ids": [seg["chunk_id"] for _, seg, _ in entries if seg.get("chunk_id") is not None],
             "new_source_ids": [tag for tag, _, text in entries if text is not None],

@@ -21,6 +21,7 @@ from django.utils.translation import gettext, gettext_lazy as _
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
 from chat.extractive import extractive_answer
+from chat.followups import search_query
 from chat.generation import (
     AnswerFailed,
     Outcome,
@@ -89,7 +90,10 @@ def _produce(job) -> Outcome:
         return Outcome("waiting", text, usage=no_model_usage("waiting"), extra={"waiting_for_documents": documents})
     if rs.chat_mode == AGENTIC:
         if server is not None and server.can("tools"):
-            return answer_agentic(job, server, rs)
+            try:
+                return answer_agentic(job, server, rs)
+            except AiServerError as exc:  # the same marked extractive answer as the plain path, not a failure
+                return _agent_unavailable(job, exc)
         outcome = _from_context(job, rs, server)
         outcome.extra["agentic_fallback"] = (
             "Agentic search is on, but no chat server is configured, so the passages were quoted instead."
@@ -105,8 +109,13 @@ def _from_context(job, rs, server) -> Outcome:
     question = job.question.content
     params = job.question.metadata or {}
     user = job.conversation.owner
-    result = retrieve(user, question, conversation_scope(user, job.conversation),
+    # A follow-up ("And for part-timers?") is searched as a standalone query; the answer addresses the message.
+    rewrite = search_query(job.question, server)
+    if rewrite.method == "model":
+        job.mark("query_rewrite")
+    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    result.trace["query_rewrite"] = rewrite.trace()
     job.mark("retrieval")
     segments = result.segments
     # An approved pair is the answer itself only within the model's direct distance and when it agrees
@@ -123,7 +132,7 @@ def _from_context(job, rs, server) -> Outcome:
         tagged = tag_segments(segments)
         tag_map = {t.tag: t.segment for t in tagged}
         job.sources(context_sources(tag_map))
-        text = extractive_answer(question, tagged)
+        text = extractive_answer(rewrite.query, tagged)
         job.mark("prompt")
         for i, paragraph in enumerate(text.split("\n\n")):
             job.emit(("\n\n" if i else "") + paragraph)
@@ -148,7 +157,7 @@ def _from_context(job, rs, server) -> Outcome:
     try:
         text, usage = stream_answer(job, server, messages, json_mode=json_mode)
     except AiServerError as exc:
-        return _model_unavailable(job, question, segments, result, exc)
+        return _model_unavailable(job, rewrite.query, segments, result, exc)
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
 
 
@@ -173,6 +182,23 @@ def _model_unavailable(job, question: str, segments, result, exc: AiServerError)
         job.emit(("\n\n" if i else "") + paragraph)
     return Outcome("extractive", text, tag_map, usage=no_model_usage("extractive"), segments=segments,
                    trace=result.trace, extra={"notice": notice, "model_unavailable": reason})
+
+
+def _agent_unavailable(job, exc: AiServerError) -> Outcome:
+    """The chat server failed during agentic search: the passages one retrieval finds, quoted and marked.
+
+    The follow-up rewrite is the heuristic's (the model is what failed); the trace says agentic mode was on."""
+    params = job.question.metadata or {}
+    user = job.conversation.owner
+    rewrite = search_query(job.question, None)
+    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    result.trace["query_rewrite"] = rewrite.trace()
+    job.mark("retrieval")
+    outcome = _model_unavailable(job, rewrite.query, result.segments, result, exc)
+    outcome.extra["agentic_fallback"] = ("Agentic search is on, but the chat server failed, so the passages one "
+                                         "search found were quoted instead.")
+    return outcome
 
 
 def _indexed_part_answers(job, rs) -> bool:

@@ -82,6 +82,9 @@ class MessageMetadata(TypedDict, total=False):
     ungrounded_sections: int  # sections with `ungrounded_numbers`: numbers none of their cited passages holds (chat.grounding)
     outdated_sources: int  # cited sources of expired documents (chat.orchestrator._mark_outdated)
     model_unavailable: str  # mode extractive because the chat server failed: "timeout" | "error"
+    # What was searched: the question, or a follow-up made standalone (chat.followups):
+    # {"method": "model" | "heuristic" | "none", "query", "original", "reason", ...}
+    query_rewrite: dict[str, Any]
 
 
 class StatusEvent(TypedDict):

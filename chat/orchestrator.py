@@ -268,6 +268,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
         metadata["ungrounded_sections"] = ungrounded
     if outcome.trace and outcome.trace.get("qa_direct_reason"):  # why the closest approved pair was (not) the answer
         metadata["qa_direct_reason"] = outcome.trace["qa_direct_reason"]
+    if outcome.trace and outcome.trace.get("query_rewrite"):  # what was searched for a follow-up, and how
+        metadata["query_rewrite"] = outcome.trace["query_rewrite"]
     sources: list[Source] = [
         {"source_id": c["source_id"], "source_type": c["source_type"], "document_id": c["document_id"],
          "document_name": c["document_name"], "document_version": c.get("document_version"),

@@ -408,6 +408,9 @@ CHAT_HISTORY_TOKENS = env_int("CHAT_HISTORY_TOKENS", 2000)  # earlier turns sent
 CHAT_CONTEXT_TOKENS = env_int("CHAT_CONTEXT_TOKENS", 6000)  # passages, unless the server states its context window
 CHAT_MAX_ANSWER_TOKENS = env_int("CHAT_MAX_ANSWER_TOKENS", 0) or None
 CHAT_MAX_QUESTION_CHARS = env_int("CHAT_MAX_QUESTION_CHARS", 8000)
+# A follow-up question is searched as a standalone query (retrieval/search/followup.py): with a chat server,
+# one condense request within this many seconds (0: never ask the model, the heuristic only).
+CHAT_QUERY_REWRITE_TIMEOUT = env_float("CHAT_QUERY_REWRITE_TIMEOUT", 8.0)
 
 LOGGING = {
     "version": 1,

@@ -115,3 +115,6 @@ class RetrievalTrace(TypedDict):
     qa_direct_reason: NotRequired[str]
     qa_direct: NotRequired[dict[str, Any]]  # {"qa_id", "distance", "bound", "detail"}
     model_failure: NotRequired[dict[str, Any]]  # added by the chat: the chat server failed {"reason", "transient", "error"}
+    # added by the chat: what was searched for a follow-up and how (retrieval/search/followup.py):
+    # {"method": "model" | "heuristic" | "none", "query", "original", "reason", ...}
+    query_rewrite: NotRequired[dict[str, Any]]

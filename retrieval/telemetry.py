@@ -26,6 +26,9 @@ RERANK_LATENCY = Histogram("ai_rag_rerank_latency_seconds", "Reranking time, fai
 INDEX_JOBS = Counter("ai_index_jobs_total", "Indexing jobs finished, by status", ["status"])
 UNGROUNDED_SECTIONS = Counter("ai_chat_ungrounded_sections_total",
                               "Answer sections stating a number none of their cited passages holds")
+QUERY_REWRITES = Counter("chat_query_rewrites_total",
+                         "Questions searched as asked (none) or made standalone (model, heuristic) before retrieval",
+                         ["method"])
 MODEL_UNAVAILABLE = Counter("ai_chat_model_unavailable_total",
                             "Answers given extractively because the chat server failed, by reason (timeout, error)",
                             ["reason"])

@@ -65,8 +65,12 @@ def text_pdf(pages: Iterable[list[str]], *, page_labels: str = "") -> bytes:
     return b"".join(text_pdf_chunks(pages, page_labels=page_labels))
 
 
-def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str], footer: str = "") -> bytes:
-    """Text lines, then a ruled table (a frame and a line around every cell), then more text."""
+def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str], footer: str = "",
+                       column_major: bool = False) -> bytes:
+    """Text lines, then a ruled table (a frame and a line around every cell), then more text.
+
+    `column_major`: the cells are written column by column (as some generators do), so the order of the
+    page's text differs from the table's reading order, row by row."""
     ops: list[str] = []
     y = 760
     for line in before:
@@ -76,11 +80,13 @@ def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str
     col_w, row_h = 150, 18
     cols = max(len(r) for r in rows)
     top = y
-    for r, row in enumerate(rows):
-        for c, cell in enumerate(row):
-            x = 50 + c * col_w
-            ops.append(f"{x} {top - (r + 1) * row_h} {col_w} {row_h} re S")
-            ops.append(f"BT /F1 9 Tf {x + 4} {top - (r + 1) * row_h + 5} Td ({_escape(cell)}) Tj ET")
+    cells = [(r, c, cell) for r, row in enumerate(rows) for c, cell in enumerate(row)]
+    if column_major:
+        cells.sort(key=lambda rc: (rc[1], rc[0]))
+    for r, c, cell in cells:
+        x = 50 + c * col_w
+        ops.append(f"{x} {top - (r + 1) * row_h} {col_w} {row_h} re S")
+        ops.append(f"BT /F1 9 Tf {x + 4} {top - (r + 1) * row_h + 5} Td ({_escape(cell)}) Tj ET")
     y = top - len(rows) * row_h - 24
     for line in after:
         ops.append(f"BT /F1 10 Tf 50 {y} Td ({_escape(line)}) Tj ET")
@@ -91,7 +97,8 @@ def _table_page_stream(before: list[str], rows: list[list[str]], after: list[str
     return "\n".join(["0.5 w"] + ops).encode("latin-1")
 
 
-def table_pdf(pages: list[tuple[list[str], list[list[str]], list[str]]], footer: str = "") -> bytes:
+def table_pdf(pages: list[tuple[list[str], list[list[str]], list[str]]], footer: str = "",
+              column_major: bool = False) -> bytes:
     """A PDF whose page i shows pages[i] = (text before, table rows with the header first, text after)."""
     parts: list[bytes] = [b"%PDF-1.4\n"]
     offsets: dict[int, int] = {}
@@ -105,7 +112,7 @@ def table_pdf(pages: list[tuple[list[str], list[list[str]], list[str]]], footer:
     kids = []
     number = 4
     for before, rows, after in pages:
-        stream = _table_page_stream(before, rows, after, footer)
+        stream = _table_page_stream(before, rows, after, footer, column_major)
         add(number, f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
         add(number + 1, (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
                          f"/Resources << /Font << /F1 3 0 R >> >> /Contents {number} 0 R >>").encode())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
 from documents.extraction.ocr import OcrConfig
-from documents.extraction.page_labels import pdf_page_labels, printed_labels, printed_number
+from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
 from documents.extraction.pdf_tables import PdfTables
 from documents.extraction.types import (
@@ -248,7 +248,7 @@ class PdfExtraction(Extraction):
         self._pdf_ocr.plan(total)
         self._repeated = self._pdf_ocr.repeated_lines()
         self._tables = PdfTables(self.path)
-        self._printed: list[int | None] = []
+        self._printed: list[PrintedNumber | None] = []
         try:
             yield from self._pages(self._pdf_ocr, outline, path, total)
         finally:
@@ -266,7 +266,7 @@ class PdfExtraction(Extraction):
             confidence = None
             if ocr_page is not None and ocr_page.text:
                 lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
-            self._printed.append(printed_number(lines or []))
+            self._printed.append(printed_page_number(lines or []))
             tables: list[list[str]] = []
             if ocr_page is None and lines and ocr.has_grid(index):
                 lines = self._with_tables(index, lines, tables)

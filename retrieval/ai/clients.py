@@ -85,6 +85,18 @@ def chat_client_for(server: AiServer, *, token_counter=None):
                    lambda cfg: chat_client(cfg, token_counter=token_counter))
 
 
+def condenser_for(server: AiServer, *, timeout: float):
+    """A chat client making one attempt within `timeout` seconds, for the follow-up rewrite before retrieval.
+
+    Like reranking, the rewrite is optional (the heuristic stands in), so a slow server is not retried."""
+    ensure_allowed(server)
+    if not server.can("chat"):
+        raise ServerUnusable(f"The AI server '{server.name}' is not set up for chat.")
+    cfg = dataclasses.replace(server_config(server), read_timeout=timeout, max_retries=0,
+                              connect_timeout=min(server.connect_timeout, timeout))
+    return _cached("condense", cfg, chat_client)
+
+
 def reranker_for(server: AiServer, *, timeout: float):
     """A reranking client making one attempt within `timeout` seconds (checked like the others).
 

@@ -76,3 +76,23 @@ def test_server_addresses_are_scrubbed_from_error_texts():
     for address in ("10.0.0.7", "127.0.0.1", "45575", "llm.internal.example", "api.example.com", "http"):
         assert address not in scrubbed
     assert scrubbed.startswith("The chat server 'x' at (server address hidden) refused")
+
+
+def test_in_agentic_mode_a_stopped_chat_server_gives_the_same_marked_extractive_answer(api, user, chat_server):
+    document = indexed(user, "Quince trees are pruned in late February, before the buds swell.", "quince.txt")
+    row = AiServer.objects.get(name="own chat")
+    row.capabilities = {**row.capabilities, "tools": True}
+    row.save()
+    RetrievalSettings.objects.filter(pk=1).update(chat_mode="agentic", agent_max_searches=2)
+    conversation = api.post("/api/conversations/", {}, format="json").json()["id"]
+    before = _unavailable_count()
+    chat_server.stop()
+    down = _ask(api, conversation, "When are quince trees pruned?")
+    assert down.status == "done", down.error
+    assert down.metadata["mode"] == "extractive" and down.content.startswith(NOTICE)
+    assert down.metadata["model_unavailable"] == "error" and "agentic_fallback" in down.metadata
+    assert "late February" in down.content
+    assert [c["document_id"] for c in down.sources] == [document.pk]
+    assert down.metadata["retrieval"]["model_failure"]["reason"] == "error"
+    assert chat_server.url not in down.content + str(down.metadata) and f":{chat_server.port}" not in down.content
+    assert _unavailable_count() == before + 1

@@ -195,13 +195,16 @@ def test_a_very_close_approved_answer_is_given_directly(user, staff_user, harbou
 
 def test_questions_of_a_conversation_are_answered_in_order_with_history(user, harbour):
     conversation, ai = harbour
-    ai.script_chat("Berths come from the harbour master [S1].", "On Mondays [S1].")
+    # The follow-up is made standalone first (one condense request, chat.followups), then answered.
+    ai.script_chat("Berths come from the harbour master [S1].", "Who publishes the tide tables of the harbour?",
+                   "On Mondays [S1].")
     message_send(conversation_id=conversation.pk, user=user, content="Who assigns berths?", enqueue=False)
     message_send(conversation_id=conversation.pk, user=user, content="And the tide tables?", enqueue=False)
     assert answer_conversation(conversation.pk) == "answered 2"
     first, second = Message.objects.filter(conversation=conversation, role="assistant").order_by("id")
     assert first.content == "Berths come from the harbour master [S1]." and second.content == "On Mondays [S1]."
-    history = ai.requests_to("/v1/chat/completions")[1]["json"]["messages"]
+    assert second.metadata["query_rewrite"]["query"] == "Who publishes the tide tables of the harbour?"
+    history = ai.requests_to("/v1/chat/completions")[2]["json"]["messages"]
     assert [m["role"] for m in history] == ["system", "user", "assistant", "user"]
     assert history[2]["content"] == "Berths come from the harbour master."  # tags of old answers removed
     assert answer_conversation(conversation.pk) == "answered 0"  # a second delivery does nothing

@@ -82,7 +82,9 @@ def test_continue_a_conversation_and_bring_earlier_turns(stack, user):
     from chat.models import Conversation
 
     ai = client(stack, stack.tokens[0])
-    stack.script_chat("Seven days [S1].", "Ladders are checked before each use [S1].")
+    # A follow-up is made standalone first (one condense request), then answered.
+    stack.script_chat("Seven days [S1].", "How often are the ladders inspected?",
+                      "Ladders are checked before each use [S1].")
     first = ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
     second = ai.chat.completions.create(
         model="ragsite", messages=[{"role": "user", "content": "And the ladders?"}],
@@ -92,7 +94,7 @@ def test_continue_a_conversation_and_bring_earlier_turns(stack, user):
     assert QUESTION in prompts_sent(stack)[-1]  # the stored turn is the history of the next question
 
     # A client sending the whole chat (no conversation named) starts a conversation with those turns.
-    stack.script_chat("Seven days [S1].")
+    stack.script_chat("How often is the scaffold inspected?", "Seven days [S1].")
     third = ai.chat.completions.create(model="ragsite", user="someone", messages=[
         {"role": "user", "content": "Who inspects the scaffold?"},
         {"role": "assistant", "content": "A competent person."},
@@ -103,6 +105,12 @@ def test_continue_a_conversation_and_bring_earlier_turns(stack, user):
     assert turns[:3] == [("user", "Who inspects the scaffold?"), ("assistant", "A competent person."),
                          ("user", "How often?")]
     assert "A competent person." in prompts_sent(stack)[-1]
+    # The turns the client sent are a dialogue: "How often?" was searched as the standalone question.
+    answer = Conversation.objects.get(pk=third.conversation_id).messages.order_by("id").last()
+    assert answer.metadata["query_rewrite"] == {**answer.metadata["query_rewrite"], "method": "model",
+                                                "query": "How often is the scaffold inspected?"}
+    assert "Who inspects the scaffold?" in prompts_sent(stack)[-2]  # the condense request saw the client's turns
+    assert third.choices[0].message.content.startswith("Seven days")
 
 
 def test_errors_in_openai_shape(stack):

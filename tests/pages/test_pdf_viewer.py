@@ -183,3 +183,64 @@ def test_every_cited_passage_is_highlighted_on_its_own_pdf_page(
     bob.force_login(other_user)
     assert bob.get(f"/documents/{document.pk}/").status_code == 404
     assert bob.get(f"/documents/{document.pk}/download/").status_code == 404
+
+
+LADDER_ROWS = [["Ladder", "Inspected by", "Interval"]] + [
+    [f"Extension ladder {i}", f"Safety officer {i}", f"every {i + 2} weeks"] for i in range(6)]
+LADDER_BEFORE = ["Ladder checks on the north site are recorded in the register below.",
+                 "Every ladder is inspected before use by the person who climbs it."]
+LADDER_AFTER = ["A ladder with a cracked rung is taken out of service at once and labelled.",
+                "Never stand on the top two rungs of any ladder."]
+
+
+def test_a_passage_the_page_orders_differently_is_marked_in_its_own_runs_only(
+        live_site, fake_embedder, user, browser, artifacts):
+    """A table whose cells the PDF draws column by column (the extracted table reads row by row): the
+    table's passage is marked in the runs that match it, in its own lines, and the banner says so;
+    no text of another passage is marked."""
+    from playwright.sync_api import expect
+
+    from tests.browser import signed_in_page
+    from tests.pdfgen import table_pdf
+    from tests.processes import wait_for
+
+    from retrieval.models import RetrievalSettings
+
+    RetrievalSettings.objects.filter(pk=1).update(chunk_size=40, chunk_overlap=8)  # the table a passage of its own
+    document = upload_bytes(user, table_pdf([(LADDER_BEFORE, LADDER_ROWS, LADDER_AFTER)], column_major=True),
+                            "ladder-register.pdf")
+    wait_for(lambda: Document.objects.get(pk=document.pk).status in ("indexed", "failed"), timeout=180,
+             interval=0.5, what="indexing", process=live_site.processes[1])
+    table = next(c for c in Chunk.objects.filter(document=document) if "Extension ladder 3" in c.content)
+    page = signed_in_page(browser, live_site.url, user)
+    try:
+        page.goto(f"{live_site.url}/documents/{document.pk}/#chunk-{table.chunk_index}")
+        marks = page.locator(".textLayer .highlight")
+        expect(marks.first).to_be_visible()
+        expect(page.locator("#cite-banner")).to_contain_text("only the parts found on the page are marked")
+        marked = [_fold(t) for t in marks.all_text_contents()]
+        passage = _fold(table.content)
+        assert all(m and m in passage for m in marked), marked  # nothing but the passage's own text
+        assert sum(map(len, marked)) >= len(passage) / 2, (marked, passage)
+        outside = [line for line in LADDER_BEFORE + LADDER_AFTER if _fold(line) not in passage]
+        assert outside, table.content  # the page holds text of another passage
+        for line in outside:  # never marked
+            assert not any(len(m) > 6 and m in _fold(line) for m in marked), (line, marked)
+        # Every mark lies in the passage's own lines: above the first line of the page outside it.
+        below = min(page.locator(".textLayer").get_by_text(line, exact=True).bounding_box()["y"]
+                for line in outside if line in LADDER_AFTER)
+        for box in [marks.nth(i).bounding_box() for i in range(marks.count())]:
+            assert box["y"] + box["height"] <= below, (box, below)
+        page.screenshot(path=artifacts / "pdf-viewer-reordered-table.png")
+
+        # The matcher on the same page: runs in two columns drawn line by line, another column never marked.
+        runs = page.evaluate("""() => {
+          const left = ["Roses are pruned in March when", "the buds begin to swell and", "frost has passed for good."];
+          const right = ["Tomatoes are sown indoors in", "February and planted out in", "May after the last frost."];
+          const items = [left[0], right[0], left[1], right[1], left[2], right[2]];
+          const found = window.rag.locatePassage(left.join(" "), items, 0);
+          return found.runs.map((r) => [r.start.item, r.start.offset, r.end.item, r.end.offset]);
+        }""")
+        assert runs == [[0, 0, 0, 30], [2, 0, 2, 27], [4, 0, 4, 25]]
+    finally:
+        page.context.close()

@@ -44,11 +44,16 @@
     return best;
   }
 
+  const MIN_RUN = 12; // folded characters a piece of the passage must match to be marked on its own
+  const MIN_COVERED = 0.5; // of the passage, in matched pieces, for it to count as found at all
+
   /** Where `needle` lies in a page's text items: {start: {item, offset}, end: {item, offset}
-      (exclusive), partial} or null. `where` (0..1) is how far into the page's extracted text the
-      passage starts: a passage repeated on the page is taken where it is expected. When the whole
-      passage is not found in one piece (the two extractions ordered a table or a column
-      differently), its first and last words place it. */
+      (exclusive), runs: [{start, end}], partial} or null. `where` (0..1) is how far into the page's
+      extracted text the passage starts: a passage repeated on the page is taken where it is expected.
+      When the whole passage is not found in one piece (the two extractions ordered a table or a
+      column differently), only the runs of the page's text that match pieces of the passage (at least
+      MIN_RUN letters each, the longest match, else the one nearest to where it is expected) are returned, `partial` set: the
+      text between them, another column or a table cell, is never marked. */
   function locate(needle, items, where = 0) {
     let hay = "";
     const map = []; // per UTF-16 unit of `hay`: [item, start, end] in the item's own string
@@ -59,22 +64,70 @@
     const n = foldAll(needle);
     if (!n || !hay) return null;
     const target = Math.max(0, Math.min(1, where || 0)) * hay.length;
-    let s = nearest(occurrences(hay, n), target);
-    let e = s + n.length;
-    let partial = false;
-    if (s < 0) {
-      const k = Math.min(40, Math.floor(n.length / 3));
-      if (k < 8) return null;
-      const head = nearest(occurrences(hay, n.slice(0, k)), target);
-      const tails = occurrences(hay, n.slice(-k)).filter((t) => head < 0 || t >= head);
-      const tail = head >= 0 ? (tails.length ? tails[0] : -1) : nearest(tails, target + n.length - k);
-      if (head >= 0 && tail >= 0 && tail + k - head <= n.length * 1.5) { s = head; e = tail + k; }
-      else if (head >= 0) { s = head; e = Math.min(hay.length, head + n.length); }
-      else if (tail >= 0) { e = tail + k; s = Math.max(0, e - n.length); }
-      else return null;
-      partial = true;
+    const place = (s, e) => ({ start: { item: map[s][0], offset: map[s][1] }, end: { item: map[e - 1][0], offset: map[e - 1][2] } });
+    const s = nearest(occurrences(hay, n), target);
+    if (s >= 0) {
+      const whole = place(s, s + n.length);
+      return { ...whole, runs: [whole], partial: false };
     }
-    return { start: { item: map[s][0], offset: map[s][1] }, end: { item: map[e - 1][0], offset: map[e - 1][2] }, partial };
+    const runs = matchedRuns(n, hay, target, map);
+    const covered = runs.reduce((sum, [a, b]) => sum + b - a, 0);
+    if (!runs.length || covered < n.length * MIN_COVERED) return null;
+    const placed = runs.map(([a, b]) => place(a, b));
+    return { start: placed[0].start, end: placed[placed.length - 1].end, runs: placed, partial: true };
+  }
+
+  /** A run without the letter or two it spilled into a neighbouring item by coincidence ("nine" + "T"
+      of "TABLE" when the passage goes on with "ten"). */
+  function trimmed([a, b], map) {
+    const edge = (from, step) => {
+      let k = from;
+      while (k + step >= a && k + step < b && map[k + step][0] === map[from][0]) k += step;
+      return Math.abs(k - from) + 1;
+    };
+    if (map[a][0] !== map[b - 1][0]) {
+      const head = edge(a, 1);
+      if (head < 3) a += head;
+      const tail = edge(b - 1, -1);
+      if (tail < 3) b -= tail;
+    }
+    return [a, b];
+  }
+
+  /** [start, end) ranges of `hay` matching pieces of `n` in order, greedily: from each point of the
+      passage, its next MIN_RUN letters where they extend furthest (nearest to where they are expected
+      among equals). */
+  function matchedRuns(n, hay, target, map) {
+    const runs = [];
+    let expected = target;
+    for (let i = 0; i + MIN_RUN <= n.length;) {
+      const free = occurrences(hay, n.slice(i, i + MIN_RUN))
+        .filter((at) => !runs.some(([a, b]) => at < b && at + MIN_RUN > a));
+      if (!free.length) { i += 1; continue; }
+      const extent = (at) => {
+        let len = MIN_RUN;
+        while (i + len < n.length && at + len < hay.length && n[i + len] === hay[at + len]
+               && !runs.some(([a, b]) => at + len >= a && at + len < b)) len++;
+        return len;
+      };
+      // The longest match wins (table rows share words: "Extension ladder 1" is not row 5's), then the nearest.
+      const lengths = free.map(extent);
+      const longest = Math.max(...lengths);
+      const at = nearest(free.filter((_, j) => lengths[j] === longest), expected);
+      const len = longest;
+      const [a, b] = trimmed([at, at + len], map);
+      if (b - a >= MIN_RUN) runs.push([a, b]);
+      i += Math.max(1, b - at); // what was trimmed off the end is looked for again
+      expected = b;
+    }
+    runs.sort((x, y) => x[0] - y[0]);
+    const merged = [];
+    for (const [a, b] of runs) {
+      const last = merged[merged.length - 1];
+      if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+      else merged.push([a, b]);
+    }
+    return merged;
   }
 
   function pdfPages(root) {
@@ -255,21 +308,38 @@
       highlights = [];
     }
 
-    /** Wrap the located characters of a drawn page's text items in `.highlight` spans. */
+    /** Wrap the located characters of a drawn page's text items in `.highlight` spans: each run's own
+        characters only (an item holding several runs gets a span for each). */
     function mark(n, p, found) {
       const restore = [];
       const spans = [];
-      for (let i = found.start.item; i <= found.end.item; i++) {
+      const ranges = new Map(); // item -> [[a, b], ...] of its characters to mark
+      for (const run of found.runs || [found]) {
+        for (let i = run.start.item; i <= run.end.item; i++) {
+          const str = p.items[i];
+          if (!p.divs[i] || !str) continue;
+          const a = i === run.start.item ? run.start.offset : 0;
+          const b = i === run.end.item ? run.end.offset : str.length;
+          if (a < b) ranges.set(i, [...(ranges.get(i) || []), [a, b]]);
+        }
+      }
+      for (const [i, parts] of ranges) {
         const div = p.divs[i];
         const str = p.items[i];
-        if (!div || !str) continue;
-        const a = i === found.start.item ? found.start.offset : 0;
-        const b = i === found.end.item ? found.end.offset : str.length;
-        if (a >= b) continue;
         restore.push([div, str]);
-        const span = rag.el("span", { class: "highlight", dataset: { page: String(n) } }, str.slice(a, b));
-        div.replaceChildren(str.slice(0, a), span, str.slice(b));
-        spans.push(span);
+        const children = [];
+        let at = 0;
+        for (const [a, b] of parts.sort((x, y) => x[0] - y[0])) {
+          if (b <= at) continue;
+          const from = Math.max(a, at);
+          if (from > at) children.push(str.slice(at, from));
+          const span = rag.el("span", { class: "highlight", dataset: { page: String(n) } }, str.slice(from, b));
+          children.push(span);
+          spans.push(span);
+          at = b;
+        }
+        children.push(str.slice(at));
+        div.replaceChildren(...children);
       }
       highlights.push({ page: n, restore, spans, partial: found.partial });
       return spans;

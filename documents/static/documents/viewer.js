@@ -121,7 +121,9 @@
     if (!result.found) {
       bannerText.textContent = tr(gettext("Cited passage · %(page)s: it is not in this page's own text (a scanned page has none), so it is marked in the extracted text only."), { page: pageName(result.page) });
     } else {
-      bannerText.textContent = tr(gettext("Cited passage · %(page)s"), { page: pageName(result.page) }) + (result.partial ? " " + gettext("(placed by its first and last words: the page orders its text differently)") : "");
+      bannerText.textContent = tr(gettext("Cited passage · %(page)s"), { page: pageName(result.page) }) + (result.partial
+        ? " " + gettext("(only the parts found on the page are marked: the page shows this text in another order, e.g. in columns or a table)")
+        : "");
     }
   }
 

@@ -1,4 +1,6 @@
-"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json)."""
+"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json), or on a dialogue
+set (bench/sets/dialogues/dialogues.jsonl: follow-up questions searched as typed, rewritten, and as a
+person rewrote them)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +12,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from documents.chunking import STRATEGIES
-from retrieval import evaluation
+from retrieval import dialogue_evaluation, evaluation
+from retrieval.models import AiServer
+
+SETS = Path(__file__).resolve().parents[3] / "bench" / "sets"
 
 
 class Command(BaseCommand):
@@ -18,7 +23,16 @@ class Command(BaseCommand):
             "questions (or another language's, with --questions) and print hit@1, hit@5 and MRR@k per arm.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--squad", required=True, type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--squad", type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--dialogues", type=Path, nargs="?", const=SETS / "dialogues" / "dialogues.jsonl",
+                            help="Evaluate a dialogue set instead (default bench/sets/dialogues/dialogues.jsonl): "
+                                 "each turn searched as typed, with the follow-up rewrite and as the set rewrote it")
+        parser.add_argument("--passages", type=Path, default=SETS / "czech_retrieval" / "passages.jsonl",
+                            help="The dialogue set's passages (JSONL: id, title, text)")
+        parser.add_argument("--rewrite-server", metavar="SERVER",
+                            help="With --dialogues: also rewrite follow-ups with this chat server (by name)")
+        parser.add_argument("--rewrite-timeout", type=float, default=8.0,
+                            help="Seconds the chat server has for one rewrite (then the heuristic is used)")
         parser.add_argument("--questions", type=Path, help="Ask these questions instead (same ids, another language)")
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--arms", default="vector,fts,hybrid")
@@ -33,6 +47,12 @@ class Command(BaseCommand):
                                  "each strategy has its own evaluation user and documents")
 
     def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, strategy=None, **options):
+        if options.get("dialogues"):
+            return self._dialogues(options["dialogues"], options["passages"], k=k, json=json, strategy=strategy,
+                                   server_name=options.get("rewrite_server"),
+                                   timeout=options.get("rewrite_timeout") or 8.0, limit=limit)
+        if squad is None:
+            raise CommandError("Give --squad FILE (a SQuAD-format set) or --dialogues [FILE] (a dialogue set).")
         if not squad.exists():
             raise CommandError(f"{squad} does not exist (the XQuAD sets are in ../shared/data/xquad on the "
                                f"project's machines; any SQuAD v1.1 file works).")
@@ -68,4 +88,33 @@ class Command(BaseCommand):
                            "k": k, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1),
                            "strategy": strategy, **evaluation.strategies_used(ids)}
+        self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
+
+    def _dialogues(self, path: Path, passages_path: Path, *, k: int, json: bool, strategy, server_name, timeout,
+                   limit) -> None:
+        for needed in (path, passages_path):
+            if not needed.exists():
+                raise CommandError(f"{needed} does not exist (the development sets are in bench/sets/).")
+        server = None
+        if server_name:  # checked before the slow ingest
+            server = AiServer.objects.filter(name=server_name, is_active=True).first()
+            if server is None or not server.can("chat"):
+                names = ", ".join(AiServer.objects.filter(is_active=True, capabilities__chat=True)
+                                  .values_list("name", flat=True)) or "none"
+                raise CommandError(f"No active chat server is named '{server_name}' (chat servers: {names}).")
+        log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
+        dialogues = dialogue_evaluation.load_dialogues(path)[:limit] if limit else \
+            dialogue_evaluation.load_dialogues(path)
+        strategy = strategy or evaluation.default_strategy()
+        started = time.monotonic()
+        documents = dialogue_evaluation.ingest_passages(dialogue_evaluation.load_passages(passages_path), log=log,
+                                                        strategy=strategy)
+        ingest_s = time.monotonic() - started
+        user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
+        results = dialogue_evaluation.evaluate_dialogues(user, documents, dialogues, k=k, rewrite_server=server,
+                                                         timeout=timeout, log=log)
+        results["_run"] = {"dialogues": path.name, "passages": passages_path.name, "dialogue_count": len(dialogues),
+                           "turns": sum(len(d.turns) for d in dialogues), "k": k, "arms": "hybrid",
+                           "rewrite_server": server_name, "ingest_seconds": round(ingest_s, 1),
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))

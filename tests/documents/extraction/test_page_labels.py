@@ -77,3 +77,33 @@ def test_printed_numbers_label_pages_of_a_pdf_without_page_labels(tmp_path):
 def test_a_pdf_without_labels_or_numbers_has_none(tmp_path):
     pages = [[f"Body page {i} about travel rules.", "Meal allowance."] for i in range(3)]
     assert _labels(tmp_path, pages) == {}
+
+
+@pytest.mark.parametrize("lines, found", [
+    (["Preface to the handbook.", "iii"], ("roman", 3, "iii")),
+    (["- XII -", "Contents of the handbook."], ("roman", 12, "XII")),
+    (["Foreword.", "Page iv"], ("roman", 4, "iv")),
+    (["Body text.", "- 7 -"], ("arabic", 7, "7")),
+    (["Body text.", "Mix"], None),  # mixed case is a word, not a numeral
+    (["Body text.", "iiii"], None),  # not a well-formed numeral
+    (["Body text.", "Lorem ipsum"], None),
+])
+def test_a_roman_or_arabic_number_alone_on_the_first_or_last_line_is_printed(lines, found):
+    from documents.extraction.page_labels import printed_page_number
+
+    assert printed_page_number(lines) == (None if found is None else tuple(found))
+
+
+def test_roman_front_matter_and_arabic_body_each_need_a_neighbour_of_their_own_kind():
+    from documents.extraction.page_labels import PrintedNumber
+
+    roman = [PrintedNumber("roman", v, label) for v, label in ((1, "i"), (2, "ii"), (3, "iii"))]
+    assert printed_labels([*roman, 1, 2, 3]) == {1: "i", 2: "ii", 3: "iii", 4: "1", 5: "2", 6: "3"}
+    # A lone roman numeral between arabic pages (a list item "v") renames nothing.
+    assert printed_labels([1, PrintedNumber("roman", 5, "v"), 3, 4]) == {3: "3", 4: "4"}
+
+
+def test_printed_roman_front_matter_labels_a_pdf_without_page_labels(tmp_path):
+    pages = [[f"Front matter page about the handbook, part {n}.", "Words.", n] for n in ("i", "ii", "iii")]
+    pages += [[f"Body page {i} about travel rules.", "Meal allowance.", f"- {i} -"] for i in range(1, 4)]
+    assert _labels(tmp_path, pages) == {1: "i", 2: "ii", 3: "iii", 4: "1", 5: "2", 6: "3"}
