@@ -1,9 +1,9 @@
 """Retrieval metrics of a test-set run, and the comparison of two runs (no Django: pure functions).
 
 A retrieved passage answers a question when it matches one of the question's gold targets, at the
-finest level the question has: gold passages (their text is in the chunk: at least half of the
-passage's word 5-grams, so a passage cut by a chunk boundary still counts; short ones as a
-substring) or chunk ids, else approved pairs, else pages, else documents, else key facts. `rank`
+finest level the question has: gold passages (the chunk holds the passage, or the two share at
+least half of the shorter one's word 5-grams, so a passage cut by a chunk boundary or spread over
+small chunks still counts; short ones as a substring) or chunk ids, else approved pairs, else pages, else documents, else key facts. `rank`
 is the first matching passage's (1-based); hit@1, hit@5 and MRR follow from it. `recall` is the
 share of the gold targets found in the top k; `fact_coverage` the share of key facts whose words
 appear in the top k's text.
@@ -26,7 +26,8 @@ def _shingles(words: list[str]) -> set[tuple[str, ...]]:
 
 
 def passage_in(passage: str, text: str) -> bool:
-    """True when the chunk `text` holds the gold `passage` (or at least half of it, across a chunk boundary)."""
+    """True when the chunk `text` shows the gold `passage`: holds it, or shares at least half of the
+    shorter one's word 5-grams (a passage cut by a chunk boundary, or a chunk smaller than the passage)."""
     passage, text = normalise(passage), normalise(text)
     if not passage:
         return False
@@ -35,8 +36,8 @@ def passage_in(passage: str, text: str) -> bool:
     words = passage.split()
     if len(words) < 2 * SHINGLE:
         return False
-    gold = _shingles(words)
-    return len(gold & _shingles(text.split())) >= len(gold) / 2
+    gold, chunk = _shingles(words), _shingles(text.split())
+    return bool(chunk) and len(gold & chunk) >= min(len(gold), len(chunk)) / 2
 
 
 def document_is(ref: str, segment: dict) -> bool:

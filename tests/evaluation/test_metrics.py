@@ -11,11 +11,14 @@ def segment(text="", *, doc_id=1, name="leave.txt", page=None, chunk=None, qa=No
             "document_title": "", "page_number": page, "chunk_id": chunk, "qa_id": qa, "score": 0.5}
 
 
-def test_a_passage_counts_whole_or_cut_by_a_chunk_boundary_but_not_by_shared_words():
+def test_a_passage_counts_whole_cut_by_a_chunk_boundary_or_over_small_chunks_but_not_by_shared_words():
     passage = "Full-time staff have twenty five days of leave a year and part-time staff have fewer days in proportion."
     assert metrics.passage_in(passage, "Intro. " + passage.upper() + " More.")
     assert metrics.passage_in(passage, "Intro. Full-time staff have twenty five days of leave a year and part-time")
+    assert metrics.passage_in(passage, "and part-time staff have fewer days in proportion. Next rule: parking.")
     assert not metrics.passage_in(passage, "Full-time staff. Leave. Days. A year.")
+    assert not metrics.passage_in(passage, "Parking is free for staff with a badge; part-time staff have fewer days"
+                                           " of parking than anyone else on the site near the river.")
 
 
 def test_rank_recall_and_key_facts_at_the_finest_gold_level():
