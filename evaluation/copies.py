@@ -4,7 +4,10 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
+from django.forms.models import model_to_dict
+
 from core.errors import Unprocessable
+from retrieval.admin.forms import RetrievalSettingsForm
 from retrieval.models import RetrievalSettings
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 
@@ -29,6 +32,12 @@ def settings_copy(overrides: dict) -> RetrievalSettings:
             setattr(rs, name, field.clean(value, rs))
         except ValidationError as exc:
             raise Unprocessable(_("%(name)s: %(reason)s") % {"name": name, "reason": " ".join(exc.messages)}) from exc
+    # The settings page's own rules (top-k at least 1, thresholds within 0-2, ...): a copy may try only
+    # what staff could save. Only the overridden settings' errors count.
+    form = RetrievalSettingsForm(data=model_to_dict(rs), instance=RetrievalSettings(pk=rs.pk))
+    errors = {name: messages for name, messages in form.errors.items() if name in overrides}
+    if errors:
+        raise Unprocessable("; ".join(f"{name}: {' '.join(messages)}" for name, messages in sorted(errors.items())))
     return rs
 
 

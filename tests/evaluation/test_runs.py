@@ -56,6 +56,8 @@ def test_overrides_are_checked_before_anything_is_queued(user, test_set):
         services.run_start(test_set_id=test_set.pk, user=user, overrides={"chunk_size": 10})
     with pytest.raises(Unprocessable, match="fts_ranking"):
         services.run_start(test_set_id=test_set.pk, user=user, overrides={"fts_ranking": "loudest"})
+    with pytest.raises(Unprocessable, match="fts_top_k: Must be at least 1.; vector_top_k: Must be at least 1."):
+        services.run_start(test_set_id=test_set.pk, user=user, overrides={"vector_top_k": 0, "fts_top_k": 0})
     empty = TestSet.objects.create(name="Empty")
     with pytest.raises(Unprocessable, match="has no questions"):
         services.run_start(test_set_id=empty.pk, user=user)
