@@ -70,6 +70,8 @@ INSTALLED_APPS = [
     "channels_postgres",
     "ragsite",
     "documents",
+    # Before retrieval: its eval_retrieval command (with --baseline) extends retrieval's.
+    "evaluation",
     "retrieval",
     "chat",
     "integrations",

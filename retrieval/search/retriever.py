@@ -31,7 +31,7 @@ from retrieval.search.fusion import rrf
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
-from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, SubcategoryMapping
+from retrieval.models import AiServer, EmbeddingModel, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
 from retrieval.search.rerank import Reranking, pool_size, rerank_segments, reranking_plan
 from retrieval.search.scope import ALL as ALL_DOCUMENTS
 from retrieval.search.scope import ModelGroup, Scope, model_groups, reader_transaction, with_collections
@@ -72,7 +72,7 @@ class _QueryVectors:
 
 def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
              subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
-             rerank: AiServer | bool = True) -> RetrievalResult:
+             rerank: AiServer | bool = True, retrieval_settings: RetrievalSettings | None = None) -> RetrievalResult:
     """Ordered segments for `query` within `scope` (default: everything the user reads: their own
     documents and the collections open to them), with a trace.
 
@@ -82,9 +82,10 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
 
     `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
     AiServer reranks with that server (the evaluation compares arms this way).
+    `retrieval_settings`: a copy to search with instead of the live settings (the evaluation's runs).
     """
     started = time.perf_counter()
-    rs = retrieval_settings_get()
+    rs = retrieval_settings or retrieval_settings_get()
     explicit_k = bool(k)
     k = int(k or rs.final_top_n)
     category, subcategory = (category or "").strip(), (subcategory or "").strip()

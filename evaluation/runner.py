@@ -1,0 +1,75 @@
+"""Executing a run: every question of its set through retrieve() with the run's copy of the settings."""
+from __future__ import annotations
+
+import logging
+import time
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from core.errors import Unprocessable
+from documents.models import Chunk
+from evaluation import metrics
+from evaluation.copies import settings_copy
+from evaluation.models import EvalResult, EvalRun, RunStatus
+from retrieval.search import retrieve
+from retrieval.search.scope import ALL, collection_scope
+
+logger = logging.getLogger(__name__)
+
+
+def _segments_with_text(segments: list) -> list[dict]:
+    """The segments with each chunk's whole text (the excerpt is cut at 2,000 characters)."""
+    ids = [s["chunk_id"] for s in segments if s.get("chunk_id")]
+    texts = dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
+    return [{**s, "text": texts.get(s.get("chunk_id"), s.get("excerpt", ""))} for s in segments]
+
+
+def run_execute(run_id: int) -> None:
+    """Ask every question of the run's set with the run's copy of the settings and store the outcomes.
+
+    Delivered at least once: a finished or failed run is left alone; any other run starts over
+    (its earlier results are replaced)."""
+    with transaction.atomic():
+        run = EvalRun.objects.select_for_update(of=("self",)).select_related("test_set", "created_by").filter(pk=run_id).first()
+        if run is None or run.status in (RunStatus.FINISHED, RunStatus.FAILED):
+            return
+        run.results.all().delete()
+        questions = list(run.test_set.questions.all())
+        run.status, run.questions_done, run.questions_total = RunStatus.RUNNING, 0, len(questions)
+        run.save(update_fields=["status", "questions_done", "questions_total"])
+    started = time.monotonic()
+    try:
+        if run.created_by is None:
+            raise Unprocessable(_("The person who started this run no longer exists."))
+        rs = settings_copy(run.overrides)
+        test_set = run.test_set
+        scope = collection_scope(run.created_by, test_set.collection_id) if test_set.collection_id else ALL
+        rows = []
+        for question in questions:
+            result = retrieve(run.created_by, question.question, scope, subcategory=test_set.topic or None,
+                              k=test_set.k, retrieval_settings=rs)
+            segments = _segments_with_text(result.segments)
+            gold = question.gold()
+            outcome = metrics.score(gold, segments, k=test_set.k)
+            row = {"question_id": question.pk, "question": question.question, "language": question.language,
+                   "kind": question.kind or metrics.gold_level(gold), "rank": outcome.rank,
+                   "recall": outcome.recall, "fact_coverage": outcome.fact_coverage}
+            rows.append(row)
+            EvalResult.objects.create(
+                run=run, question=question, question_text=question.question, language=row["language"],
+                kind=row["kind"], rank=outcome.rank, recall=outcome.recall, fact_coverage=outcome.fact_coverage,
+                retrieved=[{"document": s.get("document_title") or s.get("document_name"), "page": s.get("page_number"),
+                            "chunk_id": s.get("chunk_id"), "qa_id": s.get("qa_id"), "score": round(s["score"], 4)}
+                           for s in segments])
+            EvalRun.objects.filter(pk=run.pk).update(questions_done=F("questions_done") + 1)
+        EvalRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.FINISHED, metrics=metrics.summarise(rows), finished_at=timezone.now(),
+            duration_seconds=round(time.monotonic() - started, 2))
+    except Exception as exc:  # recorded on the row the curator looks at
+        logger.exception("evaluation run %s failed", run_id)
+        EvalRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=str(getattr(exc, "message", exc)),
+                                                 finished_at=timezone.now(),
+                                                 duration_seconds=round(time.monotonic() - started, 2))

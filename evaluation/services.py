@@ -1,0 +1,122 @@
+"""Test sets filled from files or approved pairs, runs on a copy of the retrieval settings, and the
+settings gate (runs of every test set on the current and on proposed settings)."""
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from core.errors import NotFound, Unprocessable
+from core.tasks import queue
+from documents.language import detect_question_language
+from evaluation.copies import OVERRIDABLE, settings_copy, settings_snapshot
+from evaluation.models import EvalRun, TestQuestion, TestSet
+from evaluation.tasks import evaluation_run
+from retrieval.goldsets import GoldSetError, parse
+from retrieval.models import KnowledgeEntry, RetrievalSettings
+
+__all__ = ["OVERRIDABLE", "gate_apply", "gate_start", "run_start", "settings_copy", "testset_add_approved_pairs",
+           "testset_import"]
+
+# --- test sets ---------------------------------------------------------------------------------
+
+def testset_import(*, test_set: TestSet, filename: str, data: bytes, passages: bytes | None = None,
+                   replace: bool = False) -> int:
+    """Add the questions of a CSV/JSON/JSONL file (retrieval.goldsets formats) to the set; all or none.
+
+    `replace` deletes the set's questions first. Returns how many questions were added."""
+    try:
+        parsed = parse(filename, data, passages)
+    except GoldSetError as exc:
+        raise Unprocessable(_("The file cannot be imported: %(reason)s") % {"reason": exc},
+                            extra={"line": exc.line}) from exc
+    with transaction.atomic():
+        TestSet.objects.select_for_update().get(pk=test_set.pk)
+        if replace:
+            test_set.questions.all().delete()
+        start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        TestQuestion.objects.bulk_create([
+            TestQuestion(test_set=test_set, position=start + number, external_id=q.external_id[:100],
+                         question=q.question, language=(q.language or detect_question_language(q.question))[:12],
+                         kind=q.kind[:60], gold_documents=q.gold_documents, gold_pages=q.gold_pages,
+                         gold_passages=q.gold_passages, gold_chunk_ids=q.gold_chunk_ids, gold_qa_ids=q.gold_qa_ids,
+                         key_facts=q.key_facts, turns=q.turns)
+            for number, q in enumerate(parsed)])
+    return len(parsed)
+
+
+def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcategory: str = "") -> int:
+    """Add every live approved pair's question (of the topic, if given) with the pair as its gold; a pair
+    already in the set is skipped. Paraphrases are added by hand as further questions with the same gold."""
+    entries = KnowledgeEntry.objects.live()
+    if category:
+        entries = entries.filter(category=category)
+    if subcategory:
+        entries = entries.filter(subcategory=subcategory)
+    with transaction.atomic():
+        TestSet.objects.select_for_update().get(pk=test_set.pk)
+        present = {(q.question, tuple(q.gold_qa_ids)) for q in test_set.questions.only("question", "gold_qa_ids")}
+        start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        new = [TestQuestion(test_set=test_set, position=start + number, external_id=f"qa-{entry.pk}",
+                            question=entry.question, language=detect_question_language(entry.question)[:12],
+                            kind="approved pair", gold_qa_ids=[entry.pk])
+               for number, entry in enumerate(e for e in entries.order_by("pk")
+                                              if (e.question, (e.pk,)) not in present)]
+        TestQuestion.objects.bulk_create(new)
+    return len(new)
+
+
+# --- runs ----------------------------------------------------------------------------------------
+
+def run_start(*, test_set_id: int, user, overrides: dict | None = None, label: str = "",
+              baseline_id: int | None = None, gate: str = "", background: bool = True) -> EvalRun:
+    """Create a run of the set (checking the overrides now) and queue it once this transaction commits
+    (`background=False`: the caller executes it with run_execute, as the CI command does)."""
+    test_set = TestSet.objects.filter(pk=test_set_id).first()
+    if test_set is None:
+        raise NotFound(_("No such test set."))
+    overrides = dict(overrides or {})
+    rs = settings_copy(overrides)
+    total = test_set.questions.count()
+    if not total:
+        raise Unprocessable(_("The test set “%(name)s” has no questions yet.") % {"name": test_set.name})
+    run = EvalRun.objects.create(test_set=test_set, label=label[:200], overrides=overrides,
+                                 settings_used=settings_snapshot(rs), questions_total=total, created_by=user,
+                                 baseline_id=baseline_id, gate=gate)
+    if background:
+        queue(evaluation_run, run.pk, task_name=f"evaluation run {run.pk}")
+    return run
+
+
+# --- the settings gate --------------------------------------------------------------------------
+
+def gate_start(*, user, overrides: dict) -> str:
+    """Run every test set with questions twice: on the current settings and on a copy with `overrides`.
+    Returns the gate's id (the runs carry it); Unprocessable when no test set has questions."""
+    settings_copy(overrides)  # refuse bad values before anything is queued
+    sets = [s for s in TestSet.objects.all() if s.questions.exists()]
+    if not sets:
+        raise Unprocessable(_("There is no test set with questions to check the settings against."))
+    gate = uuid.uuid4().hex
+    with transaction.atomic():
+        for test_set in sets:
+            before = run_start(test_set_id=test_set.pk, user=user, label=_("settings check: current settings"),
+                               gate=gate)
+            run_start(test_set_id=test_set.pk, user=user, overrides=overrides,
+                      label=_("settings check: proposed settings"), baseline_id=before.pk, gate=gate)
+    return gate
+
+
+def gate_apply(*, gate: str) -> RetrievalSettings:
+    """Save the settings a check tried as the live settings (the curator decided after seeing the report)."""
+    run = EvalRun.objects.filter(gate=gate, baseline__isnull=False).order_by("id").first()
+    if run is None:
+        raise NotFound(_("No such settings check."))
+    with transaction.atomic():
+        rs = RetrievalSettings.objects.select_for_update().get(pk=RetrievalSettings.singleton_id)
+        for name, value in settings_copy(run.overrides).__dict__.items():
+            if name in run.overrides:
+                setattr(rs, name, value)
+        rs.save()
+    return rs
