@@ -1,4 +1,5 @@
-"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json)."""
+"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json), or on real files with
+document-, page- and passage-level gold (--gold FILE --files DIR, retrieval/gold_evaluation.py)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from documents.chunking import STRATEGIES
-from retrieval import evaluation
+from retrieval import evaluation, gold_evaluation
 
 
 class Command(BaseCommand):
@@ -18,7 +19,10 @@ class Command(BaseCommand):
             "questions (or another language's, with --questions) and print hit@1, hit@5 and MRR@k per arm.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--squad", required=True, type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--squad", type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--gold", type=Path, help="Questions with document/page/passage gold (JSONL; see "
+                                                      "docs/evaluation.md), asked over the files of --files")
+        parser.add_argument("--files", type=Path, help="With --gold: the folder holding the gold documents' files")
         parser.add_argument("--questions", type=Path, help="Ask these questions instead (same ids, another language)")
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--arms", default="vector,fts,hybrid")
@@ -33,6 +37,11 @@ class Command(BaseCommand):
                                  "each strategy has its own evaluation user and documents")
 
     def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, strategy=None, **options):
+        if (squad is None) == (options.get("gold") is None):
+            raise CommandError("Give either --squad FILE or --gold FILE --files DIR.")
+        if options.get("gold") is not None:
+            return self.handle_gold(options["gold"], options.get("files"), k=k, arms=arms, limit=limit, json=json,
+                                    strategy=strategy)
         if not squad.exists():
             raise CommandError(f"{squad} does not exist (the XQuAD sets are in ../shared/data/xquad on the "
                                f"project's machines; any SQuAD v1.1 file works).")
@@ -68,4 +77,41 @@ class Command(BaseCommand):
                            "k": k, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1),
                            "strategy": strategy, **evaluation.strategies_used(ids)}
+        self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
+
+    def handle_gold(self, gold: Path, files: Path | None, *, k: int, arms: str, limit: int | None, json: bool,
+                    strategy: str | None) -> None:
+        if files is None or not files.is_dir():
+            raise CommandError("--gold needs --files DIR: the folder holding the files its gold_documents name "
+                               "(for the long-document set: python bench/long_documents.py build).")
+        if not gold.exists():
+            raise CommandError(f"{gold} does not exist.")
+        try:
+            asked = gold_evaluation.load_gold(gold)
+        except gold_evaluation.GoldFormatError as exc:
+            raise CommandError(str(exc)) from exc
+        missing = gold_evaluation.missing_files(asked, files)
+        if missing:
+            raise CommandError(f"{len(missing)} gold documents are not in {files}: {', '.join(missing[:5])}")
+        wanted = [a.strip() for a in arms.split(",") if a.strip()]
+        unknown = set(wanted) - set(evaluation.ARMS)
+        if unknown:
+            raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
+        if limit:
+            asked = asked[:limit]
+        log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
+        strategy = strategy or evaluation.default_strategy()
+        started = time.monotonic()
+        names = sorted({name for q in asked for name in q.gold_documents})
+        ids = gold_evaluation.ingest_files([files / name for name in names], log=log, strategy=strategy)
+        ingest_s = time.monotonic() - started
+        located, pages = gold_evaluation.locate(asked, ids)
+        user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
+        results = gold_evaluation.evaluate_gold(user, evaluation.eval_scope(user, list(ids.values())), located, pages,
+                                                k=k, arms={name: evaluation.ARMS[name] for name in wanted}, log=log)
+        results["_run"] = {"questions": gold.name, "n": len(asked), "k": k, "ingest_seconds": round(ingest_s, 1),
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy,
+                           "documents": gold_evaluation.documents_summary(ids),
+                           "evidence_not_found": gold_evaluation.unlocated(located),
+                           **evaluation.strategies_used(list(ids.values()))}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
