@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 
 from documents.language import detect_chunk_language, detect_language, text_config_for
-from documents.language import search_input
+from documents.language import search_input, with_number_terms
 from documents.language.search_text import ANALYSIS_VERSION
 
 
@@ -27,8 +27,8 @@ def chunk_analysis(*, content: str, context: str, document_language: str) -> Chu
     """How one chunk is indexed for full text (pure; the heading context is searchable too)."""
     language = detect_chunk_language(content, document_language=document_language)
     config = text_config_for(language)
-    return ChunkAnalysis(language, config, search_input(f"{context} {content}".strip(), language=language,
-                                                        config=config))
+    text = search_input(f"{context} {content}".strip(), language=language, config=config)
+    return ChunkAnalysis(language, config, with_number_terms(text))
 
 
 def search_vectors_write(*, chunk_ids: list[int], analyses: list[ChunkAnalysis]) -> None:

@@ -355,6 +355,8 @@ class Chunker:
                 and end > span.start + len(span.table_header):
             table_header = span.table_header
             metadata["table_header"] = table_header
+            if span.table_caption:
+                metadata["table_caption"] = span.table_caption
         content = self.text[start:end]
         return ChunkDraft(
             index=index,
@@ -365,5 +367,6 @@ class Chunker:
             heading_path=span.heading_path,
             token_count=token_count,
             metadata=metadata,
-            embed_text=embed_text_for(content, span.heading_path, table_header),
+            embed_text=embed_text_for(content, span.heading_path, table_header,
+                                      table_caption=metadata.get("table_caption")),
         )

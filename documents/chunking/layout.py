@@ -19,6 +19,7 @@ class BlockSpan:
     heading_path: tuple[str, ...]
     kind: str
     table_header: str | None = None
+    table_caption: str | None = None  # a table's caption: the short line just before it on its page
 
 
 @dataclass(slots=True)
@@ -50,7 +51,7 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
         start, pos = pos, pos + len(text)
         parts.append(text)
         spans.append(BlockSpan(start, pos, block.page_number, tuple(block.heading_path), block.kind,
-                               block.table_header))
+                               block.table_header, _caption(spans, parts, block)))
         if block.page_number is not None:
             if block.ocr_confidence is not None:
                 ocr_pages[block.page_number] = block.ocr_confidence
@@ -59,6 +60,20 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
             else:
                 pages.append((block.page_number, start, pos))
     return TextLayout("".join(parts), spans, pages, ocr_pages)
+
+
+CAPTION_MAX = 200  # characters: a longer block before a table is a paragraph, not its caption
+
+
+def _caption(spans: list[BlockSpan], parts: list[str], block: Block) -> str | None:
+    """The caption of a table block: the previous block, if it is one short line on the same page."""
+    if block.kind != "table" or not spans or len(parts) < 3:
+        return None
+    previous, text = spans[-1], parts[-3]  # parts: [..., previous text, SEPARATOR, this text]
+    if previous.kind == "table" or previous.page_number != block.page_number:
+        return None
+    text = text.strip()
+    return text if 0 < len(text) <= CAPTION_MAX and "\n" not in text else None
 
 
 @dataclass(slots=True)
@@ -74,10 +89,29 @@ class ChunkDraft:
     embed_text: str  # context prefix (heading path, table header) + content
 
 
-def embed_text_for(content: str, heading_path: tuple[str, ...], table_header: str | None) -> str:
-    prefix = []
-    if heading_path:
-        prefix.append(" > ".join(heading_path))
+def chunk_context(*, heading_path: tuple[str, ...] | list[str] = (), table_header: str | None = None,
+                  title: str = "", page_label: str = "", table_caption: str | None = None) -> str:
+    """The text a reader sees around a passage, which its chunk is embedded and full-text indexed with.
+
+    One line each: the document's title and the heading path ("Title > Chapter > Section"; a title
+    the path already opens with is not repeated), the page label ("[12]", when given), and for a
+    table chunk that starts below the table's first row, its caption and header row. Computed from
+    stored fields only, so `rebuild_chunk_context` can recompute it for chunks already indexed.
+    """
+    path = [p for p in heading_path if p]
+    if title and (not path or path[0].strip().casefold() != title.strip().casefold()):
+        path.insert(0, title.strip())
+    lines = [" > ".join(path)] if path else []
+    if page_label:
+        lines.append(f"[{page_label}]")
     if table_header:
-        prefix.append(table_header)
-    return "\n".join(prefix + [content]) if prefix else content
+        if table_caption:
+            lines.append(table_caption)
+        lines.append(table_header)
+    return "\n".join(lines)
+
+
+def embed_text_for(content: str, heading_path: tuple[str, ...], table_header: str | None, **context) -> str:
+    """The text a chunk is embedded with: its context (`chunk_context`), a newline, its content."""
+    prefix = chunk_context(heading_path=heading_path, table_header=table_header, **context)
+    return f"{prefix}\n{content}" if prefix else content

@@ -11,9 +11,11 @@ from documents.language.detection import (
     text_config_for,
     words,
 )
+from documents.language.numbers import number_terms, with_number_terms
 from documents.language.search_text import WORD_RE, analysis_of, search_input
 
 __all__ = [
     "WORD_RE", "analysis_of", "answer_language", "detect_chunk_language", "detect_language",
-    "detect_question_language", "is_common_word", "search_input", "text_config_for", "words",
+    "detect_question_language", "is_common_word", "number_terms", "search_input", "text_config_for",
+    "with_number_terms", "words",
 ]

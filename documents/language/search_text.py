@@ -28,8 +28,9 @@ from documents.language.segmentation import SEGMENTED_LANGUAGES, UNSEGMENTED_SCR
 WORD_RE = re.compile("[\\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u0e80-\u0eff"
                      "\u1000-\u109f\u1780-\u17ff\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 
-# 1: segmentation and stop words; 2: lemmas for the languages of documents/language/lemmas.py.
-ANALYSIS_VERSION = 2
+# 1: segmentation and stop words; 2: lemmas for the languages of documents/language/lemmas.py;
+# 3: number terms ("5,80" = "5.80", documents/language/numbers.py, added by documents/search_vectors.py).
+ANALYSIS_VERSION = 3
 
 
 @lru_cache(maxsize=None)

@@ -28,7 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from documents.chunking import chunk_layout_anchored
-from documents.chunking import STRATEGIES, ChunkDraft, build_layout
+from documents.chunking import STRATEGIES, ChunkDraft, build_layout, embed_text_for
 from documents.extraction import ExtractionError
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
@@ -293,6 +293,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
             if strategy != "late" else None
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
                                          encoding=rs.tokenizer, max_chunks=max_chunks(rs))
+    page_labels = dict(getattr(extraction, "page_labels", None) or {})
+    contextualise(drafts, title=effective_title(document, title), page_labels=page_labels)
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)
@@ -326,8 +328,26 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
         strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
         keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept, title=title,
-        page_labels=dict(getattr(extraction, "page_labels", None) or {}),
+        page_labels=page_labels,
     )
+
+
+def effective_title(document: Document, own_title: str) -> str:
+    """The title the document will carry once indexed: its own (metadata, opening heading) when its
+    current one was made from the file name, else the one someone chose (as _commit decides)."""
+    if own_title and named_after_file(document.title, document.original_filename):
+        return own_title
+    return document.title
+
+
+def contextualise(drafts: list[ChunkDraft], *, title: str, page_labels: dict) -> None:
+    """Give each draft the embedded text of `chunk_context`: title, heading path, page label, table caption
+    and header before its content (the content itself, shown and cited, is unchanged)."""
+    for draft in drafts:
+        draft.embed_text = embed_text_for(
+            draft.content, draft.heading_path, draft.metadata.get("table_header"), title=title,
+            page_label=page_labels.get(draft.page_number, "") if draft.page_number is not None else "",
+            table_caption=draft.metadata.get("table_caption"))
 
 
 def chunk_sizes(rs, strategy: str) -> tuple[int, int]:

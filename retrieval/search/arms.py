@@ -11,7 +11,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from documents.language import WORD_RE, search_input
+from documents.language import WORD_RE, search_input, with_number_terms
 from retrieval.search.scope import Scope, scope_condition
 
 # Below this many vectors in scope an exact scan is both fast and exact; above it the HNSW
@@ -142,7 +142,7 @@ def fts_query_text(query: str, config: str, language: str = "") -> str:
     """The question's words, for `to_tsvector(config, ...)`, analysed exactly like a chunk of
     `language` under `config` (documents/language/search_text.py: segmentation, and for `simple` the
     language's stop words, or every passage would match "the")."""
-    return " ".join(WORD_RE.findall(search_input(query, language=language, config=config)))
+    return " ".join(WORD_RE.findall(with_number_terms(search_input(query, language=language, config=config))))
 
 
 # --- how often each word occurs: PostgreSQL's own statistics --------------------------------------

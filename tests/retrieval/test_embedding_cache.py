@@ -82,7 +82,8 @@ def test_same_text_with_other_line_breaks_reuses_for_the_same_owner_only(user, o
     text = "\n\n".join(PARAGRAPHS[:3])
     first = index(upload_bytes(user, text.encode(), "a.txt"))
     # Different bytes (another file to the upload's dedup), the same words: the same keys.
-    again = index(upload_bytes(user, text.replace("\n\n", "\n\n\n").encode() + b"\n", "b.txt"))
+    # The same name: the title is part of each chunk's embedded context (issue #31).
+    again = index(upload_bytes(user, text.replace("\n\n", "\n\n\n").encode() + b"\n", "a.txt"))
     assert again.chunk_count == first.chunk_count
     assert again.index_stats["reused_chunks"] == again.chunk_count
     # Another user's identical file is embedded for them: hits never cross who can read the text.
@@ -95,7 +96,7 @@ def test_same_text_with_other_line_breaks_reuses_for_the_same_owner_only(user, o
 def test_deleting_a_document_removes_the_cached_vectors_no_other_chunk_uses(user, fake_embedder):
     shared = "\n\n".join(PARAGRAPHS[:2])
     a = index(upload_bytes(user, shared.encode(), "a.txt"))
-    b = index(upload_bytes(user, (shared + "\n").encode(), "b.txt"))  # the same chunks as a
+    b = index(upload_bytes(user, (shared + "\n").encode(), "a.txt"))  # the same chunks (and title) as a
     c = index(upload_bytes(user, "\n\n".join(PARAGRAPHS[5:8]).encode(), "c.txt"))
     keys = lambda d: set(ChunkEmbedding.objects.filter(document=d).values_list("content_hash", flat=True))  # noqa: E731
     key_a, key_c = keys(a), keys(c)

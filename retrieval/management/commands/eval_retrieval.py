@@ -1,6 +1,7 @@
-"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json), or on a dialogue
-set (bench/sets/dialogues/dialogues.jsonl: follow-up questions searched as typed, rewritten, and as a
-person rewrote them)."""
+"""Evaluate retrieval on a SQuAD-format file (e.g. ../shared/data/xquad/xquad.en.json), on real files with
+document-, page- and passage-level gold (--gold FILE --files DIR, retrieval/gold_evaluation.py), or on a
+dialogue set (bench/sets/dialogues/dialogues.jsonl: follow-up questions searched as typed, rewritten, and
+as a person rewrote them)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from documents.chunking import STRATEGIES
-from retrieval import dialogue_evaluation, evaluation
+from retrieval import dialogue_evaluation, evaluation, gold_evaluation
 from retrieval.models import AiServer
 
 SETS = Path(__file__).resolve().parents[3] / "bench" / "sets"
@@ -33,6 +34,9 @@ class Command(BaseCommand):
                             help="With --dialogues: also rewrite follow-ups with this chat server (by name)")
         parser.add_argument("--rewrite-timeout", type=float, default=8.0,
                             help="Seconds the chat server has for one rewrite (then the heuristic is used)")
+        parser.add_argument("--gold", type=Path, help="Questions with document/page/passage gold (JSONL; see "
+                                                      "docs/evaluation.md), asked over the files of --files")
+        parser.add_argument("--files", type=Path, help="With --gold: the folder holding the gold documents' files")
         parser.add_argument("--questions", type=Path, help="Ask these questions instead (same ids, another language)")
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--arms", default="vector,fts,hybrid")
@@ -51,8 +55,12 @@ class Command(BaseCommand):
             return self._dialogues(options["dialogues"], options["passages"], k=k, json=json, strategy=strategy,
                                    server_name=options.get("rewrite_server"),
                                    timeout=options.get("rewrite_timeout") or 8.0, limit=limit)
-        if squad is None:
-            raise CommandError("Give --squad FILE (a SQuAD-format set) or --dialogues [FILE] (a dialogue set).")
+        if (squad is None) == (options.get("gold") is None):
+            raise CommandError("Give --squad FILE (a SQuAD-format set), --gold FILE --files DIR (document-, page- "
+                               "and passage-level gold) or --dialogues [FILE] (a dialogue set).")
+        if options.get("gold") is not None:
+            return self.handle_gold(options["gold"], options.get("files"), k=k, arms=arms, limit=limit, json=json,
+                                    strategy=strategy)
         if not squad.exists():
             raise CommandError(f"{squad} does not exist (the XQuAD sets are in ../shared/data/xquad on the "
                                f"project's machines; any SQuAD v1.1 file works).")
@@ -117,4 +125,41 @@ class Command(BaseCommand):
                            "turns": sum(len(d.turns) for d in dialogues), "k": k, "arms": "hybrid",
                            "rewrite_server": server_name, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy}
+        self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
+
+    def handle_gold(self, gold: Path, files: Path | None, *, k: int, arms: str, limit: int | None, json: bool,
+                    strategy: str | None) -> None:
+        if files is None or not files.is_dir():
+            raise CommandError("--gold needs --files DIR: the folder holding the files its gold_documents name "
+                               "(for the long-document set: python bench/long_documents.py build).")
+        if not gold.exists():
+            raise CommandError(f"{gold} does not exist.")
+        try:
+            asked = gold_evaluation.load_gold(gold)
+        except gold_evaluation.GoldFormatError as exc:
+            raise CommandError(str(exc)) from exc
+        missing = gold_evaluation.missing_files(asked, files)
+        if missing:
+            raise CommandError(f"{len(missing)} gold documents are not in {files}: {', '.join(missing[:5])}")
+        wanted = [a.strip() for a in arms.split(",") if a.strip()]
+        unknown = set(wanted) - set(evaluation.ARMS)
+        if unknown:
+            raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
+        if limit:
+            asked = asked[:limit]
+        log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
+        strategy = strategy or evaluation.default_strategy()
+        started = time.monotonic()
+        names = sorted({name for q in asked for name in q.gold_documents})
+        ids = gold_evaluation.ingest_files([files / name for name in names], log=log, strategy=strategy)
+        ingest_s = time.monotonic() - started
+        located, pages = gold_evaluation.locate(asked, ids)
+        user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
+        results = gold_evaluation.evaluate_gold(user, evaluation.eval_scope(user, list(ids.values())), located, pages,
+                                                k=k, arms={name: evaluation.ARMS[name] for name in wanted}, log=log)
+        results["_run"] = {"questions": gold.name, "n": len(asked), "k": k, "ingest_seconds": round(ingest_s, 1),
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy,
+                           "documents": gold_evaluation.documents_summary(ids),
+                           "evidence_not_found": gold_evaluation.unlocated(located),
+                           **evaluation.strategies_used(list(ids.values()))}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))

@@ -273,7 +273,9 @@ def test_table_rows_are_cut_at_row_boundaries_and_header_is_repeated():
     for c in chunks:
         if c.end > table_span.start + len(header) and c.start > table_span.start:
             assert c.metadata["table_header"] == header
-            assert c.embed_text == f"Prices\n{header}\n{c.content}"
+            # The short line before the table is its caption, embedded with the header (issue #31).
+            assert c.metadata["table_caption"] == "Price list follows."
+            assert c.embed_text == f"Prices\nPrice list follows.\n{header}\n{c.content}"
             assert header not in c.content
             # whole rows only
             assert layout.text[c.start - 1] == "\n"
