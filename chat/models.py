@@ -12,6 +12,14 @@ class ConversationQuerySet(OwnedQuerySet):
     """Every read goes through visible_to (core.ownership): a user sees only their own."""
 
 
+class ConversationOrigin(models.TextChoices):
+    """Where a conversation was started: the chat page, the API (/api, /v1) or an MCP client."""
+
+    WEB = "web", _("Chat page")
+    API = "api", _("API")
+    MCP = "mcp", _("MCP")
+
+
 class Conversation(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", db_index=False
@@ -28,6 +36,9 @@ class Conversation(models.Model):
     # when set, changeable at any time: each question records the topic it was asked under.
     category = models.CharField(max_length=100, blank=True, default="")
     subcategory = models.CharField(max_length=100, blank=True, default="")
+    origin = models.CharField(max_length=10, choices=ConversationOrigin.choices, default=ConversationOrigin.WEB)
+    # Pinned conversations head the sidebar, most recently pinned first; null: not pinned.
+    pinned_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -36,6 +47,8 @@ class Conversation(models.Model):
     class Meta:
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_updated")]
+        constraints = [models.CheckConstraint(condition=models.Q(origin__in=ConversationOrigin.values),
+                                              name="conversation_origin_valid")]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"

@@ -12,6 +12,7 @@ from chat.citations import normalize_tag
 from chat.models import (
     Conversation,
     ConversationDocument,
+    ConversationOrigin,
     Feedback,
     FeedbackRating,
     Message,
@@ -54,27 +55,57 @@ def _readable_collection(user, ref):
 
 
 def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None,
-                        collection=None, category: str = "", subcategory: str = "") -> Conversation:
-    """Start a conversation; its topic (category / subcategory) must be one in use (retrieval.topics)."""
+                        collection=None, category: str = "", subcategory: str = "",
+                        origin: str = ConversationOrigin.API) -> Conversation:
+    """Start a conversation; its topic (category / subcategory) must be one in use (retrieval.topics).
+
+    Without a question it stays empty until one is asked: only API clients do that (to attach
+    documents first); the chat page starts a conversation with its first question (conversation_start).
+    """
+    if origin not in ConversationOrigin.values:
+        raise ApplicationError(gettext("Unknown origin %(origin)s.") % {"origin": origin}, code="invalid")
     category, subcategory = topic_validate(user=user, category=category, subcategory=subcategory)
     with transaction.atomic():
         conversation = Conversation.objects.create(owner=user, title=title.strip()[:200],
                                                    collection=_readable_collection(user, collection),
-                                                   category=category, subcategory=subcategory)
+                                                   category=category, subcategory=subcategory, origin=origin)
         for document_id in document_ids or []:
             conversation_document_attach(conversation_id=conversation.pk, document_id=document_id, user=user)
     return conversation
+
+
+def conversation_start(*, user, question: str, origin: str, title: str = "", document_ids: list[int] | None = None,
+                       collection=None, category: str = "", subcategory: str = "",
+                       metadata: dict | None = None) -> tuple[Conversation, Message, Message]:
+    """Start a conversation with its first question, as one unit: a refused question (empty, too long)
+    or attachment leaves no conversation behind. Returns (conversation, question, pending answer)."""
+    with transaction.atomic():
+        conversation = conversation_create(user=user, title=title, document_ids=document_ids, collection=collection,
+                                           category=category, subcategory=subcategory, origin=origin)
+        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata)
+    return conversation, asked, answer
 
 
 _UNCHANGED = object()
 
 
 def conversation_update(*, conversation_id, user, title: str | None = None, collection=_UNCHANGED,
-                        category: str | None = None, subcategory: str | None = None) -> Conversation:
+                        category: str | None = None, subcategory: str | None = None,
+                        pinned: bool | None = None) -> Conversation:
     """Rename the conversation, narrow its questions to one readable collection (None: everything),
-    and/or change its topic (a category or subcategory not sent keeps its value; "" clears it)."""
+    change its topic (a category or subcategory not sent keeps its value; "" clears it), and/or pin it
+    to the top of the list (pinning alone does not make it "recently active")."""
     conversation = conversation_get(conversation_id=conversation_id, user=user)
+    if pinned is not None and title is None and collection is _UNCHANGED and category is None and subcategory is None:
+        # updated_at orders the list by activity: a pin is no activity (auto_now would bump it on save()).
+        if pinned != (conversation.pinned_at is not None):
+            conversation.pinned_at = timezone.now() if pinned else None
+            Conversation.objects.filter(pk=conversation.pk).update(pinned_at=conversation.pinned_at)
+        return conversation
     fields = ["updated_at"]
+    if pinned is not None and pinned != (conversation.pinned_at is not None):
+        conversation.pinned_at = timezone.now() if pinned else None
+        fields.append("pinned_at")
     if category is not None or subcategory is not None:
         new_category = conversation.category if category is None else category
         # A new category without a subcategory clears the old one: it belonged to the old category.
