@@ -178,6 +178,16 @@ class MessageRetryView(APIView):
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
+class MessageStopView(APIView):
+    @extend_schema(request=None, responses={202: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """Stop an answer: a queued one at once; one being written keeps what it wrote and ends as done with
+        metadata.stopped (follow it live). A finished answer is returned unchanged."""
+        message = services.message_stop(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        message = selectors.feedback_attach(message=message, user=request.user)
+        return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
+
+
 class MessageRetrievalView(APIView):
     @extend_schema(responses=MessageRetrievalSerializer)
     def get(self, request, conversation_id, message_id):

@@ -106,6 +106,9 @@ class Message(models.Model):
     sources = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Set by the reader's Stop (chat.services.message_stop); the answerer checks it between streamed chunks,
+    # keeps what was written and ends the answer as done with metadata.stopped.
+    stop_requested = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

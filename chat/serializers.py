@@ -93,6 +93,8 @@ class FeedbackSerializer(serializers.ModelSerializer):
     cited_sources = serializers.ListField(child=serializers.DictField(),
                                          help_text="The answer's cited sources by id (no passage text)")
     retrieval_settings = serializers.DictField(help_text="The retrieval settings in force when it was given")
+    # "" when none was given (a 👍, or a 👎 without one): the schema says so (it listed the five reasons only).
+    reason = serializers.ChoiceField(choices=FeedbackReason.choices, allow_blank=True, read_only=True)
 
     class Meta:
         model = Feedback

@@ -216,6 +216,28 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
     return message
 
 
+def message_stop(*, conversation_id, message_id, user) -> Message:
+    """Stop an answer of the user's: one still waiting in the queue ends at once (done, empty, stopped);
+    one being written is flagged, and its answerer ends it between two streamed chunks, keeping what it
+    wrote (chat.orchestrator). An answer already finished is returned as it is."""
+    with transaction.atomic():
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        if message.role != MessageRole.ASSISTANT:
+            raise ApplicationError(gettext("Only an answer can be stopped, not a question."), code="not_an_answer")
+        if message.status == MessageStatus.PENDING:
+            message.status = MessageStatus.DONE
+            message.metadata = {**(message.metadata or {}), "stopped": True}
+            message.save(update_fields=["status", "metadata", "updated_at"])
+        elif message.status == MessageStatus.STREAMING and not message.stop_requested:
+            message.stop_requested = True
+            message.save(update_fields=["stop_requested"])
+    logger.info("answer stop asked", extra={"message_id": message.pk, "status": message.status})
+    return message
+
+
 def waiting_answers_requeue(*, document_id: int) -> int:
     """Answer again every answer that waited for documents in a conversation this document is attached
     to (its indexing just ended); the answer then waits on, reports a failure, or is answered. Returns how many."""
@@ -236,9 +258,11 @@ def _requeue(message: Message) -> None:
     message.content = ""
     message.error = ""
     message.sources = []
+    message.stop_requested = False
     message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
                         int(message.metadata.get("retries", 0)) + 1}
-    message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+    message.save(update_fields=["status", "content", "error", "sources", "metadata", "stop_requested",
+                                "updated_at"])
     _enqueue_with(message.conversation_id)
 
 

@@ -1,7 +1,7 @@
 """In a real browser (issue #32): the conversation sidebar beside the chat — date groups, search over
 titles and messages on the server, rename, pin, delete with a confirmation — and a drawer on a phone;
-the first question on /c/new/ creates the conversation (daphne, both clusters, PostgreSQL,
-chromium)."""
+the first question on /c/new/ creates the conversation, and Esc stops its answer while it is written
+(daphne, both clusters, PostgreSQL, chromium)."""
 from __future__ import annotations
 
 import re
@@ -23,7 +23,7 @@ def _conversation(owner, title: str, said: str, *, days_ago: int = 0) -> Convers
     return conversation
 
 
-def test_sidebar_searches_renames_pins_and_deletes(live_site, user, other_user, browser, artifacts):
+def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user, other_user, browser, artifacts):
     from playwright.sync_api import expect
 
     travel = _conversation(user, "Travel rules", "What is the meal allowance?")
@@ -85,13 +85,24 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, user, other_user, 
         page.keyboard.press("Escape")
         expect(sidebar).to_be_hidden()
 
-        # The first question creates the conversation, and the page becomes its page.
+        # The first question creates the conversation, and the page becomes its page; Esc stops its answer.
+        words = [f"word{n} " for n in range(400)]
+        chat_server.script_chat({"chunks": words, "piece_delay": 0.03})  # 12 s unless stopped
         page.fill("#question", "Who inspects the scaffold?")
         page.keyboard.press("Enter")
         page.wait_for_url(re.compile(r"/c/\d+/$"))
         created = Conversation.objects.get(owner=user, title="Who inspects the scaffold?")
         assert page.url.endswith(f"/c/{created.pk}/") and created.origin == "web"
         expect(page.locator("#chat-title")).to_have_text("Who inspects the scaffold?")
+        expect(page.locator(".msg-assistant .caret")).to_be_visible()  # being written
+        expect(page.locator("#stop-btn")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(page.locator(".msg-assistant .msg-stopped")).to_be_visible()
+        expect(page.locator("#stop-btn")).to_be_hidden()
+        expect(page.locator("#send-btn")).to_be_visible()
+        answer = Message.objects.get(conversation=created, role="assistant")
+        assert answer.status == "done" and answer.metadata["stopped"] is True
+        assert answer.content and len(answer.content) < len("".join(words)) // 2
         assert not errors, errors
     finally:
         page.context.close()

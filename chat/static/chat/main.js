@@ -3,7 +3,7 @@
    and topics.js (window.ragTopic) are classic scripts that run before them. The modules import one
    way, never in a cycle (ManifestStaticFilesStorage could not hash a cycle): state; citations, waiting
    and title on it; markdown (with the vendored marked and DOMPurify) under citations and sources;
-   sources; messages; live and attachments; actions, retry, feedback, composer and the sidebar; this one. Each wires
+   sources; messages; live and attachments; actions, retry, feedback, composer, stop and the sidebar; this one. Each wires
    its own controls when first imported; this one draws the page and starts following answers. */
 import "./actions.js";
 import { renderScope } from "./attachments.js";
@@ -14,6 +14,7 @@ import { emptyState, renderMessage, toBottom } from "./messages.js";
 import "./retry.js";
 import "./sidebar.js";
 import "./sources.js";
+import "./stop.js";
 import { boot, convId, IN_FLIGHT, liveText, messages, question, thread } from "./state.js";
 import { showTitle } from "./title.js";
 

@@ -69,7 +69,9 @@ function finalBody(m) {
     }
     box.append(para);
   }
-  if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+  const stopped = m.metadata && m.metadata.stopped;
+  if (!sections.length && !note && !stopped) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+  if (stopped) box.append(el("p", { class: "msg-stopped" }, t("Stopped: the answer may be incomplete.")));
   const wait = waitBox(m);
   if (wait) box.append(wait);
   return box;
