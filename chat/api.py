@@ -188,6 +188,19 @@ class MessageStopView(APIView):
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
+class MessageRegenerateView(APIView):
+    def get_throttles(self):
+        return [QuestionThrottle()]  # a new answer costs what a question does (THROTTLE_QUESTIONS)
+
+    @extend_schema(request=None, responses={202: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """A new version of the last answer, kept beside the earlier ones (same metadata.question_id; the new
+        one has metadata.version_of): pending, follow it live. Only the last question's answer (409 else)."""
+        message = services.message_regenerate(conversation_id=conversation_id, message_id=message_id,
+                                              user=request.user)
+        return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
+
+
 class MessageRetrievalView(APIView):
     @extend_schema(responses=MessageRetrievalSerializer)
     def get(self, request, conversation_id, message_id):

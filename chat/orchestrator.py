@@ -245,7 +245,7 @@ def _claim(message_id: int) -> tuple[Message, Message, Conversation] | None:
             message.error = ""
             message.sources = []
             message.metadata = {"question_id": question.pk, "attempts": int(message.metadata.get("attempts", 0)) + 1,
-                                **({"retries": message.metadata["retries"]} if message.metadata.get("retries") else {})}
+                                **{k: message.metadata[k] for k in ("retries", "version_of") if message.metadata.get(k)}}
             message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
     if question is None:  # stopped: nothing to write
@@ -271,7 +271,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
     metadata: MessageMetadata = {
-        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries
+        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries, version_of
         "mode": outcome.mode,
         "answer_format": parsed.format,
         "sections": parsed.sections,
@@ -315,7 +315,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
 
 
 def _base_metadata(job: Job) -> dict:
-    keep = ("question_id", "attempts", "retries")
+    keep = ("question_id", "attempts", "retries", "version_of")
     return {k: job.message.metadata[k] for k in keep if k in job.message.metadata}
 
 

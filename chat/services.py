@@ -238,6 +238,36 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
     return message
 
 
+def message_regenerate(*, conversation_id, message_id, user) -> Message:
+    """Write a new version of the conversation's last answer, kept beside the earlier ones: a new pending
+    answer to the same question (metadata.question_id), queued. Only a finished or failed answer of the
+    last question can be regenerated (a later question would have been asked after the older version)."""
+    with transaction.atomic():
+        conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .first()) if conversation is not None else None
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        if message.role != MessageRole.ASSISTANT:
+            raise ApplicationError(gettext("Only an answer can be regenerated, not a question."), code="not_an_answer")
+        question_id = (message.metadata or {}).get("question_id")
+        later = Message.objects.filter(conversation=conversation, pk__gt=message.pk)
+        if (not question_id or later.filter(role=MessageRole.USER).exists()
+                or later.filter(role=MessageRole.ASSISTANT).exclude(metadata__question_id=question_id).exists()):
+            raise Conflict(gettext("Only the answer to the last question can be regenerated."), code="not_last_answer")
+        if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
+                                  status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
+            raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
+                           code="answer_in_progress")
+        answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
+                                        status=MessageStatus.PENDING,
+                                        metadata={"question_id": question_id, "version_of": message.pk})
+        conversation.save(update_fields=["updated_at"])
+        _enqueue_with(conversation.pk)
+    logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
+    return answer
+
+
 def waiting_answers_requeue(*, document_id: int) -> int:
     """Answer again every answer that waited for documents in a conversation this document is attached
     to (its indexing just ended); the answer then waits on, reports a failure, or is answered. Returns how many."""

@@ -15,6 +15,7 @@ urlpatterns = [
     path(conversation + "messages/", api.MessageListView.as_view(), name="api-messages"),
     path(message, api.MessageDetailView.as_view(), name="api-message"),
     path(message + "retry/", api.MessageRetryView.as_view(), name="api-message-retry"),
+    path(message + "regenerate/", api.MessageRegenerateView.as_view(), name="api-message-regenerate"),
     path(message + "stop/", api.MessageStopView.as_view(), name="api-message-stop"),
     path(message + "retrieval/", api.MessageRetrievalView.as_view(), name="api-message-retrieval"),
     path(message + "feedback/", api.MessageFeedbackView.as_view(), name="api-message-feedback"),

@@ -5,6 +5,7 @@ import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
 import { caretHost, patch } from "./markdown.js";
 import { showSources, toggleSources } from "./sources.js";
 import { feedbackOf, IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
+import { applyVersions } from "./versions.js";
 import { waitBox } from "./waiting.js";
 
 const { el, icon, timeAgo, plural } = window.rag;
@@ -111,6 +112,8 @@ function footer(m) {
       title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
     el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "markdown" },
       title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown")),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm regen-btn", dataset: { message: m.id },
+      title: gettext("Write a new version of this answer; the earlier one is kept") }, icon("refresh"), gettext("Regenerate")),
     ...feedbackButtons(m, gettext)));
   return foot;
 }
@@ -141,7 +144,10 @@ function modelDownRetry() {
 
 export function renderMessage(m) {
   if (m.role === "user") {
-    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": "Question" }, el("div", { class: "bubble" }, m.content));
+    // Edit: the question goes back into the box, to change and ask again (regenerate.js handles it).
+    const edit = el("button", { type: "button", class: "btn btn-ghost btn-sm edit-btn", dataset: { message: m.id },
+      "aria-label": t("Edit this question and ask again"), title: t("Edit and ask again") }, icon("pencil"));
+    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": "Question" }, el("div", { class: "bubble" }, m.content), edit);
   }
   const node = el("article", { class: "msg msg-assistant", id: `msg-${m.id}`, "aria-label": "Answer", dataset: { status: m.status } });
   const bubble = el("div", { class: "bubble" });
@@ -189,6 +195,7 @@ export function upsert(m) {
     const later = [...thread.children].find((n) => n.id && Number(n.id.slice(4)) > m.id);
     thread.insertBefore(fresh, later || null);
   }
+  applyVersions();
   if (stick) toBottom();
   if (!panel.hidden && Number(panel.dataset.message) === m.id) showSources(m.id);
 }
