@@ -227,7 +227,7 @@ def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app
         todo += [f"{base}/{i[2:]}" if base else i[2:] for i in imports if i[2:] not in seen]
     assert seen == {"main.js", "state.js", "citations.js", "sources.js", "waiting.js", "messages.js", "live.js",
                     "retry.js", "composer.js", "title.js", "attachments.js", "markdown.js", "actions.js", "feedback.js",
-                    "sidebar.js", "stop.js", "versions.js", "regenerate.js",
+                    "sidebar.js", "stop.js", "versions.js", "regenerate.js", "drop.js",
                     "vendor/marked/marked.esm.js", "vendor/dompurify/purify.es.js"}
 
 

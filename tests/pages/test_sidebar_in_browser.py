@@ -1,7 +1,7 @@
 """In a real browser (issue #32): the conversation sidebar beside the chat — date groups, search over
 titles and messages on the server, rename, pin, delete with a confirmation — and a drawer on a phone;
-the first question on /c/new/ creates the conversation, and Esc stops its answer while it is written
-(daphne, both clusters, PostgreSQL, chromium)."""
+the first question on /c/new/ creates the conversation, Esc stops its answer while it is written, and a
+file dropped onto the conversation is uploaded and attached (daphne, both clusters, PostgreSQL, chromium)."""
 from __future__ import annotations
 
 import re
@@ -94,7 +94,7 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user,
         created = Conversation.objects.get(owner=user, title="Who inspects the scaffold?")
         assert page.url.endswith(f"/c/{created.pk}/") and created.origin == "web"
         expect(page.locator("#chat-title")).to_have_text("Who inspects the scaffold?")
-        expect(page.locator(".msg-assistant .caret")).to_be_visible()  # being written
+        expect(page.locator(".msg-assistant .caret")).to_be_visible(timeout=30_000)  # being written
         expect(page.locator("#stop-btn")).to_be_visible()
         page.keyboard.press("Escape")
         expect(page.locator(".msg-assistant .msg-stopped")).to_be_visible()
@@ -103,6 +103,16 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user,
         answer = Message.objects.get(conversation=created, role="assistant")
         assert answer.status == "done" and answer.metadata["stopped"] is True
         assert answer.content and len(answer.content) < len("".join(words)) // 2
+
+        # A file dropped onto the conversation is uploaded and attached.
+        dropped = page.evaluate_handle("""() => { const data = new DataTransfer();
+            data.items.add(new File(["Scaffolds are inspected every seven days."], "scaffold-rules.txt",
+                                    { type: "text/plain" }));
+            return data; }""")
+        page.dispatch_event("#chat-section", "drop", {"dataTransfer": dropped})
+        expect(page.locator("#pills .pill")).to_have_count(1)
+        assert list(created.documents.values_list("original_filename", flat=True)) == ["scaffold-rules.txt"]
+        expect(page.locator("#scope-chip")).to_contain_text("1 attached document")
         assert not errors, errors
     finally:
         page.context.close()

@@ -3,11 +3,12 @@
    and topics.js (window.ragTopic) are classic scripts that run before them. The modules import one
    way, never in a cycle (ManifestStaticFilesStorage could not hash a cycle): state; citations, waiting
    and title on it; markdown (with the vendored marked and DOMPurify) under citations and sources;
-   sources; messages; live and attachments; versions under messages; actions, regenerate, retry, feedback, composer, stop and the sidebar; this one. Each wires
+   sources; messages; live and attachments; versions under messages; actions, regenerate, retry, feedback, composer, drop, stop and the sidebar; this one. Each wires
    its own controls when first imported; this one draws the page and starts following answers. */
 import "./actions.js";
 import { renderScope } from "./attachments.js";
 import "./composer.js";
+import "./drop.js";
 import "./feedback.js";
 import { connect, ensureLive } from "./live.js";
 import { emptyState, renderMessage, toBottom } from "./messages.js";
