@@ -235,7 +235,7 @@ class MessageFeedbackView(APIView):
         return Response(FeedbackSerializer(feedback).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
-    @extend_schema(parameters=[OpenApiParameter("source_id", str, required=False,
+    @extend_schema(parameters=[OpenApiParameter("source_id", str, required=False, pattern=r"^[^\x00]*$",
                                                 description="Withdraw your rating of this cited source (S1…)")],
                    responses={204: None})
     def delete(self, request, conversation_id, message_id):

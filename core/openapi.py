@@ -43,8 +43,6 @@ SPECIFIC = {
     ("/api/documents/{id}/text/", "get"): {"409": "The text is not extracted yet (`extra.status`)."},
     ("/api/conversations/{conversation_id}/messages/{message_id}/retry/", "post"): {
         "409": "Only a failed answer, or one that waited for a document, can be retried."},
-    ("/api/conversations/{conversation_id}/messages/{message_id}/feedback/", "delete"): {
-        "400": "The address holds a character that is not allowed (NUL)."},
     ("/api/conversations/{conversation_id}/messages/{message_id}/feedback/", "post"): {
         "409": "The answer is not finished yet (`answer_not_done`): only a finished answer can be rated."},
     ("/api/embed/", "post"): {"502": "The AI server failed (its reason in `message`)."},
