@@ -1,15 +1,17 @@
 """The conversations API: conversations, attached documents, messages, retry, retrieval details."""
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from django.utils.translation import gettext
 from rest_framework import generics, permissions, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import gaps, selectors, services
 from chat.gaps import can_curate
-from chat.models import GapStatus
+from chat.models import ConversationOrigin, GapStatus
 from chat.serializers import (
     AttachSerializer,
     FeedbackCreateSerializer,
@@ -31,20 +33,68 @@ from core.errors import ApplicationError
 from core.throttles import QuestionThrottle
 
 
+_list_parameters = [
+    OpenApiParameter("q", str, required=False, description="Only conversations whose title or messages contain this"),
+    OpenApiParameter("origin", str, required=False, enum=["web", "api", "mcp"],
+                     description="Only conversations started there"),
+]
+
+
 class ConversationListView(generics.ListAPIView):
     serializer_class = ConversationSerializer
 
+    def get_throttles(self):
+        # Starting a conversation with its first question is asking (THROTTLE_QUESTIONS).
+        asking = self.request.method == "POST" and isinstance(self.request.data, dict) and "question" in self.request.data
+        return [QuestionThrottle()] if asking else []
+
     def get_queryset(self):
-        return selectors.conversation_list(user=self.request.user).order_by("-updated_at", "-id")
+        params = self.request.query_params
+        if params.get("origin", "") not in ("", *ConversationOrigin.values):
+            raise ApplicationError(gettext("origin is one of %(origins)s.") % {
+                "origins": ", ".join(ConversationOrigin.values)}, code="invalid")
+        return selectors.conversation_search(user=self.request.user, q=params.get("q", ""),
+                                             origin=params.get("origin", ""))
+
+    @extend_schema(parameters=_list_parameters)
+    def get(self, request, *args, **kwargs):
+        """Your conversations, pinned first, then by last activity; ?q= searches titles and messages."""
+        return super().get(request, *args, **kwargs)
 
     @extend_schema(request=ConversationCreateSerializer, responses={201: ConversationSerializer})
     def post(self, request):
-        """Start a conversation, optionally with documents attached (its questions then search only those)."""
+        """Start a conversation with its first `question` (the answer is queued; follow it as after POST
+        …/messages/), optionally with documents attached (its questions then search only those). Without
+        a question the conversation stays empty until one is asked."""
         form = ConversationCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        conversation = services.conversation_create(user=request.user, **form.validated_data)
+        data = dict(form.validated_data)
+        # Asked from the chat page (its session) or by an API client (a token).
+        origin = "web" if isinstance(request.successful_authenticator, SessionAuthentication) else "api"
+        question = data.pop("question", None)
+        if question is None:
+            data.pop("metadata", None)
+            conversation = services.conversation_create(user=request.user, origin=origin, **data)
+            pair = None
+        else:
+            conversation, *pair = services.conversation_start(user=request.user, question=question, origin=origin,
+                                                              **data)
         conversation = selectors.conversation_get(conversation_id=conversation.pk, user=request.user)
-        return Response(ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
+        body = ConversationSerializer(conversation).data
+        if pair:
+            body.update(_asked(request, *pair))
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _asked(request, question, answer) -> dict:
+    """The question and its pending answer, and where to follow the answer."""
+    base = f"/api/conversations/{answer.conversation_id}/messages/{answer.pk}"
+    return {
+        "user_message": MessageSerializer(question).data,
+        "assistant_message": MessageSerializer(answer).data,
+        "stream_url": request.build_absolute_uri(f"{base}/stream/"),
+        "websocket_url": f"/ws/conversations/{answer.conversation_id}/",
+    }
 
 
 class ConversationDetailView(APIView):
@@ -113,13 +163,7 @@ class MessageListView(generics.ListAPIView):
         form.is_valid(raise_exception=True)
         question, answer = services.message_send(conversation_id=conversation_id, user=request.user,
                                                  **form.validated_data)
-        base = f"/api/conversations/{answer.conversation_id}/messages/{answer.pk}"
-        return Response({
-            "user_message": MessageSerializer(question).data,
-            "assistant_message": MessageSerializer(answer).data,
-            "stream_url": request.build_absolute_uri(f"{base}/stream/"),
-            "websocket_url": f"/ws/conversations/{answer.conversation_id}/",
-        }, status=status.HTTP_201_CREATED)
+        return Response(_asked(request, question, answer), status=status.HTTP_201_CREATED)
 
 
 class MessageDetailView(APIView):
@@ -137,6 +181,29 @@ class MessageRetryView(APIView):
         """Answer a failed message again, or one that waited for a document being indexed."""
         message = services.message_retry(conversation_id=conversation_id, message_id=message_id, user=request.user)
         message = selectors.feedback_attach(message=message, user=request.user)
+        return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
+
+
+class MessageStopView(APIView):
+    @extend_schema(request=None, responses={202: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """Stop an answer: a queued one at once; one being written keeps what it wrote and ends as done with
+        metadata.stopped (follow it live). A finished answer is returned unchanged."""
+        message = services.message_stop(conversation_id=conversation_id, message_id=message_id, user=request.user)
+        message = selectors.feedback_attach(message=message, user=request.user)
+        return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
+
+
+class MessageRegenerateView(APIView):
+    def get_throttles(self):
+        return [QuestionThrottle()]  # a new answer costs what a question does (THROTTLE_QUESTIONS)
+
+    @extend_schema(request=None, responses={202: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """A new version of the last answer, kept beside the earlier ones (same metadata.question_id; the new
+        one has metadata.version_of): pending, follow it live. Only the last question's answer (409 else)."""
+        message = services.message_regenerate(conversation_id=conversation_id, message_id=message_id,
+                                              user=request.user)
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -174,7 +241,7 @@ class MessageFeedbackView(APIView):
         return Response(FeedbackSerializer(feedback).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
-    @extend_schema(parameters=[OpenApiParameter("source_id", str, required=False,
+    @extend_schema(parameters=[OpenApiParameter("source_id", str, required=False, pattern=r"^[^\x00]*$",
                                                 description="Withdraw your rating of this cited source (S1…)")],
                    responses={204: None})
     def delete(self, request, conversation_id, message_id):

@@ -93,13 +93,22 @@ def chat_server(rs):
 
 
 def history_for(question: Message) -> list[dict]:
-    """Earlier turns of the conversation (answered ones), oldest first."""
+    """Earlier turns of the conversation (answered ones), oldest first; of a regenerated answer's versions
+    only the newest (the one the page shows first)."""
     rows = (Message.objects.filter(conversation_id=question.conversation_id, pk__lt=question.pk,
                                    role__in=[MessageRole.USER, MessageRole.ASSISTANT])
             .exclude(role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING,
                                                               MessageStatus.FAILED])
-            .order_by("-id").values("role", "content")[:HISTORY_MESSAGES])
-    return list(reversed(rows))
+            .order_by("-id").values("role", "content", "metadata__question_id")[:HISTORY_MESSAGES])
+    turns, answered = [], set()
+    for row in rows:  # newest first
+        asked = row.pop("metadata__question_id")
+        if row["role"] == MessageRole.ASSISTANT and asked is not None:
+            if asked in answered:
+                continue  # an older version of an answer already taken
+            answered.add(asked)
+        turns.append(row)
+    return list(reversed(turns))
 
 
 def context_budget(server) -> int:

@@ -14,6 +14,14 @@ class ConversationQuerySet(OwnedQuerySet):
     """Every read goes through visible_to (core.ownership): a user sees only their own."""
 
 
+class ConversationOrigin(models.TextChoices):
+    """Where a conversation was started: the chat page, the API (/api, /v1) or an MCP client."""
+
+    WEB = "web", _("Chat page")
+    API = "api", _("API")
+    MCP = "mcp", _("MCP")
+
+
 class Conversation(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", db_index=False, verbose_name=_("owner")
@@ -30,6 +38,10 @@ class Conversation(models.Model):
     # when set, changeable at any time: each question records the topic it was asked under.
     category = models.CharField(max_length=100, blank=True, default="", verbose_name=_("category"))
     subcategory = models.CharField(max_length=100, blank=True, default="", verbose_name=_("subcategory"))
+    origin = models.CharField(max_length=10, choices=ConversationOrigin.choices, default=ConversationOrigin.WEB,
+                              verbose_name=_("origin"))
+    # Pinned conversations head the sidebar, most recently pinned first; null: not pinned.
+    pinned_at = models.DateTimeField(null=True, blank=True, verbose_name=_("pinned at"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -40,6 +52,8 @@ class Conversation(models.Model):
         verbose_name_plural = _("conversations")
         ordering = ["-updated_at", "-id"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_updated")]
+        constraints = [models.CheckConstraint(condition=models.Q(origin__in=ConversationOrigin.values),
+                                              name="conversation_origin_valid")]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
@@ -99,6 +113,9 @@ class Message(models.Model):
     sources = models.JSONField(default=list, blank=True, verbose_name=_("sources"))
     metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
     error = models.TextField(blank=True, verbose_name=_("error"))
+    # Set by the reader's Stop (chat.services.message_stop); the answerer checks it between streamed chunks,
+    # keeps what was written and ends the answer as done with metadata.stopped.
+    stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 

@@ -45,6 +45,11 @@ MAX_ATTEMPTS = 3
 STALE_AFTER = timedelta(seconds=60)
 DATABASE_RETRY_DELAY = 1.0  # seconds before answering again after a temporary database error
 UNEXPECTED = "Something went wrong while answering; it has been logged. Try again."
+STOP_CHECK_SECONDS = 0.25  # how often, at most, the answerer looks whether the reader pressed Stop
+
+
+class AnswerStopped(Exception):
+    """The reader pressed Stop: raised from Job.emit between streamed chunks (the model's stream is closed)."""
 
 
 @contextmanager
@@ -130,6 +135,7 @@ class Job:
         self.text = ""
         self.context: list[dict] = []
         self.timings: dict = {"queue_ms": round((timezone.now() - message.created_at).total_seconds() * 1000, 1)}
+        self.stop_checked = 0.0
 
     def mark(self, step: str) -> None:
         now = time.perf_counter()
@@ -142,9 +148,19 @@ class Job:
         if not self.text:
             self.timings["first_token_ms"] = round((time.perf_counter() - self.started) * 1000, 1)
             self.timings["first_token_at"] = round(time.time(), 3)  # to compare with what clients saw
+        self.stop_if_asked()
         offset = len(self.text)
         self.text += delta
         writer.token(self.conversation.pk, self.message.pk, delta, offset, self.text)
+
+    def stop_if_asked(self) -> None:
+        """Raise AnswerStopped once the reader has pressed Stop (one indexed read per STOP_CHECK_SECONDS)."""
+        now = time.perf_counter()
+        if now - self.stop_checked < STOP_CHECK_SECONDS:
+            return
+        self.stop_checked = now
+        if Message.objects.filter(pk=self.message.pk, stop_requested=True).exists():
+            raise AnswerStopped
 
     def restart(self) -> None:
         """Start the text again (clients replace theirs from offset 0, as after a retried attempt)."""
@@ -172,6 +188,8 @@ def answer_message(message_id: int) -> str | None:
     try:
         try:
             outcome = produce(job)
+        except AnswerStopped:
+            _stopped(job)
         except (AnswerFailed, AiServerError, ApplicationError) as exc:
             _fail(job, without_addresses(str(exc)))  # shown to the user: never a server's address
         else:
@@ -216,18 +234,26 @@ def _claim(message_id: int) -> tuple[Message, Message, Conversation] | None:
                    .filter(pk=message_id, role=MessageRole.ASSISTANT).first())
         if message is None or message.status != MessageStatus.PENDING:
             return None
-        question = _question_of(message)
-        if question is None:
+        stopped = message.stop_requested  # stopped while being written, then put back in the queue
+        question = None if stopped else _question_of(message)
+        if stopped:
+            message.status = MessageStatus.DONE
+            message.metadata = {**message.metadata, "stopped": True}
+            message.save(update_fields=["status", "metadata", "updated_at"])
+        elif question is None:
             _save_failed(message, "The question of this answer no longer exists.")
             return None
-        message.status = MessageStatus.STREAMING
-        message.content = ""
-        message.error = ""
-        message.sources = []
-        message.metadata = {"question_id": question.pk, "attempts": int(message.metadata.get("attempts", 0)) + 1,
-                            **({"retries": message.metadata["retries"]} if message.metadata.get("retries") else {})}
-        message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+        else:
+            message.status = MessageStatus.STREAMING
+            message.content = ""
+            message.error = ""
+            message.sources = []
+            message.metadata = {"question_id": question.pk, "attempts": int(message.metadata.get("attempts", 0)) + 1,
+                                **{k: message.metadata[k] for k in ("retries", "version_of") if message.metadata.get(k)}}
+            message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
+    if question is None:  # stopped: nothing to write
+        return None
     return message, question, message.conversation
 
 
@@ -249,7 +275,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     tags_of = {id(seg): tag for tag, seg in outcome.tag_map.items()}
     metadata: MessageMetadata = {
-        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries
+        **_base_metadata(job),  # type: ignore[typeddict-item] # question_id, attempts, retries, version_of
         "mode": outcome.mode,
         "answer_format": parsed.format,
         "sections": parsed.sections,
@@ -312,7 +338,7 @@ def _mark_outdated(sources: list[Source]) -> int:
 
 
 def _base_metadata(job: Job) -> dict:
-    keep = ("question_id", "attempts", "retries")
+    keep = ("question_id", "attempts", "retries", "version_of")
     return {k: job.message.metadata[k] for k in keep if k in job.message.metadata}
 
 
@@ -330,6 +356,23 @@ def _fail(job: Job, error: str) -> None:
         message.save(update_fields=["status", "error", "content", "metadata", "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
     logger.warning("answer failed", extra={"message_id": message.pk, "error": error})
+
+
+def _stopped(job: Job) -> None:
+    """The reader stopped the answer: what was streamed stays, as a finished answer marked stopped."""
+    job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
+    writer.flush()
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=job.message.pk).first()
+        if message is None or message.status != MessageStatus.STREAMING:
+            return
+        message.status = MessageStatus.DONE
+        message.content = job.text
+        message.metadata = {**_base_metadata(job), "stopped": True, "streamed_text": job.text,
+                            "context_sources": job.context, "timings": job.timings}
+        message.save(update_fields=["status", "content", "metadata", "updated_at"])
+    writer.send(message.conversation_id, status_event(message_data(message)))
+    logger.info("answer stopped by the reader", extra={"message_id": message.pk, "chars": len(job.text)})
 
 
 def _save_failed(message: Message, error: str) -> None:

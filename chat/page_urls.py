@@ -7,5 +7,6 @@ from chat.prompt_preview import prompt_preview
 urlpatterns = [
     path("c/new/", pages.conversation_new, name="conversation-new"),
     path("c/<int:conversation_id>/", pages.chat, name="chat"),
+    path("c/<int:conversation_id>/export.md", pages.conversation_export, name="conversation-export"),
     path("staff/prompt-preview/", prompt_preview, name="prompt-preview"),  # linked from the retrieval settings
 ]

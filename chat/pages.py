@@ -1,19 +1,24 @@
 """Web pages of conversations: the list (served at `/`) and the chat page of one conversation."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Left
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods
 
-from chat import selectors, services
+from chat import selectors
+from chat.exporting import conversation_markdown
 from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
 from documents.collections import collection_choices
 from documents.models import Document
-from core.errors import ApplicationError, NotFound
+from core.errors import ApplicationError
 
 LIST_LIMIT = 200
 PREVIEW_CHARS = 140
@@ -34,15 +39,22 @@ def conversation_list(request):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def conversation_new(request):
-    """Start a conversation (optionally with one document attached) and open it."""
-    document_ids = [int(v) for v in request.POST.getlist("document_id") if v.isascii() and v.isdigit() and len(v) <= 18]
-    try:
-        conversation = services.conversation_create(user=request.user, document_ids=document_ids)
-    except NotFound:
-        raise Http404("No such document.") from None
-    return redirect("chat", conversation_id=conversation.pk)
+    """The chat page before its first question (which creates the conversation), optionally with documents
+    to attach: `?document=<id>` (POST: the older form, redirected here). Nothing is stored until then."""
+    if request.method == "POST":
+        ids = [v for v in request.POST.getlist("document_id") if _is_id(v)]
+        return redirect(reverse("conversation-new") + (f"?{urlencode({'document': ids}, doseq=True)}" if ids else ""))
+    ids = [int(v) for v in request.GET.getlist("document") if _is_id(v)]
+    attached = Document.objects.visible_to(request.user).filter(pk__in=ids).order_by("id")
+    if len(attached) != len(set(ids)):
+        raise Http404("No such document.")
+    return _chat_page(request, None, attached)
+
+
+def _is_id(value: str) -> bool:
+    return value.isascii() and value.isdigit() and len(value) <= 18
 
 
 @login_required
@@ -53,17 +65,38 @@ def chat(request, conversation_id: int):
         conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
     except ApplicationError:
         raise Http404("No such conversation.") from None
-    messages = selectors.message_list(conversation=conversation)
-    attached = selectors.conversation_documents(conversation=conversation)
+    return _chat_page(request, conversation, selectors.conversation_documents(conversation=conversation))
+
+
+@login_required
+@require_GET
+def conversation_export(request, conversation_id: int):
+    """The conversation as a Markdown file, with the sources its answers cited (chat.exporting)."""
+    try:
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+    except ApplicationError:
+        raise Http404("No such conversation.") from None
+    response = HttpResponse(conversation_markdown(conversation=conversation, user=request.user),
+                            content_type="text/markdown; charset=utf-8")
+    name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.md"'
+    return response
+
+
+def _chat_page(request, conversation, attached):
+    """The chat page of a conversation, or of one not started yet (None)."""
+    messages = selectors.message_list(conversation=conversation) if conversation is not None else []
     searchable = Document.objects.visible_to(request.user).filter(chunk_count__gt=0).count()
     collections = collection_choices(user=request.user)
+    data = (ConversationSerializer(conversation).data if conversation is not None
+            else {"id": None, "title": "", "collection": None, "category": "", "subcategory": "", "pinned": False})
     return render(request, "chat/chat.html", {
         "nav": "conversations",
         "conversation": conversation,
         "collection_control": _collection_control(conversation, collections),
         "chat": {
             "collections": collections,
-            "conversation": ConversationSerializer(conversation).data,
+            "conversation": data,
             "messages": MessageSerializer(messages, many=True).data,
             "attached": AttachedDocumentSerializer(attached, many=True).data,
             "searchable_count": searchable,
@@ -75,6 +108,6 @@ def _collection_control(conversation, collections: list[dict]) -> dict:
     """The header's collection picker: the readable collections, which one is chosen, and whether the
     conversation still names one the user no longer reads (shown without its name; asking fails until
     another is chosen)."""
-    chosen = conversation.collection.slug if conversation.collection_id else ""
+    chosen = conversation.collection.slug if conversation is not None and conversation.collection_id else ""
     return {"collections": collections, "chosen": chosen,
             "lost": bool(chosen) and all(c["slug"] != chosen for c in collections)}

@@ -1,11 +1,19 @@
 """Reads of conversations and messages; every one is scoped to the user (others get 404)."""
 from __future__ import annotations
 
-from django.db.models import Count, IntegerField, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext
 
-from chat.models import Conversation, ConversationDocument, Feedback, Message, MessageRole, MessageStatus
+from chat.models import (
+    Conversation,
+    ConversationDocument,
+    ConversationOrigin,
+    Feedback,
+    Message,
+    MessageRole,
+    MessageStatus,
+)
 from documents.models import Document
 from core.errors import NotFound
 from retrieval.search.scope import Scope, collection_scope, scope_of_rows
@@ -21,6 +29,23 @@ def _count(model) -> Coalesce:
 def conversation_list(*, user) -> QuerySet[Conversation]:
     return Conversation.objects.visible_to(user).select_related("collection").annotate(
         document_count=_count(ConversationDocument), message_count=_count(Message))
+
+
+SEARCH_MAX_CHARS = 200
+
+
+def conversation_search(*, user, q: str = "", origin: str = "") -> QuerySet[Conversation]:
+    """The user's conversations, pinned first (most recently pinned on top), then by last activity;
+    `q` keeps those whose title or any message contains it (case-insensitive), `origin` those started
+    there (web, api, mcp; anything else: none). Only the user's own conversations are ever searched."""
+    rows = conversation_list(user=user)
+    if origin:
+        rows = rows.filter(origin=origin) if origin in ConversationOrigin.values else rows.none()
+    q = " ".join((q or "").split())[:SEARCH_MAX_CHARS]
+    if q:
+        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=q)
+        rows = rows.filter(Q(title__icontains=q) | Exists(said))
+    return rows.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at", "-id")
 
 
 def conversation_get(*, conversation_id, user) -> Conversation:

@@ -93,6 +93,8 @@ class FeedbackSerializer(serializers.ModelSerializer):
     cited_sources = serializers.ListField(child=serializers.DictField(),
                                          help_text="The answer's cited sources by id (no passage text)")
     retrieval_settings = serializers.DictField(help_text="The retrieval settings in force when it was given")
+    # "" when none was given (a 👍, or a 👎 without one): the schema says so (it listed the five reasons only).
+    reason = serializers.ChoiceField(choices=FeedbackReason.choices, allow_blank=True, read_only=True)
 
     class Meta:
         model = Feedback
@@ -159,15 +161,20 @@ class MessagePairSerializer(serializers.Serializer):
 class ConversationSerializer(serializers.ModelSerializer):
     document_count = serializers.IntegerField(read_only=True, default=0)
     message_count = serializers.IntegerField(read_only=True, default=0)
+    origin = serializers.CharField(read_only=True, help_text="Where it was started: web (the chat page), api, mcp")
+    pinned = serializers.SerializerMethodField(help_text="Pinned to the top of the list")
     collection = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True,
                                               help_text="Questions search only this collection (unless documents are attached)")
 
     class Meta:
         model = Conversation
         fields = ["id", "title", "document_count", "message_count", "collection", "category", "subcategory",
-                  "created_at", "updated_at"]
+                  "origin", "pinned", "pinned_at", "created_at", "updated_at"]
         read_only_fields = ["id", "document_count", "message_count", "collection", "category", "subcategory",
-                            "created_at", "updated_at"]
+                            "origin", "pinned_at", "created_at", "updated_at"]
+
+    def get_pinned(self, conversation) -> bool:
+        return conversation.pinned_at is not None
 
 
 _collection_ref = dict(required=False, allow_null=True, allow_blank=True, max_length=100,
@@ -179,6 +186,10 @@ _topic_help = ("The topic questions are asked under: a category / subcategory in
 
 
 class ConversationCreateSerializer(serializers.Serializer):
+    question = StrictCharField(required=False, max_length=settings.CHAT_MAX_QUESTION_CHARS, trim_whitespace=True,
+                               help_text="The first question: the conversation starts with it and the answer is "
+                               "queued (the response then holds user_message and assistant_message too)")
+    metadata = serializers.DictField(required=False, help_text="With `question`: as for a message's metadata")
     title = StrictCharField(required=False, allow_blank=True, max_length=200, default="")
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
                                          max_length=500)
@@ -187,8 +198,25 @@ class ConversationCreateSerializer(serializers.Serializer):
     subcategory = StrictCharField(required=False, allow_blank=True, max_length=100, default="", help_text=_topic_help)
 
 
+    def validate_metadata(self, value: dict) -> dict:
+        problem = client_metadata_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only: DRF's BooleanField takes 0, 1, "yes" and "off" too, the schema says boolean."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class ConversationUpdateSerializer(serializers.Serializer):
     title = StrictCharField(required=False, allow_blank=True, max_length=200)
+    pinned = StrictBooleanField(required=False, help_text="Pin to the top of the list (false: unpin)")
     collection = serializers.CharField(**_collection_ref)
     category = StrictCharField(required=False, allow_blank=True, max_length=100,
                                help_text=_topic_help + "; a new category without a subcategory clears the subcategory")

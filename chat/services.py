@@ -13,6 +13,7 @@ from chat.gaps import gap_record_task
 from chat.models import (
     Conversation,
     ConversationDocument,
+    ConversationOrigin,
     Feedback,
     FeedbackRating,
     Message,
@@ -56,27 +57,57 @@ def _readable_collection(user, ref):
 
 
 def conversation_create(*, user, title: str = "", document_ids: list[int] | None = None,
-                        collection=None, category: str = "", subcategory: str = "") -> Conversation:
-    """Start a conversation; its topic (category / subcategory) must be one in use (retrieval.topics)."""
+                        collection=None, category: str = "", subcategory: str = "",
+                        origin: str = ConversationOrigin.API) -> Conversation:
+    """Start a conversation; its topic (category / subcategory) must be one in use (retrieval.topics).
+
+    Without a question it stays empty until one is asked: only API clients do that (to attach
+    documents first); the chat page starts a conversation with its first question (conversation_start).
+    """
+    if origin not in ConversationOrigin.values:
+        raise ApplicationError(gettext("Unknown origin %(origin)s.") % {"origin": origin}, code="invalid")
     category, subcategory = topic_validate(user=user, category=category, subcategory=subcategory)
     with transaction.atomic():
         conversation = Conversation.objects.create(owner=user, title=title.strip()[:200],
                                                    collection=_readable_collection(user, collection),
-                                                   category=category, subcategory=subcategory)
+                                                   category=category, subcategory=subcategory, origin=origin)
         for document_id in document_ids or []:
             conversation_document_attach(conversation_id=conversation.pk, document_id=document_id, user=user)
     return conversation
+
+
+def conversation_start(*, user, question: str, origin: str, title: str = "", document_ids: list[int] | None = None,
+                       collection=None, category: str = "", subcategory: str = "",
+                       metadata: dict | None = None) -> tuple[Conversation, Message, Message]:
+    """Start a conversation with its first question, as one unit: a refused question (empty, too long)
+    or attachment leaves no conversation behind. Returns (conversation, question, pending answer)."""
+    with transaction.atomic():
+        conversation = conversation_create(user=user, title=title, document_ids=document_ids, collection=collection,
+                                           category=category, subcategory=subcategory, origin=origin)
+        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata)
+    return conversation, asked, answer
 
 
 _UNCHANGED = object()
 
 
 def conversation_update(*, conversation_id, user, title: str | None = None, collection=_UNCHANGED,
-                        category: str | None = None, subcategory: str | None = None) -> Conversation:
+                        category: str | None = None, subcategory: str | None = None,
+                        pinned: bool | None = None) -> Conversation:
     """Rename the conversation, narrow its questions to one readable collection (None: everything),
-    and/or change its topic (a category or subcategory not sent keeps its value; "" clears it)."""
+    change its topic (a category or subcategory not sent keeps its value; "" clears it), and/or pin it
+    to the top of the list (pinning alone does not make it "recently active")."""
     conversation = conversation_get(conversation_id=conversation_id, user=user)
+    if pinned is not None and title is None and collection is _UNCHANGED and category is None and subcategory is None:
+        # updated_at orders the list by activity: a pin is no activity (auto_now would bump it on save()).
+        if pinned != (conversation.pinned_at is not None):
+            conversation.pinned_at = timezone.now() if pinned else None
+            Conversation.objects.filter(pk=conversation.pk).update(pinned_at=conversation.pinned_at)
+        return conversation
     fields = ["updated_at"]
+    if pinned is not None and pinned != (conversation.pinned_at is not None):
+        conversation.pinned_at = timezone.now() if pinned else None
+        fields.append("pinned_at")
     if category is not None or subcategory is not None:
         new_category = conversation.category if category is None else category
         # A new category without a subcategory clears the old one: it belonged to the old category.
@@ -186,6 +217,58 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
     return message
 
 
+def message_stop(*, conversation_id, message_id, user) -> Message:
+    """Stop an answer of the user's: one still waiting in the queue ends at once (done, empty, stopped);
+    one being written is flagged, and its answerer ends it between two streamed chunks, keeping what it
+    wrote (chat.orchestrator). An answer already finished is returned as it is."""
+    with transaction.atomic():
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        if message.role != MessageRole.ASSISTANT:
+            raise ApplicationError(gettext("Only an answer can be stopped, not a question."), code="not_an_answer")
+        if message.status == MessageStatus.PENDING:
+            message.status = MessageStatus.DONE
+            message.metadata = {**(message.metadata or {}), "stopped": True}
+            message.save(update_fields=["status", "metadata", "updated_at"])
+        elif message.status == MessageStatus.STREAMING and not message.stop_requested:
+            message.stop_requested = True
+            message.save(update_fields=["stop_requested"])
+    logger.info("answer stop asked", extra={"message_id": message.pk, "status": message.status})
+    return message
+
+
+def message_regenerate(*, conversation_id, message_id, user) -> Message:
+    """Write a new version of the conversation's last answer, kept beside the earlier ones: a new pending
+    answer to the same question (metadata.question_id), queued. Only a finished or failed answer of the
+    last question can be regenerated (a later question would have been asked after the older version)."""
+    with transaction.atomic():
+        conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .first()) if conversation is not None else None
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        if message.role != MessageRole.ASSISTANT:
+            raise ApplicationError(gettext("Only an answer can be regenerated, not a question."), code="not_an_answer")
+        question_id = (message.metadata or {}).get("question_id")
+        later = Message.objects.filter(conversation=conversation, pk__gt=message.pk)
+        if (not question_id or later.filter(role=MessageRole.USER).exists()
+                or later.filter(role=MessageRole.ASSISTANT).exclude(metadata__question_id=question_id).exists()):
+            raise Conflict(gettext("Only the answer to the last question can be regenerated."), code="not_last_answer")
+        if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
+                                  status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
+            raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
+                           code="answer_in_progress")
+        answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
+                                        status=MessageStatus.PENDING,
+                                        metadata={"question_id": question_id, "version_of": message.pk})
+        conversation.save(update_fields=["updated_at"])
+        _enqueue_with(conversation.pk)
+    logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
+    return answer
+
+
 def waiting_answers_requeue(*, document_id: int) -> int:
     """Answer again every answer that waited for documents in a conversation this document is attached
     to (its indexing just ended); the answer then waits on, reports a failure, or is answered. Returns how many."""
@@ -206,9 +289,11 @@ def _requeue(message: Message) -> None:
     message.content = ""
     message.error = ""
     message.sources = []
+    message.stop_requested = False
     message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
                         int(message.metadata.get("retries", 0)) + 1}
-    message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+    message.save(update_fields=["status", "content", "error", "sources", "metadata", "stop_requested",
+                                "updated_at"])
     _enqueue_with(message.conversation_id)
 
 

@@ -28,6 +28,10 @@ THROTTLED = "Too many requests; `Retry-After` says when to try again."
 SPECIFIC = {
     ("/api/auth/token/", "post"): {"429": THROTTLED},
     ("/api/conversations/{conversation_id}/messages/", "post"): {"429": THROTTLED},
+    ("/api/conversations/", "post"): {"429": THROTTLED},  # with a first question: asking
+    ("/api/conversations/{conversation_id}/messages/{message_id}/regenerate/", "post"): {
+        "409": "Not the last question's answer (`not_last_answer`), or an answer is being written "
+               "(`answer_in_progress`).", "429": THROTTLED},
     ("/api/documents/", "post"): {"413": "The file is larger than MAX_UPLOAD_SIZE.",
                                   "415": "Not a PDF, DOCX, text or Markdown file.",
                                   "422": "The file is damaged (a broken zip)."},

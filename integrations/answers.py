@@ -39,6 +39,10 @@ class Turn:
     content: str
 
 
+# The interface that asked (kept with each question) → the conversation's origin (chat.models.ConversationOrigin).
+CONVERSATION_ORIGIN = {"openai": "api", "mcp": "mcp"}
+
+
 class AnswerTimeout(TimedOut):
     code = "answer_timeout"
 
@@ -58,7 +62,7 @@ def ask_start(*, user, question: str, history: list[Turn] | None = None, convers
         if conversation_id is None:
             first = next((t.content for t in history if t.role == "user"), question)
             conversation = Conversation.objects.create(
-                owner=user, title=" ".join(first.split())[:TITLE_CHARS],
+                owner=user, title=" ".join(first.split())[:TITLE_CHARS], origin=CONVERSATION_ORIGIN.get(origin, "api"),
                 collection=collection_readable(user=user, ref=collection) if collection else None)
             Message.objects.bulk_create([
                 Message(conversation=conversation, role=t.role, status=MessageStatus.DONE, content=t.content,

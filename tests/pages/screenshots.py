@@ -125,7 +125,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     chat_server.script_chat({"content": ANSWER, "first_token_delay": 0.2, "piece_delay": 0.03})
     page.get_by_role("link", name="Conversations").click()
     page.get_by_role("button", name="New conversation").click()
-    page.wait_for_url(re.compile(r"/c/\d+/$"))
+    page.wait_for_url(re.compile(r"/c/new/$"))
     page.wait_for_load_state()  # the page's modules have run (they wire the buttons)
     page.get_by_role("button", name="Attach documents from my library").click()
     dialog = page.get_by_role("dialog", name="Choose from my library")

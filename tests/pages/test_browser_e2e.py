@@ -118,7 +118,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         # A new conversation; attach the document from the library picker.
         page.get_by_role("link", name="Conversations").click()
         page.get_by_role("button", name="New conversation").click()
-        expect(page).to_have_url(re.compile(r"/c/\d+/$"))
+        expect(page).to_have_url(re.compile(r"/c/new/$"))  # stored with its first question
         expect(page.locator("#scope-chip")).to_have_text("Searching: all your documents (1)")
         page.get_by_role("button", name="Attach documents from my library").click()
         dialog = page.get_by_role("dialog", name="Choose from my library")
@@ -134,6 +134,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         page.evaluate(WATCH, [".msg-assistant .answer-body", "__answer"])
         page.get_by_label("Your question").fill(QUESTION)
         page.keyboard.press("Enter")
+        expect(page).to_have_url(re.compile(r"/c/\d+/$"))  # the question created the conversation
         expect(page.locator(".msg-user")).to_have_text(QUESTION)
         answer = page.locator(".msg-assistant").last
         expect(answer).to_have_attribute("data-status", "done", timeout=30_000)

@@ -176,17 +176,18 @@ def test_chat_page_is_the_owners_only_and_carries_history_and_attachments(alice_
     assert 'aria-label="Attach documents from my library"' in html and 'for="question"' in html
 
 
-def test_new_conversation_opens_it_with_an_optional_document(alice_client, user, other_user):
+def test_new_conversation_page_opens_with_an_optional_document_and_stores_nothing(alice_client, user, other_user):
     response = alice_client.post("/c/new/")
-    conversation = Conversation.objects.get(owner=user)
-    assert response["Location"] == f"/c/{conversation.pk}/"
+    assert response["Location"] == "/c/new/"
     mine = upload_bytes(user, b"mine", "mine.txt")
     response = alice_client.post("/c/new/", {"document_id": str(mine.pk)})
-    newest = Conversation.objects.filter(owner=user).order_by("-id").first()
-    assert list(newest.documents.values_list("id", flat=True)) == [mine.pk]
+    assert response["Location"] == f"/c/new/?document={mine.pk}"
+    page = alice_client.get(response["Location"])
+    assert [d["id"] for d in _json_script(page, "chat-data")["attached"]] == [mine.pk]
+    assert _json_script(page, "chat-data")["conversation"]["id"] is None
     theirs = upload_bytes(other_user, b"theirs", "theirs.txt")
-    assert alice_client.post("/c/new/", {"document_id": str(theirs.pk)}).status_code == 404
-    assert alice_client.get("/c/new/").status_code == 405
+    assert alice_client.get(f"/c/new/?document={theirs.pk}").status_code == 404
+    assert not Conversation.objects.exists()  # the first question creates it
 
 
 def test_pages_load_their_scripts_and_styles_from_ragsite(alice_client, user):
@@ -226,6 +227,7 @@ def test_the_chat_page_is_es_modules_each_served_as_javascript_from_the_chat_app
         todo += [f"{base}/{i[2:]}" if base else i[2:] for i in imports if i[2:] not in seen]
     assert seen == {"main.js", "state.js", "citations.js", "sources.js", "waiting.js", "messages.js", "live.js",
                     "retry.js", "composer.js", "title.js", "attachments.js", "markdown.js", "actions.js", "feedback.js",
+                    "sidebar.js", "stop.js", "versions.js", "regenerate.js", "drop.js",
                     "vendor/marked/marked.esm.js", "vendor/dompurify/purify.es.js"}
 
 

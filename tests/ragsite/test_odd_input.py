@@ -63,6 +63,6 @@ def test_deeply_nested_json_is_400(api):
 
 def test_new_conversation_with_document_id_superscript_two(browser, user):
     response = browser.post("/c/new/", {"document_id": "²"})
-    assert response.status_code == 302, response.content[:300]
-    conversation = Conversation.objects.get(owner=user)
-    assert not conversation.documents.exists()
+    assert response.status_code == 302 and response["Location"] == "/c/new/", response.content[:300]
+    assert browser.get("/c/new/?document=²").status_code == 200  # not an id: nothing to attach
+    assert not Conversation.objects.exists()  # the first question creates the conversation

@@ -43,7 +43,7 @@ export function renderScope() {
 let attachedTimer = 0;
 function scheduleAttachedPoll() {
   clearTimeout(attachedTimer);
-  if (!shared.attached.some((d) => !isFinal(d))) return;
+  if (!convId || !shared.attached.some((d) => !isFinal(d))) return; // before the first question: shown as picked
   attachedTimer = setTimeout(async () => {
     try { shared.attached = await api("GET", `/api/conversations/${convId}/documents/`); } catch (err) { /* try again */ }
     renderScope();
@@ -53,7 +53,7 @@ function scheduleAttachedPoll() {
 async function detach(doc) {
   const index = shared.attached.findIndex((d) => d.id === doc.id);
   try {
-    await api("DELETE", `/api/conversations/${convId}/documents/${doc.id}/`);
+    if (convId) await api("DELETE", `/api/conversations/${convId}/documents/${doc.id}/`);
   } catch (err) {
     if (err.status !== 404) { toast(err.message, "error"); return; }
   }
@@ -145,9 +145,14 @@ document.getElementById("picker-form").addEventListener("submit", async (e) => {
   const { add, remove } = pickerChanges();
   pickerOk.disabled = true;
   try {
-    for (const id of add) await api("POST", `/api/conversations/${convId}/documents/`, { document_id: id });
-    for (const id of remove) await api("DELETE", `/api/conversations/${convId}/documents/${id}/`);
-    shared.attached = await api("GET", `/api/conversations/${convId}/documents/`);
+    if (!convId) { // not started yet: the first question attaches them (composer.js)
+      shared.attached = library.filter((d) => selected.has(d.id)).map((d) => (
+        { id: d.id, title: d.title, name: d.name, status: d.status, chunk_count: d.chunk_count, index_error: d.index_error || "" }));
+    } else {
+      for (const id of add) await api("POST", `/api/conversations/${convId}/documents/`, { document_id: id });
+      for (const id of remove) await api("DELETE", `/api/conversations/${convId}/documents/${id}/`);
+      shared.attached = await api("GET", `/api/conversations/${convId}/documents/`);
+    }
     renderScope();
     if (add.length) toast(count(ngettext("Attached %(n)s document", "Attached %(n)s documents", add.length), add.length));
     picker.close();

@@ -7,7 +7,8 @@
   const select = document.getElementById("collection-select");
   if (!select) return;
   const boot = rag.data("chat-data");
-  const convId = boot.conversation.id;
+  // The conversation's id once it exists (set when the first question creates it: chat/state.js).
+  const convId = () => document.getElementById("chat-section").dataset.conversation;
   const box = document.getElementById("collection-control");
   let saved = select.value;
 
@@ -17,7 +18,9 @@
     const wanted = select.value;
     select.disabled = true;
     try {
-      const conversation = await api("PATCH", `/api/conversations/${convId}/`, { collection: wanted || null });
+      // Before the first question the collection goes with it (composer.js reads this select).
+      const conversation = convId() ? await api("PATCH", `/api/conversations/${convId()}/`, { collection: wanted || null })
+        : { collection: wanted || null };
       saved = conversation.collection || "";
       select.value = saved;
       // The lost collection's placeholder goes once another choice is saved.

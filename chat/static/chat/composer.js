@@ -1,7 +1,7 @@
 /* Asking: the question box grows with its text, Enter sends, and the answer is followed live. */
-import { ensureLive } from "./live.js";
+import { connect, ensureLive } from "./live.js";
 import { toBottom, upsert } from "./messages.js";
-import { composer, convId, question, sendBtn, shared } from "./state.js";
+import { adopt, composer, convId, question, sendBtn, shared } from "./state.js";
 import { refreshConversation } from "./title.js";
 
 const { api, toast } = window.rag;
@@ -23,7 +23,7 @@ composer.addEventListener("submit", async (e) => {
   try {
     // The topic picker's current topic (topics.js), so the tiers run under what the reader sees.
     const topic = window.ragTopic ? window.ragTopic.current() : {};
-    const pair = await api("POST", `/api/conversations/${convId}/messages/`, { content, ...topic });
+    const pair = convId ? await api("POST", `/api/conversations/${convId}/messages/`, { content, ...topic }) : await start(content, topic);
     question.value = "";
     autosize();
     upsert(pair.user_message);
@@ -31,6 +31,7 @@ composer.addEventListener("submit", async (e) => {
     toBottom();
     ensureLive();
     if (!shared.conversation.title) refreshConversation();
+    if (pair.id) connect(); // the conversation's own live events, now that it exists
   } catch (err) {
     toast(err.message, "error");
   } finally {
@@ -38,3 +39,15 @@ composer.addEventListener("submit", async (e) => {
     question.focus();
   }
 });
+
+/** The first question starts the conversation, with the documents attached and the collection chosen meanwhile. */
+async function start(content, topic) {
+  const select = document.getElementById("collection-select");
+  const body = { question: content, ...topic, document_ids: shared.attached.map((d) => d.id) };
+  if (select && select.value) body.collection = select.value;
+  const created = await api("POST", "/api/conversations/", body);
+  const conversation = { ...created };
+  for (const key of ["user_message", "assistant_message", "stream_url", "websocket_url"]) delete conversation[key];
+  adopt(conversation);
+  return created;
+}

@@ -5,6 +5,7 @@ import { citationsOf, labelChip, richText, sourceLabel } from "./citations.js";
 import { caretHost, patch } from "./markdown.js";
 import { showSources, toggleSources } from "./sources.js";
 import { feedbackOf, IN_FLIGHT, liveText, messages, panel, scroller, shared, thread } from "./state.js";
+import { applyVersions } from "./versions.js";
 import { waitBox } from "./waiting.js";
 
 const { el, icon, timeAgo, count, ngettext } = window.rag;
@@ -69,7 +70,9 @@ function finalBody(m) {
     }
     box.append(para);
   }
-  if (!sections.length && !note) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+  const stopped = m.metadata && m.metadata.stopped;
+  if (!sections.length && !note && !stopped) box.append(el("p", { class: "section muted" }, "(empty answer)"));
+  if (stopped) box.append(el("p", { class: "msg-stopped" }, gettext("Stopped: the answer may be incomplete.")));
   const wait = waitBox(m);
   if (wait) box.append(wait);
   return box;
@@ -108,6 +111,8 @@ function footer(m) {
       title: gettext("Copy the answer as plain text") }, icon("copy"), gettext("Copy")),
     el("button", { type: "button", class: "btn btn-ghost btn-sm copy-btn", dataset: { message: m.id, format: "markdown" },
       title: gettext("Copy the answer as Markdown, with its source numbers") }, gettext("Markdown")),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm regen-btn", dataset: { message: m.id },
+      title: gettext("Write a new version of this answer; the earlier one is kept") }, icon("refresh"), gettext("Regenerate")),
     ...feedbackButtons(m, gettext)));
   return foot;
 }
@@ -138,7 +143,10 @@ function modelDownRetry() {
 
 export function renderMessage(m) {
   if (m.role === "user") {
-    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": gettext("Question") }, el("div", { class: "bubble" }, m.content));
+    // Edit: the question goes back into the box, to change and ask again (regenerate.js handles it).
+    const edit = el("button", { type: "button", class: "btn btn-ghost btn-sm edit-btn", dataset: { message: m.id },
+      "aria-label": gettext("Edit this question and ask again"), title: gettext("Edit and ask again") }, icon("pencil"));
+    return el("article", { class: "msg msg-user", id: `msg-${m.id}`, "aria-label": gettext("Question") }, el("div", { class: "bubble" }, m.content), edit);
   }
   const node = el("article", { class: "msg msg-assistant", id: `msg-${m.id}`, "aria-label": gettext("Answer"), dataset: { status: m.status } });
   const bubble = el("div", { class: "bubble" });
@@ -189,6 +197,7 @@ export function upsert(m) {
     const later = [...thread.children].find((n) => n.id && Number(n.id.slice(4)) > m.id);
     thread.insertBefore(fresh, later || null);
   }
+  applyVersions();
   if (stick) toBottom();
   if (!panel.hidden && Number(panel.dataset.message) === m.id) showSources(m.id);
 }

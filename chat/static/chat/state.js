@@ -4,7 +4,8 @@
 const rag = window.rag; // app.js, a classic script that runs before any module
 
 export const boot = rag.data("chat-data");
-export const convId = boot.conversation.id;
+// null until the first question creates the conversation (the page at /c/new/): then adopt() sets it.
+export let convId = boot.conversation.id;
 export const searchable = boot.searchable_count;
 // Replaced as the page learns more: the conversation (title.js) and its attached documents (attachments.js).
 export const shared = { conversation: boot.conversation, attached: boot.attached };
@@ -29,4 +30,13 @@ export const IN_FLIGHT = new Set(["pending", "streaming"]);
 /** The user's stored feedback on message `m`: on the whole answer (sourceId null) or on one cited source. */
 export function feedbackOf(m, sourceId = null) {
   return ((m && m.feedback) || []).find((f) => (f.source_id || null) === sourceId) || null;
+}
+
+/** The conversation the first question just created: the page becomes its page (/c/<id>/). */
+export function adopt(conversation) {
+  convId = conversation.id;
+  shared.conversation = conversation;
+  document.getElementById("chat-section").dataset.conversation = String(conversation.id);
+  history.replaceState(null, "", `/c/${conversation.id}/`);
+  document.dispatchEvent(new CustomEvent("rag:conversation", { detail: { conversation } }));
 }

@@ -4,6 +4,14 @@ import { convId, shared } from "./state.js";
 const { api, el, toast, confirmDialog, gettext } = window.rag;
 
 const titleEl = document.getElementById("chat-title");
+// Nothing to rename or delete before the first question creates the conversation.
+const owned = [document.getElementById("rename-btn"), document.getElementById("export-btn"), document.getElementById("delete-btn")];
+for (const b of owned) b.hidden = !convId;
+document.addEventListener("rag:conversation", () => {
+  for (const b of owned) b.hidden = false;
+  document.getElementById("export-btn").href = `/c/${convId}/export.md`;
+  showTitle();
+});
 export function showTitle() {
   const text = shared.conversation.title || gettext("New conversation");
   titleEl.textContent = text;
@@ -32,6 +40,7 @@ document.getElementById("rename-btn").addEventListener("click", (e) => {
       shared.conversation = await api("PATCH", `/api/conversations/${convId}/`, { title: input.value });
       showTitle();
       done();
+      document.dispatchEvent(new CustomEvent("rag:conversation", { detail: { conversation: shared.conversation } }));
     } catch (err) { toast(err.message, "error"); }
   });
 });
@@ -42,6 +51,6 @@ document.getElementById("delete-btn").addEventListener("click", async () => {
   if (!ok) return;
   try {
     await api("DELETE", `/api/conversations/${convId}/`);
-    location.href = "/";
+    location.href = "/c/new/";
   } catch (err) { toast(err.message, "error"); }
 });

@@ -4,7 +4,8 @@
   "use strict";
   const { api, el, toast, gettext } = window.rag;
   const boot = rag.data("chat-data");
-  const convId = boot.conversation.id;
+  // The conversation's id once it exists (set when the first question creates it: chat/state.js).
+  const convId = () => document.getElementById("chat-section").dataset.conversation;
   const select = document.getElementById("topic-select");
   if (!select) return;
   let current = { category: boot.conversation.category || "", subcategory: boot.conversation.subcategory || "" };
@@ -41,7 +42,9 @@
     const before = current;
     select.disabled = true;
     try {
-      const saved = await api("PATCH", `/api/conversations/${convId}/`, { category, subcategory });
+      // Before the first question the topic goes with it (composer.js reads current()).
+      const saved = convId() ? await api("PATCH", `/api/conversations/${convId()}/`, { category, subcategory })
+        : { category, subcategory };
       current = { category: saved.category, subcategory: saved.subcategory };
       select.dataset.saved = key(current);
     } catch (err) {

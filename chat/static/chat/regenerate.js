@@ -1,0 +1,36 @@
+/* Asking again. Regenerate the last answer: POST …/regenerate/ queues a new version beside the earlier ones
+   (versions.js shows "‹ 2/2 ›"); the new version streams in like any answer. Edit a question: its text goes
+   back into the question box, to change and send as a new question (the earlier pair stays). */
+import { ensureLive } from "./live.js";
+import { toBottom, upsert } from "./messages.js";
+import { convId, messages, question, thread } from "./state.js";
+import { showLatest } from "./versions.js";
+
+const { api, toast } = window.rag;
+
+thread.addEventListener("click", (e) => {
+  const button = e.target instanceof Element && e.target.closest(".edit-btn");
+  if (!button) return;
+  const asked = messages.get(Number(button.dataset.message));
+  if (!asked) return;
+  question.value = asked.content;
+  question.dispatchEvent(new Event("input")); // the box grows to its text
+  question.focus();
+  question.setSelectionRange(question.value.length, question.value.length);
+});
+
+thread.addEventListener("click", async (e) => {
+  const button = e.target instanceof Element && e.target.closest(".regen-btn");
+  if (!button || button.disabled) return;
+  button.disabled = true;
+  try {
+    const fresh = await api("POST", `/api/conversations/${convId}/messages/${button.dataset.message}/regenerate/`);
+    upsert(fresh);
+    showLatest(fresh.metadata.question_id);
+    toBottom();
+    ensureLive();
+  } catch (err) {
+    toast(err.message, "error");
+    button.disabled = false;
+  }
+});

@@ -1,0 +1,171 @@
+"""Conversations are created by their first question, marked by where they were started, searched,
+pinned, renamed and deleted by their owner only."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def web(client, user):
+    """The chat page's own API calls: the browser's session."""
+    client.force_login(user)
+    return client
+
+
+def _conversation(owner, title: str, *, said: str = "", origin: str = "web"):
+    from chat.models import Conversation, Message
+
+    conversation = Conversation.objects.create(owner=owner, title=title, origin=origin)
+    Message.objects.create(conversation=conversation, role="user", content=said or title)
+    return conversation
+
+
+def test_the_first_question_creates_the_conversation_from_the_chat_page(web, user):
+    from chat.models import Conversation, Message
+
+    response = web.post("/api/conversations/", {"question": "  How high are the tides?  "},
+                        content_type="application/json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    conversation = Conversation.objects.get(owner=user)
+    assert body["id"] == conversation.pk and body["origin"] == "web" and body["pinned"] is False
+    assert conversation.title == "How high are the tides?"
+    assert body["user_message"]["content"] == "How high are the tides?"
+    assert body["assistant_message"]["status"] == "pending"
+    assert body["websocket_url"] == f"/ws/conversations/{conversation.pk}/"
+    assert list(Message.objects.filter(conversation=conversation).values_list("role", flat=True)) == [
+        "user", "assistant"]
+
+
+def test_a_refused_first_question_leaves_no_conversation(web, user, other_user):
+    from chat.models import Conversation
+    from tests.documents.factories import upload_bytes
+
+    theirs = upload_bytes(other_user, b"theirs", "theirs.txt")
+    response = web.post("/api/conversations/", {"question": "Mine?", "document_ids": [theirs.pk]},
+                        content_type="application/json")
+    assert response.status_code == 404
+    assert web.post("/api/conversations/", {"question": "   "}, content_type="application/json").status_code == 400
+    assert not Conversation.objects.exists()
+
+
+def test_api_made_conversations_are_marked_and_filterable(api, web, user):
+    from chat.models import Message
+    from integrations.answers import ask_start
+
+    api_made = api.post("/api/conversations/", {"question": "From a script"}, format="json").json()
+    assert api_made["origin"] == "api"
+    over_v1 = ask_start(user=user, question="From an OpenAI client", origin="openai").conversation
+    over_mcp = ask_start(user=user, question="From an MCP client", origin="mcp").conversation
+    assert (over_v1.origin, over_mcp.origin) == ("api", "mcp")
+    assert Message.objects.filter(conversation=over_mcp, role="user").get().metadata["origin"] == "mcp"
+    web.post("/api/conversations/", {"question": "From the page"}, content_type="application/json")
+
+    def titles(origin):
+        return sorted(c["title"] for c in web.get(f"/api/conversations/?origin={origin}").json()["results"])
+
+    assert titles("api") == ["From a script", "From an OpenAI client"]
+    assert titles("mcp") == ["From an MCP client"]
+    assert titles("web") == ["From the page"]
+    refused = web.get("/api/conversations/?origin=elsewhere")
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid"
+
+
+def test_the_new_chat_page_stores_nothing_until_the_first_question(web, user, other_user):
+    from chat.models import Conversation
+    from tests.documents.factories import upload_bytes
+
+    mine = upload_bytes(user, b"mine", "mine.txt")
+    response = web.get(f"/c/new/?document={mine.pk}")
+    assert response.status_code == 200
+    assert f'"attached": [{{"id": {mine.pk}' in response.content.decode()
+    # The older form (the viewer's "Ask about it") is redirected to the page, nothing created.
+    redirected = web.post("/c/new/", {"document_id": str(mine.pk)})
+    assert redirected.status_code == 302 and redirected["Location"] == f"/c/new/?document={mine.pk}"
+    theirs = upload_bytes(other_user, b"theirs", "theirs.txt")
+    assert web.get(f"/c/new/?document={theirs.pk}").status_code == 404
+    assert not Conversation.objects.exists()
+
+
+def test_the_migration_deletes_only_conversations_without_messages_and_marks_api_ones(user):
+    from django.apps import apps
+
+    from chat.models import Conversation, Message
+
+    empty = Conversation.objects.create(owner=user)
+    kept = _conversation(user, "Asked")
+    over_v1 = _conversation(user, "Over /v1")
+    Message.objects.filter(conversation=over_v1).update(metadata={"origin": "openai"})
+    migration = importlib.import_module("chat.migrations.0009_conversation_origin_pinned")
+    migration.clean_and_mark(apps, None)
+    assert not Conversation.objects.filter(pk=empty.pk).exists()
+    assert dict(Conversation.objects.values_list("pk", "origin")) == {kept.pk: "web", over_v1.pk: "api"}
+
+
+def test_search_finds_titles_and_messages_of_the_users_own_conversations_only(web, user, other_user):
+    travel = _conversation(user, "Travel rules", said="What is the meal allowance?")
+    tides = _conversation(user, "Harbour", said="When is HIGH TIDE?")
+    _conversation(other_user, "Tide tables", said="tide")
+
+    def found(q):
+        return [c["id"] for c in web.get("/api/conversations/", {"q": q}).json()["results"]]
+
+    assert found("tide") == [tides.pk]  # a message's text, case-insensitive; never bob's
+    assert found("  travel   ") == [travel.pk]  # the title
+    assert found("nothing like it") == []
+    assert sorted(found("")) == sorted([travel.pk, tides.pk])
+
+
+def test_pin_rename_and_delete_through_the_api(web, user, other_user):
+    from chat.models import Conversation
+
+    first = _conversation(user, "First")
+    second = _conversation(user, "Second")
+    before = Conversation.objects.get(pk=first.pk).updated_at
+    pinned = web.patch(f"/api/conversations/{first.pk}/", {"pinned": True}, content_type="application/json").json()
+    assert pinned["pinned"] is True and pinned["pinned_at"]
+    assert Conversation.objects.get(pk=first.pk).updated_at == before  # a pin is no activity
+    listed = [c["id"] for c in web.get("/api/conversations/").json()["results"]]
+    assert listed == [first.pk, second.pk]  # pinned first, though older
+    assert web.patch(f"/api/conversations/{first.pk}/", {"pinned": 1},
+                     content_type="application/json").status_code == 400
+    renamed = web.patch(f"/api/conversations/{second.pk}/", {"title": "  Renamed  "}, content_type="application/json")
+    assert renamed.json()["title"] == "Renamed"
+    theirs = _conversation(other_user, "Bob's")
+    assert web.patch(f"/api/conversations/{theirs.pk}/", {"pinned": True},
+                     content_type="application/json").status_code == 404
+    assert web.delete(f"/api/conversations/{theirs.pk}/").status_code == 404
+    assert web.delete(f"/api/conversations/{second.pk}/").status_code == 204
+    assert set(Conversation.objects.values_list("title", flat=True)) == {"First", "Bob's"}
+    unpinned = web.patch(f"/api/conversations/{first.pk}/", {"pinned": False}, content_type="application/json")
+    assert unpinned.json()["pinned"] is False
+
+
+def test_export_is_markdown_naming_only_sources_the_reader_may_read(web, user, other_user):
+    from chat.models import Message
+    from tests.documents.factories import upload_bytes
+
+    readable = upload_bytes(user, b"rules", "rules.txt")
+    readable.title = "Travel [rules]"
+    readable.save(update_fields=["title"])
+    hidden = upload_bytes(other_user, b"secret", "bobs-secret-plan.txt")
+    conversation = _conversation(user, "Allowances", said="Meal allowance?")
+    Message.objects.create(conversation=conversation, role="assistant", content="353 CZK [S1][S2].", sources=[
+        {"source_id": "S1", "source_type": "document", "document_id": readable.pk, "page_number": 3,
+         "page_label": "iii", "document_name": "rules.txt"},
+        {"source_id": "S2", "source_type": "document", "document_id": hidden.pk, "page_number": 1,
+         "document_name": "bobs-secret-plan.txt"}])
+    response = web.get(f"/c/{conversation.pk}/export.md")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/markdown")
+    assert response["Content-Disposition"] == 'attachment; filename="allowances.md"'
+    text = response.content.decode()
+    assert text.startswith("# Allowances\n")
+    assert "Meal allowance?" in text and "353 CZK [S1][S2]." in text
+    assert "- [S1] Travel \\[rules\\], page iii" in text
+    assert "- [S2] a document you can no longer read" in text and "secret" not in text
+    theirs = _conversation(other_user, "Bob's")
+    assert web.get(f"/c/{theirs.pk}/export.md").status_code == 404
