@@ -78,11 +78,11 @@ def test_rest_errors_keep_their_code_and_say_the_message_in_the_asked_language(a
     assert czech.json()["message"] == "Taková konverzace neexistuje."
 
 
-@pytest.mark.django_db(transaction=True)  # /v1 is async: its queries use their own connection
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # /v1 is async: its own connection
 def test_v1_errors_keep_their_code_and_say_the_message_in_the_asked_language(client, user):
-    from rest_framework.authtoken.models import Token
+    from identity.tokens import token_create
 
-    key = Token.objects.create(user=user).key
+    key = token_create(user=user, name="test").key
     headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
     czech = client.get("/v1/models/nonexistent", HTTP_ACCEPT_LANGUAGE="cs", **headers)
     english = client.get("/v1/models/nonexistent", HTTP_ACCEPT_LANGUAGE="en", **headers)

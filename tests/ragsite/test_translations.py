@@ -179,7 +179,10 @@ def czech_site(db, django_user_model, settings):
     from retrieval.models import EmbeddingModel, KnowledgeEntry, SubcategoryMapping
     from django.contrib.auth.models import Group
     from django_q.models import Failure, OrmQ, Schedule, Success
-    from rest_framework.authtoken.models import Token
+    from chat.models import GapGroup
+    from evaluation.models import EvalRun, TestQuestion, TestSet
+    from identity.models import AuditEvent
+    from identity.tokens import token_create
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # The common-passwords list is a file of the virtualenv, which in a worktree lies beside the repository.
@@ -204,7 +207,15 @@ def czech_site(db, django_user_model, settings):
     EmbeddingModel.objects.get_or_create(name="e5-malý", dim=384)
     DirectoryIdentity.objects.create(user=curator, source="ldap", subject="kuratorka")
     DirectoryGroup.objects.create(group=group, source="ldap")
-    Token.objects.create(user=curator)
+    token_create(user=curator, name="skript")
+    AuditEvent.objects.create(action="download", user_id=curator.pk, username=curator.username, via="page",
+                              document_id=document.pk, document_title=document.title)
+    model, _ = EmbeddingModel.objects.get_or_create(name="e5-malý", dim=384)
+    GapGroup.objects.create(embedding_model=model, category="Cesty")
+    test_set = TestSet.objects.create(name="Náhrady", created_by=curator)
+    TestQuestion.objects.create(test_set=test_set, question="Kdy se proplácí náhrada?", language="cs",
+                                gold_documents=["nahrady.txt"])
+    EvalRun.objects.create(test_set=test_set, label="první", created_by=curator)
     Schedule.objects.create(name="úklid", func="core.tasks.noop")
     for model in (Success, Failure):
         model.objects.create(id=f"{model.__name__.lower():0<32}", name="úloha", func="core.tasks.noop",
