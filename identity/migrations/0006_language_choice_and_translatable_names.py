@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('identity', '0001_initial'),
+        ('identity', '0005_audit_append_only'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
