@@ -102,3 +102,27 @@ def test_the_admin_searches_and_exports_but_nobody_changes_a_line(user, django_u
         ("5", "50", "2", "alice"), ("6", "60", "1", "alice")}
     assert next(r for r in rows if r["document_id"] == "5")["document_title"].startswith("'=")  # no formula
     assert "the passage text" not in str(rows)
+
+
+def test_who_may_read_a_collection_is_a_permission_change_in_the_log(user, django_user_model):
+    from documents.models import Collection
+
+    readers = Group.objects.create(name="readers")
+    collection = Collection.objects.create(name="Regulations", slug="regulations")
+    created = AuditEvent.objects.filter(action="permissions", detail__collection_id=collection.pk).get()
+    assert created.detail["change"] == "create" and created.detail["visibility"] == collection.visibility
+    collection.groups.add(readers)
+    added = AuditEvent.objects.filter(action="permissions", detail__change="add",
+                                      detail__collection_id=collection.pk).get()
+    assert added.detail == {"collection_id": collection.pk, "collection": "Regulations", "change": "add",
+                            "groups": ["readers"]}
+    readers.readable_collections.remove(collection)  # from the group's side too
+    assert AuditEvent.objects.filter(action="permissions", detail__change="remove",
+                                     detail__groups=["readers"], detail__collection_id=collection.pk).exists()
+    collection.is_active = False
+    collection.save()
+    updated = AuditEvent.objects.filter(action="permissions", detail__change="update").get()
+    assert updated.detail["changed"] == {"is_active": [True, False]}
+    collection.description = "no access change"
+    collection.save()
+    assert AuditEvent.objects.filter(action="permissions", detail__change="update").count() == 1
