@@ -75,7 +75,7 @@ class GapDocumentForm(forms.Form):
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["document"].queryset = Document.objects.visible_to(user).order_by("name")
+        self.fields["document"].queryset = Document.objects.visible_to(user).order_by("title", "pk")
 
 
 @admin.register(GapGroup)

@@ -210,19 +210,19 @@ class GapGroup(models.Model):
     them with it (GapQuestion cascades), and a group left without questions is not shown.
     """
 
-    status = models.CharField(max_length=20, choices=GapStatus.choices, default=GapStatus.OPEN)
-    embedding_model = models.ForeignKey("retrieval.EmbeddingModel", on_delete=models.PROTECT, related_name="+")
-    category = models.CharField(max_length=100, blank=True, default="")
-    subcategory = models.CharField(max_length=100, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=GapStatus.choices, default=GapStatus.OPEN, verbose_name=_("status"))
+    embedding_model = models.ForeignKey("retrieval.EmbeddingModel", on_delete=models.PROTECT, related_name="+", verbose_name=_("embedding model"))
+    category = models.CharField(max_length=100, blank=True, default="", verbose_name=_("category"))
+    subcategory = models.CharField(max_length=100, blank=True, default="", verbose_name=_("subcategory"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
+    closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                  related_name="+")
+                                  related_name="+", verbose_name=_("closed by"))
     answer = models.ForeignKey("retrieval.KnowledgeEntry", on_delete=models.SET_NULL, null=True, blank=True,
-                               related_name="+")
+                               related_name="+", verbose_name=_("approved answer"))
     document = models.ForeignKey("documents.Document", on_delete=models.SET_NULL, null=True, blank=True,
-                                 related_name="+")
+                                 related_name="+", verbose_name=_("document"))
 
     class Meta:
         ordering = ["-updated_at", "-id"]

@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy
 
 from rest_framework.authtoken.models import TokenProxy
 
-from identity.models import ApiToken, AuditEvent, DirectoryGroup, DirectoryIdentity
+from identity.models import AUDIT_CHANNELS, ApiToken, AuditEvent, DirectoryGroup, DirectoryIdentity
 
 
 @admin.register(DirectoryIdentity)
@@ -81,14 +81,27 @@ if admin.site.is_registered(TokenProxy):
     admin.site.unregister(TokenProxy)
 
 
+class ChannelFilter(admin.SimpleListFilter):
+    """The audit lines' channels (stored as codes) by their names in the reader's language."""
+
+    title = gettext_lazy("channel")
+    parameter_name = "via"
+
+    def lookups(self, request, model_admin):
+        return [(code, label) for code, label in AUDIT_CHANNELS.items()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(via=self.value()) if self.value() else queryset
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
     """The audit log: searched, filtered and exported (CSV), never changed — not even by a
     superuser (and the database refuses UPDATE and DELETE too: migration 0005)."""
 
-    list_display = ["at", "action", "username", "via", "document_id", "document_title", "chunk_id", "version",
+    list_display = ["at", "action", "username", "channel", "document_id", "document_title", "chunk_id", "version",
                     "message_id", "actor"]
-    list_filter = ["action", "via", ("at", admin.DateFieldListFilter)]
+    list_filter = ["action", ChannelFilter, ("at", admin.DateFieldListFilter)]
     search_fields = ["username", "actor", "document_title", "=document_id", "=message_id", "=chunk_id"]
     date_hierarchy = "at"
     actions = ["export_csv"]
@@ -103,6 +116,10 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    @admin.display(description=gettext_lazy("channel"), ordering="via")
+    def channel(self, obj):
+        return AUDIT_CHANNELS.get(obj.via, obj.via)
 
     @admin.action(description=gettext_lazy("Export the selected lines as CSV"))
     def export_csv(self, request, queryset):

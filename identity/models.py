@@ -60,19 +60,21 @@ class ApiToken(models.Model):
     """A named personal API token. Only its SHA-256 digest is stored: the key is shown once, when it
     is created or rotated, and can never be read back (identity/tokens.py)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens", verbose_name=_("user"))
+    name = models.CharField(max_length=100, verbose_name=_("name"))
     # The key's first characters, to tell tokens apart in lists (not enough to guess the rest).
-    prefix = models.CharField(max_length=12)
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    rotated_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    prefix = models.CharField(max_length=12, verbose_name=_("prefix"))
+    digest = models.CharField(max_length=64, unique=True, verbose_name=_("digest"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    rotated_at = models.DateTimeField(null=True, blank=True, verbose_name=_("rotated at"))
+    expires_at = models.DateTimeField(null=True, blank=True, verbose_name=_("expires at"))
+    last_used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last used at"))
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "-created_at"], name="api_token_user_created")]
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -90,6 +92,13 @@ class AuditAction(models.TextChoices):
     PERMISSIONS = "permissions", _("permission change")
 
 
+# How an audited read or sign-in came in (AuditEvent.via): stored as a code, shown in the reader's language.
+AUDIT_CHANNELS = {
+    "page": _("web page"), "api": _("REST API"), "mcp": _("MCP"), "chat": _("chat answer"), "admin": _("admin"),
+    "api_token": _("API token"), "ldap": _("LDAP"), "oidc": _("OpenID Connect"), "local": _("password"),
+}
+
+
 class AuditEvent(models.Model):
     """One line of the append-only audit log (identity/audit.py): who read which document, who
     signed in, whose groups and permissions changed. Ids and titles only, never passage text.
@@ -97,23 +106,26 @@ class AuditEvent(models.Model):
     No foreign keys: a line outlives the user, document and message it names. A database trigger
     refuses UPDATE and DELETE except the retention purge (migration 0005)."""
 
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    action = models.CharField(max_length=20, choices=AuditAction.choices)
-    user_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    username = models.CharField(max_length=150, blank=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True, verbose_name=_("at"))
+    action = models.CharField(max_length=20, choices=AuditAction.choices, verbose_name=_("action"))
+    user_id = models.BigIntegerField(null=True, blank=True, db_index=True, verbose_name=_("user id"))
+    username = models.CharField(max_length=150, blank=True, verbose_name=_("user name"))
     # Who made the change when it is not `user` (an administrator changing someone's groups).
-    actor = models.CharField(max_length=150, blank=True)
-    via = models.CharField(max_length=20, blank=True)  # page, api, mcp, v1, chat, admin, ldap, oidc, local
-    document_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    document_title = models.CharField(max_length=300, blank=True)
-    chunk_id = models.BigIntegerField(null=True, blank=True)
-    version = models.IntegerField(null=True, blank=True)
-    message_id = models.BigIntegerField(null=True, blank=True)
-    detail = models.JSONField(default=dict, blank=True)
+    actor = models.CharField(max_length=150, blank=True, verbose_name=_("changed by"))
+    # page, api, mcp, chat, admin, api_token, ldap, oidc, local (AUDIT_CHANNELS names them)
+    via = models.CharField(max_length=20, blank=True, verbose_name=_("channel"))
+    document_id = models.BigIntegerField(null=True, blank=True, db_index=True, verbose_name=_("document id"))
+    document_title = models.CharField(max_length=300, blank=True, verbose_name=_("document title"))
+    chunk_id = models.BigIntegerField(null=True, blank=True, verbose_name=_("chunk id"))
+    version = models.IntegerField(null=True, blank=True, verbose_name=_("version"))
+    message_id = models.BigIntegerField(null=True, blank=True, verbose_name=_("message id"))
+    detail = models.JSONField(default=dict, blank=True, verbose_name=_("detail"))
 
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["action", "-at"], name="audit_action_at")]
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username or '-'} {self.action}"
