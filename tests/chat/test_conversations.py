@@ -100,7 +100,7 @@ def test_the_migration_deletes_only_conversations_without_messages_and_marks_api
     kept = _conversation(user, "Asked")
     over_v1 = _conversation(user, "Over /v1")
     Message.objects.filter(conversation=over_v1).update(metadata={"origin": "openai"})
-    migration = importlib.import_module("chat.migrations.0009_conversation_origin_pinned")
+    migration = importlib.import_module("chat.migrations.0011_conversation_origin_pinned")
     migration.clean_and_mark(apps, None)
     assert not Conversation.objects.filter(pk=empty.pk).exists()
     assert dict(Conversation.objects.values_list("pk", "origin")) == {kept.pk: "web", over_v1.pk: "api"}

@@ -168,7 +168,7 @@ def test_eval_retrieval_baseline_fails_ci_when_recall_drops(user, test_set, unre
     assert len(json.loads(capsys.readouterr().out)["worse"]) == 6
     with pytest.raises(CommandError, match="No finished evaluation run #999"):
         call_command("eval_retrieval", "--baseline", "999")
-    with pytest.raises(CommandError, match="Give --squad FILE, or --baseline RUN"):
+    with pytest.raises(CommandError, match="or --baseline RUN to compare"):
         call_command("eval_retrieval")
 
 

@@ -35,9 +35,10 @@ class Command(RetrievalCommand):
         if options.get("baseline") is None:
             if options.get("fail_under") is not None:
                 raise CommandError("--fail-under needs --baseline RUN.")
-            if options.get("squad") is None:
-                raise CommandError("Give --squad FILE, or --baseline RUN to compare with an evaluation run.")
-            return super().handle(*args, **options)
+            if not any(options.get(name) for name in ("squad", "gold", "dialogues")):
+                raise CommandError("Give either --squad FILE or --gold FILE --files DIR, or --dialogues [FILE]; "
+                                   "or --baseline RUN to compare with an evaluation run.")
+            return super().handle(*args, **options)  # --squad, --gold or --dialogues: retrieval's own
         baseline = EvalRun.objects.select_related("test_set", "created_by").filter(pk=options["baseline"]).first()
         if baseline is None or baseline.status != RunStatus.FINISHED:
             raise CommandError(f"No finished evaluation run #{options['baseline']}.")

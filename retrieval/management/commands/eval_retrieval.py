@@ -56,8 +56,8 @@ class Command(BaseCommand):
                                    server_name=options.get("rewrite_server"),
                                    timeout=options.get("rewrite_timeout") or 8.0, limit=limit)
         if (squad is None) == (options.get("gold") is None):
-            raise CommandError("Give --squad FILE (a SQuAD-format set), --gold FILE --files DIR (document-, page- "
-                               "and passage-level gold) or --dialogues [FILE] (a dialogue set).")
+            raise CommandError("Give either --squad FILE or --gold FILE --files DIR (document-, page- and "
+                               "passage-level gold), or --dialogues [FILE] (a dialogue set).")
         if options.get("gold") is not None:
             return self.handle_gold(options["gold"], options.get("files"), k=k, arms=arms, limit=limit, json=json,
                                     strategy=strategy)
