@@ -39,6 +39,23 @@ def other_api(other_user):
     return client
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_servers_beside(request):
+    """The page tests share one live site (daphne and both clusters, tests/pages/conftest.py); any
+    other test runs without its workers on the database (a health check, a lease, a queue count
+    would see them). They start again for the next page test."""
+    if "live_site" not in request.fixturenames:
+        from tests.processes import SHARED_SERVERS
+
+        if any([server.stop() for server in SHARED_SERVERS]):
+            # Their clusters' last words stay in django-q's stats (the cache table, which no flush
+            # empties): a health check would see a cluster "stopping".
+            from django.core.cache import cache
+
+            with request.getfixturevalue("django_db_blocker").unblock():
+                cache.clear()
+
+
 @pytest.fixture
 def database_url(django_db_serialized_rollback, transactional_db) -> str:
     """DATABASE_URL of the test database, for subprocesses (worker, web server).

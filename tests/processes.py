@@ -12,6 +12,10 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Servers shared by several tests (the page tests' live site): stopped before any other test, which
+# must not find their workers on the test database (tests/conftest.py).
+SHARED_SERVERS: list = []
+
 
 def test_database_url() -> str:
     """A URL for the database the test session is using (pytest-django's test_ database)."""

@@ -108,9 +108,12 @@ class LiveSite:
         wait_for_http(f"{self.url}/accounts/login/", statuses=(200,), timeout=40, what="daphne",
                       process=self.processes[0])
 
-    def stop(self) -> None:
-        for proc in self.processes:
+    def stop(self) -> bool:
+        """Stop what runs; True when something did."""
+        running = [proc for proc in self.processes if proc.alive()]
+        for proc in running:  # (not a stopped one: its group id may belong to another process by now)
             proc.stop()
+        return bool(running)
 
 
 @pytest.fixture(scope="session")
@@ -121,8 +124,11 @@ def _live_site_processes(django_db_setup, django_db_blocker):
     settings row is re-read when its version changes, AI clients are keyed by server address)."""
     from tests.processes import test_database_url
 
+    from tests.processes import SHARED_SERVERS
+
     with django_db_blocker.unblock():
         site = LiveSite(test_database_url())
+    SHARED_SERVERS.append(site)
     try:
         yield site
     finally:
