@@ -6,8 +6,8 @@ session and stopped afterwards; pytest-django creates its test database on it. S
 loaded here (not from DJANGO_SETTINGS_MODULE at pytest start) so the server exists first.
 
 Tests must pass on a plain clone with nothing beside it: `tests/outside_guard.py` records any
-file a test opens (or subprocess it starts on a path) beside the repository, such as
-`../shared`, and the session fails with the list.
+file a test opens (or subprocess it starts on a path) beside the repository, such as the
+shared data folder of the project's machines, and the session fails with the list.
 """
 from __future__ import annotations
 
