@@ -7,7 +7,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from chat import gaps
@@ -53,7 +53,7 @@ class MessageAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at")
     actions = ["promote_to_qa_pair"]
 
-    @admin.action(description=gettext_lazy("Promote to Q&A pair (prefilled with the question and this answer)"))
+    @admin.action(description=_("Promote to Q&A pair (prefilled with the question and this answer)"))
     def promote_to_qa_pair(self, request, queryset):
         from django.contrib import messages
         from django.http import HttpResponseRedirect

@@ -150,22 +150,15 @@ def live_site(database_url, _live_site_processes):
 
 def _wait_for_quiet_database(timeout: float = 10) -> None:
     """Until no other session of the test database is inside a statement or a transaction."""
-    import time
-
-    from django.db import connection
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')")
-            if cursor.fetchone()[0] == 0:
-                return
-        time.sleep(0.1)
+    _wait_until_no_other_session("AND state IN ('active', 'idle in transaction')", timeout)
 
 
 def _wait_for_other_sessions_to_end(timeout: float = 10) -> None:
     """Killed processes' database sessions end a moment later; the flush and drop must not race them."""
+    _wait_until_no_other_session("", timeout)
+
+
+def _wait_until_no_other_session(condition: str, timeout: float) -> None:
     import time
 
     from django.db import connection
@@ -174,7 +167,7 @@ def _wait_for_other_sessions_to_end(timeout: float = 10) -> None:
     while time.monotonic() < deadline:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND pid <> pg_backend_pid()")
+                           f"AND pid <> pg_backend_pid() {condition}")
             if cursor.fetchone()[0] == 0:
                 return
         time.sleep(0.1)
