@@ -37,6 +37,7 @@ from core.errors import ApplicationError
 from identity.audit import audit_passages
 from identity.models import AuditAction
 from retrieval.ai import AiServerError
+from usage.recorder import answer_recorded
 
 logger = logging.getLogger(__name__)
 
@@ -321,6 +322,11 @@ def _finish(job: Job, outcome: Outcome) -> None:
         # Which passages went into this answer (to the model, or quoted): one INSERT, saved with it.
         audit_passages(action=AuditAction.ANSWER, user=job.conversation.owner, segments=outcome.tag_map.values(),
                        via="chat", message_id=message.pk, detail={"mode": outcome.mode})
+        usage = outcome.usage or {}
+        answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id,
+                        mode=outcome.mode, chat_model=str(usage.get("model") or ""),
+                        tokens_in=int(usage.get("prompt_tokens") or 0), tokens_out=int(usage.get("completion_tokens") or 0),
+                        cited_documents=len({s["document_id"] for s in sources if s.get("document_id")}))
     writer.send(message.conversation_id, status_event(message_data(message)))
     gap_check_wanted(message)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),
@@ -354,6 +360,7 @@ def _fail(job: Job, error: str) -> None:
         message.content = job.text  # what was streamed before the failure stays visible
         message.metadata = {**_base_metadata(job), "context_sources": job.context, "timings": job.timings}
         message.save(update_fields=["status", "error", "content", "metadata", "updated_at"])
+        answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id, mode="failed")
     writer.send(message.conversation_id, status_event(message_data(message)))
     logger.warning("answer failed", extra={"message_id": message.pk, "error": error})
 

@@ -26,6 +26,8 @@ from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
 from core.tasks import queue
 from retrieval.topics import topic_validate
+from usage.quotas import question_check
+from usage.recorder import question_recorded
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +172,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         if conversation is None:
             raise NotFound(gettext("No such conversation."))
+        question_check(user=user)  # the group's quotas: QuotaExceeded (429) names the limit and its reset
         own = category is not None or subcategory is not None
         if own:
             category, subcategory = (category or "").strip(), (subcategory or "").strip()
@@ -188,6 +191,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             conversation.title = " ".join(content.split())[:TITLE_CHARS]
             fields.append("title")
         conversation.save(update_fields=fields)
+        question_recorded(user_id=user.pk, collection_id=conversation.collection_id,
+                          origin=origin or conversation.origin)
         if enqueue:
             _enqueue_with(conversation.pk)
     logger.info("question queued", extra={"conversation_id": conversation.pk, "message_id": answer.pk})

@@ -1,7 +1,7 @@
 """Domain errors and the API's JSON error shape: {"code", "message", "extra"}.
 
 Services raise a subclass of ApplicationError -- NotFound, PermissionDenied, Conflict, Gone,
-TooLarge, UnsupportedMediaType, Unprocessable, Throttled, BadGateway, TimedOut -- each with a stable
+TooLarge, UnsupportedMediaType, Unprocessable, Throttled (QuotaExceeded), BadGateway, TimedOut -- each with a stable
 default `code` (a raise may give a more precise one). Which HTTP status a class answers with is
 decided here, in one place (HTTP_STATUS, read by api_exception_handler): a service never names a
 status (tests/test_architecture.py refuses `status_code=` and `rest_framework.status` in them).
@@ -87,6 +87,16 @@ class Throttled(ApplicationError):
     code = "throttled"
 
 
+class QuotaExceeded(Throttled):
+    """Over a group's quota (questions per day, tokens per month, pages per day): a 429 like any limit.
+
+    `extra` names the limit (`limit`, `allowed`, `used`, `resets_at` ISO 8601, `retry_after` seconds);
+    the API sends `retry_after` as the Retry-After header too.
+    """
+
+    code = "quota_exceeded"
+
+
 class BadGateway(ApplicationError):
     """An outside server (an AI server) failed."""
 
@@ -133,7 +143,9 @@ def _drf_message(detail) -> str:
 def api_exception_handler(exc, context):
     """Map every error to {"code", "message", "extra"} with the right HTTP status."""
     if isinstance(exc, ApplicationError):
-        return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=http_status(exc))
+        retry = exc.extra.get("retry_after") if isinstance(exc, Throttled) else None
+        return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=http_status(exc),
+                        headers={"Retry-After": str(retry)} if retry is not None else None)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

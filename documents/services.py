@@ -18,6 +18,7 @@ from documents.extraction import detect_type_path
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted
 from documents.storage import delete_stored, save_original
+from usage.quotas import upload_check
 from core.errors import (ApplicationError, Conflict, NotFound, PermissionDenied, TooLarge, Unprocessable,
                          UnsupportedMediaType)
 
@@ -107,6 +108,7 @@ def document_upload(
     `collection` the document is shared there (the caller checked that `owner` curates it) and
     duplicates are looked for within the collection.
     """
+    upload_check(user=owner)  # the group's pages per day: QuotaExceeded (429) before anything is stored
     filename = PurePath(filename or "upload").name[:255] or "upload"
     if collection is not None and not (category or "").strip() and not (subcategory or "").strip():
         category, subcategory = collection.category, collection.subcategory  # the collection's default topic

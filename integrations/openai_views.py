@@ -24,7 +24,7 @@ from integrations import openai_format as fmt
 from integrations.answers import AnswerTimeout, ask_start, follow_answer
 from integrations.auth import atoken_for_key, token_key
 from integrations.scopes import UnknownScope, available_models, resolve_model
-from core.errors import ApplicationError
+from core.errors import ApplicationError, QuotaExceeded
 from core.throttles import QuestionThrottle, retry_after
 from identity.streams import Credential, acredential_still_valid, until_signed_out
 
@@ -110,6 +110,9 @@ async def chat_completions(request):
         answer = await sync_to_async(ask_start)(user=user, question=req.question, history=req.history,
                                                 conversation_id=conversation_id, metadata=req.metadata,
                                                 origin="openai", collection=scope.collection)
+    except QuotaExceeded as exc:  # OpenAI's shape for a used-up quota: 429 `insufficient_quota`
+        return _error(429, exc.message, type="insufficient_quota", code=exc.code,
+                      headers={"Retry-After": str(exc.extra.get("retry_after", 60))})
     except ApplicationError as exc:
         status = 404 if exc.status_code == 404 else 400
         return _error(status, exc.message, code=exc.code, param="user" if status == 404 else "messages")

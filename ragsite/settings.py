@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "chat",
     "integrations",
     "identity",
+    "usage",
     "mozilla_django_oidc",
 ]
 
@@ -329,6 +330,8 @@ INDEX_MAX_JOBS_PER_USER = env_int("INDEX_MAX_JOBS_PER_USER", 1)
 MAX_CHUNKS_PER_DOCUMENT = env_int("MAX_CHUNKS_PER_DOCUMENT", 50_000)
 # Dotted path of the indexing quota hook (retrieval/indexing/quotas.py); empty: no limit.
 INDEXING_QUOTA_CHECK = env_str("INDEXING_QUOTA_CHECK", "")
+# Staff ignore the per-group quotas (usage/quotas.py, docs/usage.md).
+QUOTAS_EXEMPT_STAFF = env_bool("QUOTAS_EXEMPT_STAFF", True)
 Q_CLUSTER = {
     "name": "ragsite",
     "orm": "default",

@@ -11,6 +11,7 @@ from identity.tokens_api import (
     ApiTokenDetailView, ApiTokenListView, ApiTokenRotateView, ObtainTokenView, TokenRotateView,
 )
 from identity.views import DirectoryLogoutView, api_tokens_page
+from usage.api import UsageView
 
 # The admin's own login form had no limit at all: the sign-in limits of the login page apply there too.
 admin.site.login_form = LimitedAdminAuthenticationForm
@@ -22,6 +23,7 @@ api_patterns = [
     path("auth/tokens/<int:token_id>/", ApiTokenDetailView.as_view(), name="api-token-detail"),
     path("auth/tokens/<int:token_id>/rotate/", ApiTokenRotateView.as_view(), name="api-token-detail-rotate"),
     path("me/", views.MeView.as_view(), name="api-me"),
+    path("usage/", UsageView.as_view(), name="api-usage"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its start-up script as a file: no inline script under the CSP.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

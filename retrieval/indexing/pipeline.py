@@ -52,6 +52,7 @@ from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cac
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
+from usage.recorder import indexing_recorded
 from retrieval.vectors import embedding_model_ensure
 
 logger = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ def _index_claimed(document: Document, attempt: int, strategy: str | None, resch
         version = version_to_index(document=document)
         with time_limit(settings.INDEX_TIME_LIMIT):
             built = _build(document, strategy, version)
-        _commit(document, attempt, built, version)
+        _commit(document, attempt, built, version, started=started)
     except Superseded:
         return "skipped: superseded"
     except ExtractionError as exc:
@@ -372,7 +373,8 @@ def _chunk_metadata(draft: ChunkDraft, page_labels: dict) -> dict:
     return metadata
 
 
-def _commit(document: Document, attempt: int, built: Built, version: DocumentVersion | None = None) -> None:
+def _commit(document: Document, attempt: int, built: Built, version: DocumentVersion | None = None, *,
+            started: float | None = None) -> None:
     t0 = time.monotonic()
     model = embedding_model_ensure(name=built.model_name, dim=built.dim)
     config = text_config_for(built.language)
@@ -430,6 +432,9 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
             ocr=built.ocr, progress_note="", index_stats=stats, **switch, **named,
         )
         version_indexed(version=version, chunk_count=len(chunks), stats=stats)
+        # Usage (usage/recorder.py): the job's time and pages, counted with the index they made.
+        indexing_recorded(user_id=locked.owner_id, collection_id=locked.collection_id,
+                          seconds=time.monotonic() - (started if started is not None else t0), pages=built.pages_total)
         transaction.on_commit(lambda: _announce_finished(document.pk))
     built.timings["commit_s"] = round(time.monotonic() - t0, 3)  # the whole transaction, for the benchmark
 

@@ -1,0 +1,29 @@
+"""`GET /api/usage/` (staff): the daily usage figures for a group, a user, a collection and a date range."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from usage.selectors import usage_filter_parse, usage_report
+
+_parameters = [
+    OpenApiParameter("group", str, description="A group's id or name: its members' usage"),
+    OpenApiParameter("user", str, description="A user's id or user name"),
+    OpenApiParameter("collection", str, description="A collection's id or slug"),
+    OpenApiParameter("from", OpenApiTypes.DATE, description="First day (YYYY-MM-DD; default: 29 days before `to`)"),
+    OpenApiParameter("to", OpenApiTypes.DATE, description="Last day (YYYY-MM-DD; default: today)"),
+]
+
+
+class UsageView(APIView):
+    """Per day: questions, answers by mode, unanswered rate, tokens in/out per chat model, cited documents,
+    indexing jobs, minutes and pages; and the totals of the range (docs/usage.md)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(parameters=_parameters, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response(usage_report(usage_filter_parse(request.query_params)))

@@ -1,0 +1,117 @@
+"""Per-group quotas, checked once where work is accepted: a question (chat.services.message_send, used by
+the chat page, REST, /v1 and MCP), an upload (documents.services.document_upload) and an indexing job
+(retrieval/indexing/quotas.py, once its pages are known).
+
+A user's limits are those of the groups they belong to that have a quota, limit by limit the most
+generous: an empty limit in any of them is no limit. A user in no group with a quota has no limits;
+staff are exempt while QUOTAS_EXEMPT_STAFF is true (the default). Days and months end at midnight in
+TIME_ZONE. Over a limit: QuotaExceeded (core/errors.py: HTTP 429), naming the limit and when it resets.
+"""
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import F, Sum
+from django.utils import formats, timezone
+from django.utils.translation import gettext
+
+from core.errors import QuotaExceeded
+from usage import metrics
+from usage.models import GroupQuota, UsageDay
+
+LIMITS = ("questions_per_day", "tokens_per_month", "pages_per_day")
+_LOCK_CLASS = 0x5553  # pg_advisory_xact_lock(class, user id): one question check at a time per limited user
+
+
+def limits_for(user) -> dict[str, int | None]:
+    """The user's limits (None: unlimited), the most generous of their groups' quotas."""
+    if user is None or (user.is_staff and settings.QUOTAS_EXEMPT_STAFF):
+        return dict.fromkeys(LIMITS)
+    quotas = list(GroupQuota.objects.filter(group__user=user))
+    if not quotas:
+        return dict.fromkeys(LIMITS)
+    limits: dict[str, int | None] = {}
+    for name in LIMITS:
+        values = [getattr(q, name) for q in quotas]
+        limits[name] = None if any(v is None for v in values) else max(values)
+    return limits
+
+
+def _next_midnight() -> datetime:
+    tomorrow = timezone.localdate() + timedelta(days=1)
+    return timezone.make_aware(datetime.combine(tomorrow, time.min))
+
+
+def _next_month() -> datetime:
+    today = timezone.localdate()
+    first = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
+    return timezone.make_aware(datetime.combine(first, time.min))
+
+
+def _refuse(limit: str, allowed: int, used: int, resets_at: datetime, message: str) -> QuotaExceeded:
+    metrics.QUOTA_REFUSALS.labels(limit=limit).inc()
+    retry_after = max(1, int((resets_at - timezone.now()).total_seconds()))
+    when = formats.date_format(timezone.localtime(resets_at), "DATETIME_FORMAT")
+    return QuotaExceeded(message % {"allowed": allowed, "used": used, "resets": when}, extra={
+        "limit": limit, "allowed": allowed, "used": used, "resets_at": resets_at.isoformat(),
+        "retry_after": retry_after})
+
+
+def _used_today(user, field: str) -> int:
+    return int(UsageDay.objects.filter(user=user, day=timezone.localdate()).aggregate(n=Sum(field))["n"] or 0)
+
+
+def _tokens_this_month(user) -> int:
+    today = timezone.localdate()
+    return int(UsageDay.objects.filter(user=user, day__gte=today.replace(day=1), day__lte=today)
+               .aggregate(n=Sum(F("tokens_in") + F("tokens_out")))["n"] or 0)
+
+
+def question_check(*, user) -> None:
+    """Raise QuotaExceeded when the user may ask no more questions now (call inside the transaction that
+    saves the question: concurrent questions of one limited user are checked one after another)."""
+    limits = limits_for(user)
+    if limits["questions_per_day"] is None and limits["tokens_per_month"] is None:
+        return
+    if connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, user.pk])
+    if (allowed := limits["questions_per_day"]) is not None:
+        used = _used_today(user, "questions")
+        if used >= allowed:
+            raise _refuse("questions_per_day", allowed, used, _next_midnight(), gettext(
+                "Your group's limit of %(allowed)s questions per day is reached (%(used)s asked today). "
+                "It resets at %(resets)s."))
+    if (allowed := limits["tokens_per_month"]) is not None:
+        used = _tokens_this_month(user)
+        if used >= allowed:
+            raise _refuse("tokens_per_month", allowed, used, _next_month(), gettext(
+                "Your group's limit of %(allowed)s chat model tokens per month is reached (%(used)s used). "
+                "It resets at %(resets)s."))
+
+
+def pages_message() -> str:
+    return gettext("Your group's limit of %(allowed)s indexed pages per day is reached (%(used)s today). "
+                   "It resets at %(resets)s.")
+
+
+def upload_check(*, user) -> None:
+    """Raise QuotaExceeded when the user's pages for today are used up (before a file is stored)."""
+    allowed = limits_for(user)["pages_per_day"]
+    if allowed is None:
+        return
+    used = _used_today(user, "indexing_pages")
+    if used >= allowed:
+        raise _refuse("pages_per_day", allowed, used, _next_midnight(), pages_message())
+
+
+def indexing_check(*, user, pages: int | None) -> None:
+    """Raise QuotaExceeded when indexing `pages` more (None: one) would pass the owner's pages for today."""
+    allowed = limits_for(user)["pages_per_day"]
+    if allowed is None:
+        return
+    used = _used_today(user, "indexing_pages")
+    if used + (pages or 1) > allowed:
+        raise _refuse("pages_per_day", allowed, used, _next_midnight(), pages_message())

@@ -1,0 +1,154 @@
+"""Usage figures per day for a filter (group, user, collection, date range): the admin report, its CSV
+and `/api/usage/` read them here."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Sum
+from django.utils import timezone
+from django.utils.dateparse import parse_date
+from django.utils.translation import gettext
+
+from core.errors import ApplicationError
+from usage.models import ANSWER_MODES, UNANSWERED_MODES, UsageDay
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+SUMMED = ("questions", *(f"answers_{mode}" for mode in ANSWER_MODES), "tokens_in", "tokens_out",
+          "cited_documents", "indexing_jobs", "indexing_seconds", "indexing_pages")
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    start: date
+    end: date
+    group: Group | None = None
+    user: object | None = None
+    collection_id: int | None = None
+
+    def as_params(self) -> dict:
+        return {"from": self.start.isoformat(), "to": self.end.isoformat(),
+                "group": self.group.pk if self.group else None, "user": self.user.pk if self.user else None,  # type: ignore[attr-defined]
+                "collection": self.collection_id}
+
+
+def _invalid(message: str, field: str) -> ApplicationError:
+    return ApplicationError(message, code="invalid", extra={"fields": {field: [message]}})
+
+
+def _date(value: str | None, field: str, default: date) -> date:
+    if value is None or not str(value).strip():
+        return default
+    try:
+        parsed = parse_date(str(value).strip())
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise _invalid(gettext("'%(value)s' is not a date (YYYY-MM-DD).") % {"value": value}, field)
+    return parsed
+
+
+def usage_filter_parse(params) -> UsageFilter:
+    """A UsageFilter from query parameters `from`, `to` (YYYY-MM-DD; default the last 30 days), `group`
+    (id or name), `user` (id or user name), `collection` (id or slug); ApplicationError on bad input."""
+    today = timezone.localdate()
+    end = _date(params.get("to"), "to", today)
+    start = _date(params.get("from"), "from", end - timedelta(days=DEFAULT_DAYS - 1))
+    if start > end:
+        raise _invalid(gettext("'from' is after 'to'."), "from")
+    if (end - start).days >= MAX_DAYS:
+        raise _invalid(gettext("At most %(days)s days at once.") % {"days": MAX_DAYS}, "from")
+    group = user = collection_id = None
+    if ref := str(params.get("group") or "").strip():
+        group = Group.objects.filter(pk=int(ref)).first() if ref.isdigit() else Group.objects.filter(name=ref).first()
+        if group is None:
+            raise _invalid(gettext("No group '%(ref)s'.") % {"ref": ref}, "group")
+    if ref := str(params.get("user") or "").strip():
+        users = get_user_model().objects
+        user = users.filter(pk=int(ref)).first() if ref.isdigit() else users.filter(username=ref).first()
+        if user is None:
+            raise _invalid(gettext("No user '%(ref)s'.") % {"ref": ref}, "user")
+    if ref := str(params.get("collection") or "").strip():
+        # By the app registry: documents sits above this app (.importlinter), its model is looked up by name.
+        collections = apps.get_model("documents", "Collection").objects
+        found = collections.filter(pk=int(ref)).first() if ref.isdigit() else collections.filter(slug=ref).first()
+        if found is None:
+            raise _invalid(gettext("No collection '%(ref)s'.") % {"ref": ref}, "collection")
+        collection_id = found.pk
+    return UsageFilter(start=start, end=end, group=group, user=user, collection_id=collection_id)
+
+
+def _rows(flt: UsageFilter):
+    rows = UsageDay.objects.filter(day__gte=flt.start, day__lte=flt.end)
+    if flt.group is not None:
+        rows = rows.filter(user__groups=flt.group)
+    if flt.user is not None:
+        rows = rows.filter(user=flt.user)
+    if flt.collection_id is not None:
+        rows = rows.filter(collection_id=flt.collection_id)
+    return rows
+
+
+def _figures(sums: dict) -> dict:
+    answers = {mode: int(sums.get(f"answers_{mode}") or 0) for mode in ANSWER_MODES}
+    answered = sum(answers.values())
+    unanswered = sum(answers[mode] for mode in UNANSWERED_MODES)
+    return {
+        "questions": int(sums.get("questions") or 0),
+        "answers": answers,
+        "answers_total": answered,
+        "unanswered_rate": round(unanswered / answered, 4) if answered else None,
+        "tokens_in": int(sums.get("tokens_in") or 0),
+        "tokens_out": int(sums.get("tokens_out") or 0),
+        "cited_documents": int(sums.get("cited_documents") or 0),
+        "indexing_jobs": int(sums.get("indexing_jobs") or 0),
+        "indexing_minutes": round(float(sums.get("indexing_seconds") or 0) / 60, 2),
+        "indexing_pages": int(sums.get("indexing_pages") or 0),
+    }
+
+
+def usage_report(flt: UsageFilter) -> dict:
+    """Every day of the range (days without use are zeros), each with its tokens per chat model; and totals."""
+    rows = _rows(flt)
+    sums = {row["day"]: row for row in rows.values("day").annotate(**{name: Sum(name) for name in SUMMED})}
+    tokens: dict = {}
+    for row in (rows.exclude(chat_model="").values("day", "chat_model")
+                .annotate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")).order_by("day", "chat_model")):
+        tokens.setdefault(row["day"], []).append(
+            {"chat_model": row["chat_model"], "tokens_in": int(row["tokens_in"]), "tokens_out": int(row["tokens_out"])})
+    days = []
+    day = flt.start
+    while day <= flt.end:
+        days.append({"date": day.isoformat(), **_figures(sums.get(day, {})), "tokens_by_model": tokens.get(day, [])})
+        day += timedelta(days=1)
+    total = {name: sum(row.get(name) or 0 for row in sums.values()) for name in SUMMED}
+    by_model: dict[str, dict] = {}
+    for entries in tokens.values():
+        for entry in entries:
+            slot = by_model.setdefault(entry["chat_model"], {"chat_model": entry["chat_model"], "tokens_in": 0, "tokens_out": 0})
+            slot["tokens_in"] += entry["tokens_in"]
+            slot["tokens_out"] += entry["tokens_out"]
+    return {"filter": flt.as_params(), "days": days,
+            "totals": {**_figures(total), "tokens_by_model": sorted(by_model.values(), key=lambda e: e["chat_model"])}}
+
+
+CSV_COLUMNS = ("date", "questions", *(f"answers_{mode}" for mode in ANSWER_MODES), "unanswered_rate", "tokens_in",
+               "tokens_out", "cited_documents", "indexing_jobs", "indexing_minutes", "indexing_pages")
+
+
+def usage_csv(report: dict) -> str:
+    """The report's days as CSV, one row a day (tokens of all chat models added up)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for day in report["days"]:
+        answers = {f"answers_{mode}": n for mode, n in day["answers"].items()}
+        row = {**day, **answers, "unanswered_rate": "" if day["unanswered_rate"] is None else day["unanswered_rate"]}
+        writer.writerow([row[column] for column in CSV_COLUMNS])
+    return out.getvalue()
