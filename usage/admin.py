@@ -81,7 +81,8 @@ class UsageDayAdmin(admin.ModelAdmin):
         query = urlencode({k: v for k, v in request.GET.items() if v})
         return TemplateResponse(request, "admin/usage/report.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "title": _("Usage"),
-            "form": form, "error": error, "report": report, "modes": ANSWER_MODES,
+            "form": form, "error": error, "report": report,
+            "modes": [UsageDay._meta.get_field(f"answers_{mode}").verbose_name for mode in ANSWER_MODES],
             "chart_url": f"{reverse('admin:usage_usageday_chart')}?{query}",
             "rates_url": f"{reverse('admin:usage_usageday_chart')}?{query}{'&' if query else ''}chart=rates",
             "csv_url": f"{reverse('admin:usage_usageday_csv')}?{query}", **(extra_context or {})})

@@ -112,6 +112,7 @@ NOT_PAGES = (
     "c/new/", "download/", "/delete/", "/history/",  # POST-only actions, downloads, confirmations covered by tests/admin
     "export.md",  # a conversation's Markdown file (tests/chat/test_conversations.py)
     "/dismiss/",  # the gap inbox's POST-only action (tests/chat/test_gaps.py)
+    "export.csv",  # the usage report's CSV download (tests/usage/test_usage.py)
 )
 
 
@@ -232,6 +233,10 @@ def czech_site(db, django_user_model, settings):
         model.objects.create(id=f"{model.__name__.lower():0<32}", name="úloha", func="core.tasks.noop",
                              started="2026-01-01T00:00Z", stopped="2026-01-01T00:01Z", success=model is Success)
     OrmQ.objects.create(key="ragsite", payload="x", lock=None)
+    from usage.models import GroupQuota, UsageDay
+
+    GroupQuota.objects.create(group=group, questions_per_day=50)
+    UsageDay.objects.create(day="2026-01-01", user=curator, questions=3, answers_documents=3)
     return curator
 
 
