@@ -26,7 +26,7 @@ from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
 from core.tasks import queue
 from retrieval.topics import topic_validate
-from usage.quotas import question_check
+from usage.quotas import answer_check, question_check
 from usage.recorder import question_recorded
 
 logger = logging.getLogger(__name__)
@@ -218,6 +218,7 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
             raise Conflict(gettext("Only a failed answer, one that waited for a document or for the language model, can be retried."),
                            code="invalid_state", extra={"status": message.status})
+        answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
         _requeue(message)
     return message
 
@@ -265,6 +266,7 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
                                   status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
             raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
                            code="answer_in_progress")
+        answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
                                         metadata={"question_id": question_id, "version_of": message.pk})

@@ -14,8 +14,10 @@ from datetime import datetime, time, timedelta
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Sum
-from django.utils import formats, timezone
-from django.utils.translation import gettext
+from django.utils import formats, timezone, translation
+from django.utils.translation import gettext_lazy
+
+from identity.language import language_choice_of
 
 from core.errors import QuotaExceeded
 from usage import metrics
@@ -50,13 +52,25 @@ def _next_month() -> datetime:
     return timezone.make_aware(datetime.combine(first, time.min))
 
 
-def _refuse(limit: str, allowed: int, used: int, resets_at: datetime, message: str) -> QuotaExceeded:
+MESSAGES = {
+    "questions_per_day": gettext_lazy("Your group's limit of %(allowed)s questions per day is reached (%(used)s asked "
+                                      "today). It resets at %(resets)s."),
+    "tokens_per_month": gettext_lazy("Your group's limit of %(allowed)s chat model tokens per month is reached "
+                                     "(%(used)s used). It resets at %(resets)s."),
+    "pages_per_day": gettext_lazy("Your group's limit of %(allowed)s indexed pages per day is reached (%(used)s "
+                                  "today). It resets at %(resets)s."),
+}
+
+
+def _refuse(user, limit: str, allowed: int, used: int, resets_at: datetime) -> QuotaExceeded:
+    """The 429, in the user's saved language (else the request's): MCP and token clients have no session."""
     metrics.QUOTA_REFUSALS.labels(limit=limit).inc()
     retry_after = max(1, int((resets_at - timezone.now()).total_seconds()))
-    when = formats.date_format(timezone.localtime(resets_at), "DATETIME_FORMAT")
-    return QuotaExceeded(message % {"allowed": allowed, "used": used, "resets": when}, extra={
-        "limit": limit, "allowed": allowed, "used": used, "resets_at": resets_at.isoformat(),
-        "retry_after": retry_after})
+    with translation.override(language_choice_of(user) or translation.get_language()):
+        when = formats.date_format(timezone.localtime(resets_at), "DATETIME_FORMAT")
+        message = str(MESSAGES[limit]) % {"allowed": allowed, "used": used, "resets": when}
+    return QuotaExceeded(message, extra={"limit": limit, "allowed": allowed, "used": used,
+                                         "resets_at": resets_at.isoformat(), "retry_after": retry_after})
 
 
 def _used_today(user, field: str) -> int:
@@ -81,20 +95,21 @@ def question_check(*, user) -> None:
     if (allowed := limits["questions_per_day"]) is not None:
         used = _used_today(user, "questions")
         if used >= allowed:
-            raise _refuse("questions_per_day", allowed, used, _next_midnight(), gettext(
-                "Your group's limit of %(allowed)s questions per day is reached (%(used)s asked today). "
-                "It resets at %(resets)s."))
+            raise _refuse(user, "questions_per_day", allowed, used, _next_midnight())
+    _tokens_check(user, limits)
+
+
+def _tokens_check(user, limits: dict) -> None:
     if (allowed := limits["tokens_per_month"]) is not None:
         used = _tokens_this_month(user)
         if used >= allowed:
-            raise _refuse("tokens_per_month", allowed, used, _next_month(), gettext(
-                "Your group's limit of %(allowed)s chat model tokens per month is reached (%(used)s used). "
-                "It resets at %(resets)s."))
+            raise _refuse(user, "tokens_per_month", allowed, used, _next_month())
 
 
-def pages_message() -> str:
-    return gettext("Your group's limit of %(allowed)s indexed pages per day is reached (%(used)s today). "
-                   "It resets at %(resets)s.")
+def answer_check(*, user) -> None:
+    """Raise QuotaExceeded when the user's tokens for the month are used up: before an answer is written
+    again (retry, regenerate), which asks no new question."""
+    _tokens_check(user, limits_for(user))
 
 
 def upload_check(*, user) -> None:
@@ -104,7 +119,7 @@ def upload_check(*, user) -> None:
         return
     used = _used_today(user, "indexing_pages")
     if used >= allowed:
-        raise _refuse("pages_per_day", allowed, used, _next_midnight(), pages_message())
+        raise _refuse(user, "pages_per_day", allowed, used, _next_midnight())
 
 
 def indexing_check(*, user, pages: int | None) -> None:
@@ -114,4 +129,4 @@ def indexing_check(*, user, pages: int | None) -> None:
         return
     used = _used_today(user, "indexing_pages")
     if used + (pages or 1) > allowed:
-        raise _refuse("pages_per_day", allowed, used, _next_midnight(), pages_message())
+        raise _refuse(user, "pages_per_day", allowed, used, _next_midnight())

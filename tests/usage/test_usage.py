@@ -135,16 +135,28 @@ def test_the_most_generous_group_applies_and_staff_are_exempt(api, user, staff_u
     assert ask(staff, staff_conversation, "S2?").status_code == 429
 
 
-def test_tokens_per_month_refuse_until_the_first_of_next_month(api, user):
+def test_tokens_per_month_refuse_questions_and_regenerating_until_the_first_of_next_month(api, user):
+    from identity.language import language_choice_save
+
     limited(user, tokens_per_month=1000)
-    usage_add(user_id=user.pk, chat_model="m", tokens_in=700, tokens_out=300)
     conversation = api.post("/api/conversations/", {}, format="json").json()["id"]
+    answer = ask(api, conversation, "First?").json()["assistant_message"]["id"]
+    Message.objects.filter(pk=answer).update(status="done", content="Done.")
+    usage_add(user_id=user.pk, chat_model="m", tokens_in=700, tokens_out=300)
     refused = ask(api, conversation, "Anything?")
     assert refused.status_code == 429
     extra = refused.json()["extra"]
     first = (timezone.localdate().replace(day=1) + timedelta(days=32)).replace(day=1)
     assert extra["limit"] == "tokens_per_month" and extra["used"] == 1000 and extra["resets_at"].startswith(first.isoformat())
     assert "1000 chat model tokens per month" in refused.json()["message"]
+    again = api.post(f"/api/conversations/{conversation}/messages/{answer}/regenerate/")
+    assert again.status_code == 429 and again.json()["extra"]["limit"] == "tokens_per_month"
+    assert Message.objects.filter(conversation_id=conversation, role="assistant").count() == 1
+
+    # In the user's saved language, whichever way they came in (MCP and token clients have no session).
+    language_choice_save(user=user, language="cs")
+    czech = ask(api, conversation, "Ještě něco?").json()["message"]
+    assert czech.startswith("Limit vaší skupiny 1000 tokenů chatovacího modelu za měsíc je vyčerpán"), czech
 
 
 def test_pages_per_day_fail_the_indexing_job_then_refuse_uploads(api, user, fake_embedder):
