@@ -23,7 +23,8 @@ COMMON = {
     "403": "Not allowed (staff only, or a session request without its CSRF token).",
 }
 NOT_FOUND = "Not found, or not yours (others' objects are 404, never 403)."
-THROTTLED = "Too many requests; `Retry-After` says when to try again."
+THROTTLED = ("Too many requests (`throttled`), or a group quota is used up (`quota_exceeded`, `extra.limit`, "
+             "`extra.resets_at`); `Retry-After` says when to try again.")
 # Statuses that only some operations answer: (path, method) -> {status: description}.
 SPECIFIC = {
     ("/api/auth/token/", "post"): {"429": THROTTLED},
@@ -34,7 +35,7 @@ SPECIFIC = {
                "(`answer_in_progress`).", "429": THROTTLED},
     ("/api/documents/", "post"): {"413": "The file is larger than MAX_UPLOAD_SIZE.",
                                   "415": "Not a PDF, DOCX, text or Markdown file.",
-                                  "422": "The file is damaged (a broken zip)."},
+                                  "422": "The file is damaged (a broken zip).", "429": THROTTLED},
     ("/api/documents/{id}/versions/", "post"): {
         "409": "The document is being indexed, or the file is another document already (`extra.document_id`).",
         "413": "The file is larger than MAX_UPLOAD_SIZE.", "415": "Not a supported file type.",
@@ -42,7 +43,7 @@ SPECIFIC = {
     ("/api/documents/{id}/reindex/", "post"): {"409": "The document is being indexed; try again when it is done."},
     ("/api/documents/{id}/text/", "get"): {"409": "The text is not extracted yet (`extra.status`)."},
     ("/api/conversations/{conversation_id}/messages/{message_id}/retry/", "post"): {
-        "409": "Only a failed answer, or one that waited for a document, can be retried."},
+        "409": "Only a failed answer, or one that waited for a document, can be retried.", "429": THROTTLED},
     ("/api/conversations/{conversation_id}/messages/{message_id}/feedback/", "post"): {
         "409": "The answer is not finished yet (`answer_not_done`): only a finished answer can be rated."},
     ("/api/embed/", "post"): {"502": "The AI server failed (its reason in `message`)."},
