@@ -82,7 +82,8 @@ def test_usage_equals_the_questions_asked_and_answers_given_over_rest(api, user,
     assert document.pk
 
 
-def test_concurrent_questions_are_counted_exactly(transactional_db, user):
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_concurrent_questions_are_counted_exactly(user):
     def worker():
         try:
             for _ in range(25):
@@ -206,6 +207,14 @@ def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_
     assert day["tokens_by_model"] == [{"chat_model": "m1", "tokens_in": 100, "tokens_out": 20}]
     assert len(mine["days"]) == 30 and mine["totals"]["questions"] == 4
     assert staff.get("/api/usage/", {"user": "bob"}).json()["totals"]["questions"] == 5
+
+    from documents.models import Collection
+
+    rules = Collection.objects.create(name="Rules", slug="rules")
+    usage_add(user_id=other_user.pk, collection_id=rules.pk, questions=2)
+    for ref in ("rules", str(rules.pk)):
+        assert staff.get("/api/usage/", {"collection": ref}).json()["totals"]["questions"] == 2
+    assert staff.get("/api/usage/", {"collection": "nope"}).status_code == 400
 
     bad = staff.get("/api/usage/", {"from": "yesterday"})
     assert bad.status_code == 400 and bad.json()["code"] == "invalid" and "from" in bad.json()["extra"]["fields"]
