@@ -36,6 +36,7 @@ from core.tasks import queue_at
 from documents import storage
 from documents.models import Collection, Document, PendingUpload, document_upload_path
 from documents.services import UploadRejected, UploadResult, upload_too_large_error, announce_index_wanted, sniff_type
+from usage.quotas import upload_check
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ def direct_upload_start(*, owner, name: str, size: int, content_type: str,
     that `owner` curates `collection`)."""
     if not storage.uses_object_storage():
         raise ObjectStorageUnavailable()
+    upload_check(user=owner)  # the group's pages per day, as document_upload
     if size > settings.MAX_UPLOAD_SIZE:
         raise upload_too_large_error(f"{size / (1024 * 1024):.0f} MB")
     if size < 1:

@@ -179,6 +179,17 @@ def test_pages_per_day_fail_the_indexing_job_then_refuse_uploads(api, user, fake
     assert refused.json()["extra"]["limit"] == "pages_per_day"
 
 
+def test_pages_per_day_refuse_a_direct_upload_before_any_url(api, user, s3_storage):
+    from documents.models import PendingUpload
+
+    limited(user, pages_per_day=3)
+    usage_add(user_id=user.pk, indexing_jobs=1, indexing_pages=3)
+    refused = api.post("/api/documents/upload-url/", {"name": "x.pdf", "size": 10, "content_type": "application/pdf"},
+                       format="json")
+    assert refused.status_code == 429 and refused.json()["extra"]["limit"] == "pages_per_day"
+    assert "3 indexed pages per day" in refused.json()["message"] and not PendingUpload.objects.exists()
+
+
 def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_user, staff_user, client):
     from rest_framework.test import APIClient
 
