@@ -41,6 +41,7 @@ from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL,
 
 ALL_ARMS = ("vector", "fts")
 ALL_TOPICS = "all topics"  # the Q&A tier's last attempt: every topic's pairs
+QA_CANDIDATES_MAX = 1000  # a guard on the pairs tier 1 ranks for one question (they are all within its bound)
 EXCERPT_CHARS = 2000
 
 
@@ -204,17 +205,22 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
         ids = list(entries.values_list("id", flat=True))
         rows = []
         if ids:
+            # The qa_limit closest, and with a language shift also every pair the loosest shifted bound
+            # may keep: a pre-cut by distance alone would drop the pairs in another language again.
+            loosest = threshold + max([0.0, *bounds.qa_language_shift.values()]) if bounds.qa_language_shift else -1.0
             with connection.cursor() as cursor:
                 cursor.execute(
-                    f"SELECT entry_id, embedding <=> %s::vector AS distance FROM retrieval_knowledgeembedding "
-                    f"WHERE model_id = {int(model.pk)} AND entry_id = ANY(%s) ORDER BY distance, entry_id LIMIT %s",
-                    [q, ids, rs.qa_limit],
+                    f"WITH d AS (SELECT entry_id, embedding <=> %s::vector AS distance FROM retrieval_knowledgeembedding "
+                    f"WHERE model_id = {int(model.pk)} AND entry_id = ANY(%s)) "
+                    f"SELECT entry_id, distance FROM d WHERE distance < %s OR entry_id IN "
+                    f"(SELECT entry_id FROM d ORDER BY distance, entry_id LIMIT %s) ORDER BY distance, entry_id LIMIT %s",
+                    [q, ids, loosest, rs.qa_limit, QA_CANDIDATES_MAX],
                 )
                 rows = cursor.fetchall()
             if len(rows) < len(ids):
                 tier["without_vectors"] = len(ids) - len(rows)
         tier["searched"] = label
-        kept = _within_bound(query, rows, bounds, trace)
+        kept = _within_bound(query, rows, bounds, trace)[:rs.qa_limit]
         if kept:
             break
         why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "

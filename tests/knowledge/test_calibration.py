@@ -141,6 +141,8 @@ def test_the_right_pair_in_another_language_is_not_pushed_out_by_pairs_in_the_us
 
     shift = {"same": -0.3, "cross": 0.4}
     EmbeddingModel.objects.filter(pk=model.pk).update(calibration={**calibration, "qa_language_shift": shift})
+    # Only 4 candidates by distance would hold no Czech pair: every pair the shifted bound may keep is ranked.
+    RetrievalSettings.objects.filter(pk=1).update(qa_limit=4)
     result = retrieve(user, asked)
     pairs = [s for s in result.segments if s["source_type"] == "qa"]
     assert result.trace["bounds"]["qa_language_shift"] == shift
