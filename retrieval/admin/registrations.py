@@ -169,16 +169,10 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
         """The bounds retrieval uses for this model, and where each comes from (calibration, override, setting)."""
         bounds = distance_bounds(obj, retrieval_settings_get())
         origin = {"calibration": _("calibrated"), "override": _("staff override"), "setting": _("not calibrated yet: setting")}
-        listed = format_html_join(
+        return format_html_join(
             ", ", "{}: {} ({})", [(label, f"{getattr(bounds, name):.4f}", origin[bounds.source[name]])
                                   for name, label in (("direct", _("direct answer")), ("qa", _("approved pairs")),
                                                       ("doc", _("passages")))])
-        shift = bounds.qa_language_shift
-        if not shift:
-            return listed
-        return format_html("{}; {}", listed, _("approved pairs ranked by their distance less %(same)s in the "
-                                               "question's language, %(cross)s in another") % {
-            "same": f"{shift.get('same', 0.0):+.4f}", "cross": f"{shift.get('cross', 0.0):+.4f}"})
 
     @admin.display(description=_("Calibration"))
     def calibration_details(self, obj):

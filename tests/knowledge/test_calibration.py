@@ -99,6 +99,7 @@ def test_the_admin_shows_the_distances_in_use_and_saves_a_staff_override(client,
     url = f"/admin/retrieval/embeddingmodel/{model.pk}/change/"
     page = client.get(url).content.decode()
     assert f"direct answer: {model.calibration['direct_distance']:.4f} (calibrated)" in page
+    assert "qa_language_shift" in page and "cross_language_median" in page  # what tier 1 ranks pairs by
     response = client.post(url, {"direct_distance_override": "0.05", "qa_distance_override": "",
                                  "doc_distance_override": ""})
     assert response.status_code == 302, response.content.decode()[:2000]
