@@ -211,7 +211,8 @@ def _indexed_part_answers(job, rs) -> bool:
     bounds = result.trace.get("bounds") or {"qa": rs.qa_distance_threshold, "doc": rs.doc_distance_threshold}
     for segment in result.segments:  # the embedding model's distances (calibrated, or the settings' until then)
         limit = bounds["qa"] if segment.get("source_type") == "qa" else bounds["doc"]
-        if segment.get("distance") is not None and segment["distance"] < limit:
+        distance = segment.get("ranked_distance", segment.get("distance"))  # a pair: as tier 1 bounded it
+        if distance is not None and distance < limit:
             return True
     return False
 

@@ -35,6 +35,9 @@ class Segment(TypedDict):
     subcategory: NotRequired[str]
     score: float  # the fused score (Q&A: 1 - cosine distance), never the reranker's
     distance: float | None  # cosine distance of the vector arm, when known
+    # Q&A pairs: what tier 1 ranks and bounds by, the distance less the embedding model's calibrated
+    # shift for the two questions' language relation (retrieval/knowledge/calibration.py)
+    ranked_distance: NotRequired[float]
     vector_rank: int | None
     fts_rank: int | None
     collection_id: NotRequired[int | None]  # the knowledge base (collection) of the document; None: the user's own

@@ -11,7 +11,7 @@ calibrated.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.utils.translation import gettext
@@ -36,6 +36,15 @@ class Bounds:
     qa: float
     doc: float
     source: dict
+    # Per relation of two questions' languages ("same", "cross"): how far its unrelated questions sit
+    # from the overall median (calibration.py); empty until calibrated (v2), then no shift applies.
+    qa_language_shift: dict = field(default_factory=dict)
+
+    def qa_shift(self, question_language: str, pair_language: str) -> float:
+        """The shift tier 1 subtracts from a pair's distance: 0 when either language is unknown."""
+        if not question_language or not pair_language:
+            return 0.0
+        return float(self.qa_language_shift.get("same" if question_language == pair_language else "cross", 0.0))
 
 
 def distance_bounds(model: EmbeddingModel | None, rs) -> Bounds:
@@ -52,7 +61,9 @@ def distance_bounds(model: EmbeddingModel | None, rs) -> Bounds:
             values[name], source[name] = float(calibrated[f"{name}_distance"]), "calibration"
         else:
             values[name], source[name] = float(fallback[name]), "setting"
-    return Bounds(values["direct"], values["qa"], values["doc"], source)
+    shift = calibrated.get("qa_language_shift") or {}
+    return Bounds(values["direct"], values["qa"], values["doc"], source,
+                  {k: float(v) for k, v in shift.items() if k in ("same", "cross") and v is not None})
 
 
 def _server_for(model: EmbeddingModel) -> AiServer | None:

@@ -21,8 +21,11 @@ def approved_vocabulary() -> Vocabulary:
 def qa_direct_decision(*, question: str, segments: list[Segment], trace: RetrievalTrace,
                        vocabulary: Vocabulary | None = None) -> tuple[Segment | None, Decision | None]:
     """The closest approved pair (None without one) and whether it answers `question` directly."""
-    top = next((s for s in segments if s.get("source_type") == "qa"), None)
-    if top is None or top.get("distance") is None:
+    # The closest pair by its own distance: tier 1's order may put a pair in another language first
+    # (retrieval/knowledge/calibration.py), and such a pair is never the answer itself.
+    pairs = [s for s in segments if s.get("source_type") == "qa" and s.get("distance") is not None]
+    top = min(pairs, key=lambda s: float(s["distance"] or 0.0), default=None)
+    if top is None:
         return None, None
     bound = (trace.get("bounds") or {}).get("direct")
     pair_question = top.get("question") or ""

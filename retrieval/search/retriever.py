@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple, cast
 
 import numpy as np
@@ -40,6 +41,7 @@ from retrieval.telemetry import CHUNKS_RETRIEVED, EMBED_LATENCY, RETRIEVE_TOTAL,
 
 ALL_ARMS = ("vector", "fts")
 ALL_TOPICS = "all topics"  # the Q&A tier's last attempt: every topic's pairs
+QA_CANDIDATES_MAX = 1000  # a guard on the pairs tier 1 ranks for one question (they are all within its bound)
 EXCERPT_CHARS = 2000
 
 
@@ -106,7 +108,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
         # Each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the final
         # top-N, so approved answers cannot push every passage out (the prompt splits its budget, see
         # chat.prompts.select_context). Only an explicit `k` cuts it.
-        qa = _qa_tier(query, category, subcategory, rs, vectors, trace, bounds.qa)
+        qa = _qa_tier(query, category, subcategory, rs, vectors, trace, bounds)
         # Tier 2 filters by the subcategory alone (a document filed under another category but the same
         # subcategory still answers); by the category only when no subcategory is given.
         docs = _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2,
@@ -132,7 +134,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
         # the pairs are the one way approved knowledge reaches them. They take at most half of the
         # final top-N, so the passages keep room.
         # With no approved pair at all the tier is not tried (and not traced): nothing to embed the query for.
-        qa = _qa_tier(query, "", "", rs, vectors, trace, bounds.qa)[:max(1, k // 2)] \
+        qa = _qa_tier(query, "", "", rs, vectors, trace, bounds)[:max(1, k // 2)] \
             if KnowledgeEntry.objects.live().exists() else []
         segments = qa + _document_tier(user, query, scope, rs, vectors, trace, arms, tier=2, limit=k,
                                        rerank=reranking)
@@ -157,12 +159,23 @@ def _distance_bounds(rs, trace: RetrievalTrace) -> Bounds:
     model = EmbeddingModel.objects.filter(name=server.embedding_model, dim=server.embedding_dim).first() \
         if server is not None and server.embedding_model else None
     bounds = distance_bounds(model, rs)
-    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source}
+    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
+                       "qa_language_shift": bounds.qa_language_shift}
     return bounds
 
 
+@lru_cache(maxsize=4096)
+def _pair_language(question: str) -> str:
+    """An approved question's language (cached: the same pairs come up for many questions)."""
+    return detect_question_language(question)
+
+
 def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: RetrievalTrace,
-             threshold: float) -> list[Segment]:
+             bounds: Bounds) -> list[Segment]:
+    """Approved pairs within the tier-1 bound, closest first, by their distance less the model's calibrated
+    shift for the two questions' language relation (retrieval/knowledge/calibration.py): the right pair in
+    another language is not pushed out by pairs that are merely in the user's language."""
+    threshold = bounds.qa
     server = default_embedding_server(rs)
     tier: TierTrace = {"tier": 1, "kind": "qa", "category": category, "subcategory": subcategory, "kept": 0}
     trace["tiers"].append(tier)
@@ -192,17 +205,22 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
         ids = list(entries.values_list("id", flat=True))
         rows = []
         if ids:
+            # The qa_limit closest, and with a language shift also every pair the loosest shifted bound
+            # may keep: a pre-cut by distance alone would drop the pairs in another language again.
+            loosest = threshold + max([0.0, *bounds.qa_language_shift.values()]) if bounds.qa_language_shift else -1.0
             with connection.cursor() as cursor:
                 cursor.execute(
-                    f"SELECT entry_id, embedding <=> %s::vector AS distance FROM retrieval_knowledgeembedding "
-                    f"WHERE model_id = {int(model.pk)} AND entry_id = ANY(%s) ORDER BY distance, entry_id LIMIT %s",
-                    [q, ids, rs.qa_limit],
+                    f"WITH d AS (SELECT entry_id, embedding <=> %s::vector AS distance FROM retrieval_knowledgeembedding "
+                    f"WHERE model_id = {int(model.pk)} AND entry_id = ANY(%s)) "
+                    f"SELECT entry_id, distance FROM d WHERE distance < %s OR entry_id IN "
+                    f"(SELECT entry_id FROM d ORDER BY distance, entry_id LIMIT %s) ORDER BY distance, entry_id LIMIT %s",
+                    [q, ids, loosest, rs.qa_limit, QA_CANDIDATES_MAX],
                 )
                 rows = cursor.fetchall()
             if len(rows) < len(ids):
                 tier["without_vectors"] = len(ids) - len(rows)
         tier["searched"] = label
-        kept = [(entry_id, d) for entry_id, d in rows if d < threshold]
+        kept = _within_bound(query, rows, bounds, trace)[:rs.qa_limit]
         if kept:
             break
         why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "
@@ -213,11 +231,28 @@ def _qa_tier(query, category, subcategory, rs, vectors: _QueryVectors, trace: Re
     trace["timings_ms"]["qa"] = round((time.perf_counter() - started) * 1000, 2)
     tier["candidates"] = len(rows)
     tier["kept"] = len(kept)
-    entries = KnowledgeEntry.objects.in_bulk([e for e, _ in kept])
-    return [_qa_segment(entries[entry_id], distance) for entry_id, distance in kept if entry_id in entries]
+    return [_qa_segment(entry, distance, ranked) for entry, distance, ranked in kept]
 
 
-def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
+def _within_bound(query: str, rows: list, bounds: Bounds, trace: RetrievalTrace) -> list:
+    """(entry, distance, ranked distance) of the candidate pairs within the bound, ranked; without a
+    calibrated language shift the ranked distance is the distance itself."""
+    entries = KnowledgeEntry.objects.in_bulk([entry_id for entry_id, _ in rows])
+    language = ""
+    if bounds.qa_language_shift:
+        language = trace.get("question_language") or detect_question_language(query)
+    ranked = []
+    for entry_id, distance in rows:
+        entry = entries.get(entry_id)
+        if entry is None:
+            continue
+        shift = bounds.qa_shift(language, _pair_language(entry.question)) if language else 0.0
+        ranked.append((entry, distance, distance - shift))
+    ranked.sort(key=lambda row: (row[2], row[0].pk))
+    return [row for row in ranked if row[2] < bounds.qa]
+
+
+def _qa_segment(entry: KnowledgeEntry, distance: float, ranked: float | None = None) -> Segment:
     return {
         "source_type": "qa", "qa_id": entry.pk, "chunk_id": None, "document_id": None,
         "document_name": "Approved answer", "chunk_index": None, "page_number": None, "heading_path": [],
@@ -226,6 +261,7 @@ def _qa_segment(entry: KnowledgeEntry, distance: float) -> Segment:
         "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,
         "fused_rank": None, "rerank_rank": None, "rerank_score": None,  # Q&A pairs are neither fused nor reranked
         "category": entry.category, "subcategory": entry.subcategory,  # the topic the pair came from
+        "ranked_distance": round(distance if ranked is None else ranked, 6),
     }
 
 

@@ -9,7 +9,10 @@ import pytest
 from django.core.management import call_command
 from django_q.models import OrmQ
 
+from retrieval.knowledge.agreement import Vocabulary
+from retrieval.knowledge.calibrating import Bounds
 from retrieval.knowledge.calibration import bounds_from, calibration_questions
+from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import EmbeddingModel, KnowledgeEntry, RetrievalSettings
 from retrieval.search import retrieve
@@ -27,6 +30,23 @@ def test_bounds_follow_the_distribution_of_unrelated_questions():
     assert narrow["qa_distance"] < wide["direct_distance"]  # the compressed space gets far smaller bounds
     with pytest.raises(ValueError):
         bounds_from(spread[:3], languages[:3])
+
+
+def test_the_language_shift_follows_how_far_apart_languages_sit():
+    rng = np.random.default_rng(11)
+    languages = ["cs"] * 12 + ["en"] * 12
+    # Each language has its own common direction: unrelated questions of one language sit closer
+    # together than two of different languages (as with e5-small).
+    accent = {"cs": rng.normal(size=16) * 1.5, "en": rng.normal(size=16) * 1.5}
+    vectors = np.array([rng.normal(size=16) + accent[language] for language in languages])
+    bounds = bounds_from(vectors, languages)
+    unrelated, shift = bounds["unrelated"], bounds["qa_language_shift"]
+    assert shift["same"] < 0 < shift["cross"]
+    assert shift["same"] == pytest.approx(unrelated["same_language_median"] - bounds["qa_distance"], abs=2e-4)
+    assert shift["cross"] == pytest.approx(unrelated["cross_language_median"] - bounds["qa_distance"], abs=2e-4)
+    calibrated = Bounds(0.1, bounds["qa_distance"], 0.9, {}, {k: float(v) for k, v in shift.items()})
+    assert calibrated.qa_shift("cs", "cs") == shift["same"] and calibrated.qa_shift("cs", "en") == shift["cross"]
+    assert calibrated.qa_shift("", "en") == 0.0 and Bounds(0.1, 0.5, 0.9, {}).qa_shift("cs", "en") == 0.0
 
 
 def test_the_shipped_questions_cover_four_languages():
@@ -79,6 +99,7 @@ def test_the_admin_shows_the_distances_in_use_and_saves_a_staff_override(client,
     url = f"/admin/retrieval/embeddingmodel/{model.pk}/change/"
     page = client.get(url).content.decode()
     assert f"direct answer: {model.calibration['direct_distance']:.4f} (calibrated)" in page
+    assert "qa_language_shift" in page and "cross_language_median" in page  # what tier 1 ranks pairs by
     response = client.post(url, {"direct_distance_override": "0.05", "qa_distance_override": "",
                                  "doc_distance_override": ""})
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -90,3 +111,53 @@ def test_the_admin_shows_the_distances_in_use_and_saves_a_staff_override(client,
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/admin/retrieval/embeddingmodel/", {"action": "calibrate", "_selected_action": [model.pk]})
     assert [t.name() for t in OrmQ.objects.all()] == [f"calibrate embedding model {model.pk} again"]
+
+
+ENGLISH_PAIRS = ["How many days of training do I get per year?", "How many sick days do I get per year?",
+                 "How many home office days do I get per week?", "How many days do I get for my wedding?",
+                 "How many days before a trip do I book a hotel?"]
+CZECH_PAIR = "Kolik dní dovolené mám za rok?"
+
+
+@pytest.mark.django_db
+def test_the_right_pair_in_another_language_is_not_pushed_out_by_pairs_in_the_users_language(
+        user, staff_user, fake_embedder):
+    """Without a topic tier 1 keeps at most 4 pairs. Ranked by distance alone, pairs that merely share the
+    user's language fill them; ranked by distance less the model's calibrated language shift, the pair in
+    another language that answers the question is among them (issue #30: cross-language reach)."""
+    ids = {}
+    for question in ENGLISH_PAIRS + [CZECH_PAIR]:
+        entry = KnowledgeEntry.objects.create(question=question, answer="See the rules.")
+        knowledge_entry_approve(entry=entry, user=staff_user)
+        assert knowledge_entry_embed(entry.pk) == "ready"
+        ids[question] = entry.pk
+    model = EmbeddingModel.objects.get(name="fake-embed")
+    asked = "How many days of paid leave do I get per year?"
+    calibration = {"direct_distance": 0.01, "qa_distance": 0.7, "doc_distance": 0.9}
+
+    EmbeddingModel.objects.filter(pk=model.pk).update(calibration=calibration)  # v1: no language shift
+    by_distance = [s for s in retrieve(user, asked).segments if s["source_type"] == "qa"]
+    assert ids[CZECH_PAIR] not in [s["qa_id"] for s in by_distance]  # farthest by distance: left out
+    assert [s["qa_id"] for s in by_distance] == [ids[q] for q in ENGLISH_PAIRS[:4]]
+
+    shift = {"same": -0.3, "cross": 0.4}
+    EmbeddingModel.objects.filter(pk=model.pk).update(calibration={**calibration, "qa_language_shift": shift})
+    # Only 4 candidates by distance would hold no Czech pair: every pair the shifted bound may keep is ranked.
+    RetrievalSettings.objects.filter(pk=1).update(qa_limit=4)
+    result = retrieve(user, asked)
+    pairs = [s for s in result.segments if s["source_type"] == "qa"]
+    assert result.trace["bounds"]["qa_language_shift"] == shift
+    assert len(pairs) == 4 and ids[CZECH_PAIR] in [s["qa_id"] for s in pairs]
+    czech = next(s for s in pairs if s["qa_id"] == ids[CZECH_PAIR])
+    # Its own distance is the largest of all; it is ranked by that distance less the cross-language shift.
+    assert czech["distance"] > max(s["distance"] for s in by_distance)
+    assert czech["ranked_distance"] == pytest.approx(czech["distance"] - 0.4, abs=1e-5)
+    assert [s["ranked_distance"] for s in pairs] == sorted(s["ranked_distance"] for s in pairs)
+    assert all(s["ranked_distance"] < 0.7 for s in pairs)
+
+    # The direct answer is still judged on the closest pair by its own distance, never on the pair in
+    # another language that tier 1 may rank first.
+    top, decision = qa_direct_decision(question=asked, segments=list(reversed(pairs)), trace=result.trace,
+                                       vocabulary=Vocabulary.of(ENGLISH_PAIRS + [CZECH_PAIR]))
+    assert top is not None and top["distance"] == min(s["distance"] for s in pairs)
+    assert top["qa_id"] != ids[CZECH_PAIR] and decision is not None and decision.reason == "too_far"
