@@ -15,6 +15,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
 from core.ownership import OwnedQuerySet
+from core.reasons import render as render_reason
 from documents import chunking
 
 
@@ -179,7 +180,10 @@ class Document(models.Model):
     # Pages read by OCR: {"pages": [...], "confidence": mean 0-100, "language": "deu", ...}.
     ocr = models.JSONField(default=dict, blank=True, verbose_name=_("OCR"))
     indexed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("indexed at"))
+    # index_error in English (logs, machine output, rows older than reasons); index_error_reason is what
+    # readers see, in their language (core.reasons): {"code", "text", "params"}, empty when there is none.
     index_error = models.TextField(blank=True, verbose_name=_("index error"))
+    index_error_reason = models.JSONField(default=dict, blank=True, verbose_name=_("index error (code and parameters)"))
     index_warnings = models.JSONField(default=list, blank=True, verbose_name=_("index warnings"))
     empty_pages = models.JSONField(default=list, blank=True, verbose_name=_("empty pages"))
     index_attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("index attempts"))
@@ -234,6 +238,11 @@ class Document(models.Model):
     def __str__(self) -> str:
         return self.title or self.original_filename
 
+    @property
+    def index_error_text(self) -> str:
+        """Why indexing failed or retries, in the active language (a row older than reasons: its English text)."""
+        return render_reason(self.index_error_reason, fallback=self.index_error)
+
 
 class VersionStatus(models.TextChoices):
     UPLOADED = "uploaded", _("Uploaded")
@@ -263,6 +272,7 @@ class DocumentVersion(models.Model):
                                     related_name="+", verbose_name=_("uploaded by"))
     status = models.CharField(max_length=20, choices=VersionStatus.choices, default=VersionStatus.UPLOADED, verbose_name=_("status"))
     index_error = models.TextField(blank=True, verbose_name=_("index error"))
+    index_error_reason = models.JSONField(default=dict, blank=True, verbose_name=_("index error (code and parameters)"))
     chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunk count"))
     embedded_chunks = models.PositiveIntegerField(default=0, verbose_name=_("embedded chunks"))
     reused_chunks = models.PositiveIntegerField(default=0, verbose_name=_("reused chunks"))
@@ -287,6 +297,11 @@ class DocumentVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id} v{self.number}"
+
+    @property
+    def index_error_text(self) -> str:
+        """Why this version failed, in the active language (a row older than reasons: its English text)."""
+        return render_reason(self.index_error_reason, fallback=self.index_error)
 
 
 class DocumentText(models.Model):

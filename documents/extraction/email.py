@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
 from documents.extraction.html import html_blocks
 from documents.extraction.types import MIME_EML, Block, Extraction, Limits, clean_text
@@ -65,7 +65,7 @@ class EmlExtraction(Extraction):
                                  f"{' and more' if len(skipped) > 20 else ''}; upload them on their own.")
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This e-mail has no text.")
+        return NoTextError(gettext_noop("This e-mail has no text."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This e-mail could not be read.")

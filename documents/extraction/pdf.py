@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
+from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError, gettext_noop
 from documents.extraction.ocr import OcrConfig
 from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
@@ -24,7 +24,7 @@ from documents.extraction.types import (
 
 logger = logging.getLogger(__name__)
 
-ENCRYPTED_MESSAGE = "This PDF is encrypted; upload it without a password."
+ENCRYPTED_MESSAGE = gettext_noop("This PDF is encrypted; upload it without a password.")
 
 _MAX_OUTLINE_ENTRIES = 50_000
 _MAX_OUTLINE_DEPTH = 32
@@ -54,7 +54,7 @@ def _corrupt(exc: BaseException) -> CorruptFileError:
         reason = "it does not start like a PDF file"
     else:
         reason = text if len(text) <= 120 else text[:117] + "..."
-    return CorruptFileError(f"This PDF is damaged and cannot be read ({reason}).")
+    return CorruptFileError(gettext_noop("This PDF is damaged and cannot be read (%(reason)s)."), reason=reason)
 
 
 def normalise_page_text(raw: str) -> list[str]:
@@ -191,9 +191,8 @@ class PdfExtraction(Extraction):
         if count == 0:
             raise CorruptFileError("This PDF is damaged and cannot be read (its list of pages is empty or broken).")
         if count > self.limits.max_pages:
-            raise TooLargeError(
-                f"This PDF has {count:,} pages; the limit is {self.limits.max_pages:,} pages."
-            )
+            raise TooLargeError(gettext_noop("This PDF has %(count)s pages; the limit is %(limit)s pages."),
+                                count=count, limit=self.limits.max_pages)
         return count
 
     def _outline_by_page(self) -> dict[int, list[tuple[str, ...]]]:
@@ -373,17 +372,25 @@ class PdfExtraction(Extraction):
         if total and len(self._failed_pages) == total:
             return CorruptFileError("This PDF is damaged and cannot be read (none of its pages could be read).")
         if total == 0:
-            return NoTextError("This PDF has no pages.")
-        noun = "page" if total == 1 else "pages"
-        the = "the only page" if total == 1 else f"any of the {total:,} {noun}"
+            return NoTextError(gettext_noop("This PDF has no pages."))
+        one = total == 1
         ocr = self._pdf_ocr
         if ocr is None or not ocr.available:
             reason = ocr.status.reason if ocr is not None else "OCR is not available"
-            return NoTextError(f"No text layer on {the} — scanned PDF? {reason}.")
+            return NoTextError(gettext_noop("No text layer on the only page — scanned PDF? %(reason)s.") if one else
+                               gettext_noop("No text layer on any of the %(count)s pages — scanned PDF? %(reason)s."),
+                               count=total, reason=reason)
         errors = sorted({r.error for r in ocr.results.values() if r.error})
         if errors:
-            return NoTextError(f"No text layer on {the}, and OCR could not read it: {'; '.join(errors)}.")
+            return NoTextError(
+                gettext_noop("No text layer on the only page, and OCR could not read it: %(errors)s.") if one else
+                gettext_noop("No text layer on any of the %(count)s pages, and OCR could not read it: %(errors)s."),
+                count=total, errors="; ".join(errors))
         if not ocr.results:
-            return NoTextError(f"No text layer on {the}, and no scanned image on {'it' if total == 1 else 'them'} "
-                               "for OCR to read.")
-        return NoTextError(f"No text layer on {the}, and OCR found no words on {'it' if total == 1 else 'them'}.")
+            return NoTextError(
+                gettext_noop("No text layer on the only page, and no scanned image on it for OCR to read.") if one else
+                gettext_noop("No text layer on any of the %(count)s pages, and no scanned image on them for OCR "
+                             "to read."), count=total)
+        return NoTextError(gettext_noop("No text layer on the only page, and OCR found no words on it.") if one else
+                           gettext_noop("No text layer on any of the %(count)s pages, and OCR found no words on them."),
+                           count=total)

@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import open_office, read_text_file, squeeze_spaces
 from documents.extraction.types import MIME_CSV, MIME_XLSX, Block, Extraction, Limits, table_row
 
@@ -66,7 +66,7 @@ class XlsxExtraction(Extraction):
             self._book.close()
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This spreadsheet has no filled cells.")
+        return NoTextError(gettext_noop("This spreadsheet has no filled cells."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This Excel file is damaged and cannot be read.")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import EmptyFileError
+from documents.extraction.errors import EmptyFileError, gettext_noop
 from documents.extraction.types import (
     MIME_MARKDOWN,
     MIME_TEXT,
@@ -275,13 +275,13 @@ class TextExtraction(Extraction):
     def _iter_blocks(self) -> Iterator[Block]:
         data = self.path.read_bytes()
         if not data.strip():
-            raise EmptyFileError("This file is empty.")
+            raise EmptyFileError(gettext_noop("This file is empty."))
         text, self.encoding, warnings = decode_bytes(data, sample_bytes=self.limits.encoding_sample_bytes)
         self.warnings.extend(warnings)
         del data
         text = clean_text(text)
         if not text.strip():
-            raise EmptyFileError("This file is empty.")
+            raise EmptyFileError(gettext_noop("This file is empty."))
         if self.mime_type == MIME_MARKDOWN:
             yield from iter_markdown_blocks(text)
         else:
@@ -289,7 +289,7 @@ class TextExtraction(Extraction):
                 yield Block(para, None, (), "paragraph")
 
     def _no_text_error(self) -> Exception:
-        return EmptyFileError("This file is empty.")
+        return EmptyFileError(gettext_noop("This file is empty."))
 
 
 __all__ = [
