@@ -15,7 +15,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
 from core.ownership import OwnedQuerySet
-from core.reasons import render as render_reason
+from core.reasons import render as render_reason, render_all
 from documents import chunking
 
 
@@ -177,6 +177,8 @@ class Document(models.Model):
     chunks_embedded = models.PositiveIntegerField(default=0, verbose_name=_("chunks embedded"))
     # The current stage in words while indexing ("OCR 12 of 40 pages"); empty when idle.
     progress_note = models.CharField(max_length=200, blank=True, verbose_name=_("progress note"))
+    # The same as a reason (core.reasons), shown in the reader's language while progress_note is set.
+    progress_note_reason = models.JSONField(default=dict, blank=True, verbose_name=_("progress note (code and parameters)"))
     # Pages read by OCR: {"pages": [...], "confidence": mean 0-100, "language": "deu", ...}.
     ocr = models.JSONField(default=dict, blank=True, verbose_name=_("OCR"))
     indexed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("indexed at"))
@@ -242,6 +244,16 @@ class Document(models.Model):
     def index_error_text(self) -> str:
         """Why indexing failed or retries, in the active language (a row older than reasons: its English text)."""
         return render_reason(self.index_error_reason, fallback=self.index_error)
+
+    @property
+    def progress_note_text(self) -> str:
+        """The current stage in the active language; empty when idle (progress_note is cleared then)."""
+        return render_reason(self.progress_note_reason, fallback=self.progress_note) if self.progress_note else ""
+
+    @property
+    def index_warnings_text(self) -> list[str]:
+        """The indexing warnings in the active language (stored reasons; older rows' English texts)."""
+        return render_all(self.index_warnings)
 
 
 class VersionStatus(models.TextChoices):

@@ -21,6 +21,30 @@ TOO_MANY_CHUNKS = gettext_noop("This document would produce more than %(limit)s 
                                "split it or raise MAX_CHUNKS_PER_DOCUMENT.")
 
 
+class Note(str):
+    """A warning for users: the English sentence (a str, as warnings always were) that also keeps its
+    marked template and parameters, stored as a reason (core.reasons) and shown in the reader's language."""
+
+    code: str
+    template: str
+    params: dict[str, Any]
+
+    def __new__(cls, code: str, template: str, **params: Any) -> "Note":
+        note = super().__new__(cls, template % {k: _english(v) for k, v in params.items()} if params else template)
+        note.code, note.template, note.params = code, template, params
+        return note
+
+    @property
+    def reason(self) -> dict:
+        """The stored form for users (core.reasons)."""
+        return {"code": f"extraction.{self.code}", "text": self.template, "params": self.params}
+
+
+def stored_warning(warning: str) -> dict | str:
+    """What index_warnings keeps: a Note's reason; any other text as it is."""
+    return warning.reason if isinstance(warning, Note) else warning
+
+
 class ExtractionError(Exception):
     """A permanent problem with the file: `message` in English, `reason` for the reader's language.
 

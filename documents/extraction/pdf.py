@@ -8,7 +8,8 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError, gettext_noop
+from documents.extraction.errors import (CorruptFileError, EncryptedError, NoTextError, Note, TooLargeError,
+                                         gettext_noop)
 from documents.extraction.ocr import OcrConfig
 from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
@@ -200,7 +201,8 @@ class PdfExtraction(Extraction):
             entries = _outline_paths(self._reader)
         except Exception as exc:  # noqa: BLE001 - a broken outline only loses headings
             logger.info("PDF outline unreadable: %s", exc)
-            self._outline_warning = "The PDF's bookmarks could not be read; section titles are missing."
+            self._outline_warning = Note("outline", gettext_noop(
+                "The PDF's bookmarks could not be read; section titles are missing."))
             return {}
         by_page: dict[int, list[tuple[str, ...]]] = {}
         for page, path in sorted(entries, key=lambda e: e[0]):  # stable: keeps outline order
@@ -343,26 +345,28 @@ class PdfExtraction(Extraction):
         failed = set(self._failed_pages)
         if failed and len(failed) < (self.pages_total or 0):
             pages = sorted(failed)
-            noun = "Page" if len(pages) == 1 else "Pages"
-            verb = "is" if len(pages) == 1 else "are"
-            self.warnings.append(
-                f"{noun} {format_page_list(pages)} could not be read (damaged?); "
-                f"{'it' if len(pages) == 1 else 'they'} {verb} not searchable."
-            )
+            self.warnings.append(Note("damaged_pages", gettext_noop(
+                "Page %(pages)s could not be read (damaged?); it is not searchable.") if len(pages) == 1 else
+                gettext_noop("Pages %(pages)s could not be read (damaged?); they are not searchable."),
+                pages=format_page_list(pages)))
         ocr = self._pdf_ocr
         if ocr is not None:
             self.warnings.extend(ocr.warnings())
         ocr_failed = {p for p, r in ocr.results.items() if r.error} if ocr is not None else set()
         blank = [p for p in self.empty_pages if p not in failed and p not in ocr_failed]
         if blank and len(self.empty_pages) < (self.pages_total or 0):
-            why = f" {ocr.status.reason}." if ocr is not None and not ocr.available else ""
-            if len(blank) == 1:
-                self.warnings.append(
-                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.{why}")
+            why = ocr.status.reason if ocr is not None and not ocr.available else ""
+            one = len(blank) == 1
+            if why:
+                self.warnings.append(Note("blank_pages", gettext_noop(
+                    "Page %(pages)s has no text layer (scanned?); it is not searchable. %(why)s.") if one else
+                    gettext_noop("Pages %(pages)s have no text layer (scanned?); they are not searchable. %(why)s."),
+                    pages=format_page_list(blank), why=why))
             else:
-                self.warnings.append(
-                    f"Pages {format_page_list(blank)} have no text layer (scanned?); "
-                    f"they are not searchable.{why}")
+                self.warnings.append(Note("blank_pages", gettext_noop(
+                    "Page %(pages)s has no text layer (scanned?); it is not searchable.") if one else
+                    gettext_noop("Pages %(pages)s have no text layer (scanned?); they are not searchable."),
+                    pages=format_page_list(blank)))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return _corrupt(exc)

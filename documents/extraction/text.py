@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import EmptyFileError, gettext_noop
+from documents.extraction.errors import EmptyFileError, Note, gettext_noop
 from documents.extraction.types import (
     MIME_MARKDOWN,
     MIME_TEXT,
@@ -126,7 +126,8 @@ def decode_bytes(data: bytes, *, sample_bytes: int = 1 << 20) -> tuple[str, str,
             return data.decode(codec, errors="replace"), codec, warnings
         except LookupError:
             pass
-    warnings.append("Some characters could not be decoded and were replaced with \N{REPLACEMENT CHARACTER}.")
+    warnings.append(Note("replaced_characters", gettext_noop(
+        "Some characters could not be decoded and were replaced with �.")))
     return data.decode("utf-8", errors="replace"), "utf-8", warnings
 
 

@@ -30,6 +30,7 @@ from django.utils import timezone
 from documents.chunking import chunk_layout_anchored
 from documents.chunking import STRATEGIES, ChunkDraft, build_layout, embed_text_for
 from documents.extraction import ExtractionError
+from documents.extraction.errors import stored_warning
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
@@ -269,7 +270,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
             progress(pages_done=done, pages_total=total)
 
         extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
-                             on_status=lambda note: progress(progress_note=note[:200]))
+                             on_status=lambda note: progress(progress_note=note[:200],
+                                                             progress_note_reason=stored_warning(note)))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
         layout = build_layout(extraction.blocks())
@@ -423,7 +425,7 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
         )
         # After the chunk vectors: deleting the old chunks above released the keys nobody held.
         cache_store(model_id=model.pk, keys=keys, vectors=built.vectors)
-        warnings = list(built.warnings)
+        warnings = [stored_warning(w) for w in built.warnings]  # reasons where the wing wrote them
         built.timings["commit_s"] = round(time.monotonic() - t0, 3)
         stats = _stats(built)
         # A title someone chose is kept; one made from the file name gives way to the document's own.

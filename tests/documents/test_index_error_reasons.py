@@ -75,3 +75,35 @@ def test_a_row_from_before_reasons_keeps_its_text(api, user, fake_embedder):
     Document.objects.filter(pk=document.pk).update(index_error="The old worker wrote this.", index_error_reason={})
     shown = api.get(f"/api/documents/{document.pk}/", HTTP_ACCEPT_LANGUAGE="cs").json()
     assert (shown["index_error"], shown["index_error_code"]) == ("The old worker wrote this.", "")
+
+
+def test_indexing_warnings_are_stored_as_reasons_and_read_in_the_asked_language(api, user, fake_embedder):
+    from tests.pdfgen import text_pdf
+
+    pdf = text_pdf([["Ladders.", "Inspect every ladder before use and never stand on the top rungs."], []])
+    document = upload_bytes(user, pdf, "ladders.pdf")
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "indexed", document.index_error
+    stored = [w for w in document.index_warnings if isinstance(w, dict) and w["code"] == "extraction.blank_pages"]
+    assert stored and stored[0]["params"]["pages"] == "2", document.index_warnings
+    url = f"/api/documents/{document.pk}/"
+    czech = api.get(url, HTTP_ACCEPT_LANGUAGE="cs").json()["index_warnings"]
+    english = api.get(url, HTTP_ACCEPT_LANGUAGE="en").json()["index_warnings"]
+    assert any(w.startswith("Strana 2 nemá textovou vrstvu (naskenovaná?); není prohledávatelná.") for w in czech), czech
+    assert any(w.startswith("Page 2 has no text layer (scanned?); it is not searchable.") for w in english), english
+
+
+def test_the_ocr_progress_note_reads_in_the_asked_language(api, user):
+    from documents.extraction.errors import Note
+
+    document = upload_bytes(user, b"Scanned pages are being read.", "scan.txt")
+    note = Note("ocr_progress", "OCR %(done)s of %(total)s pages", done=3, total=12)  # as pdf_ocr reports it
+    assert note == "OCR 3 of 12 pages"  # still the English string the progress callback always got
+    Document.objects.filter(pk=document.pk).update(status="processing", progress_note=note,
+                                                   progress_note_reason=note.reason)
+    url = f"/api/documents/{document.pk}/"
+    assert api.get(url, HTTP_ACCEPT_LANGUAGE="cs").json()["progress_note"] == "OCR 3 z 12 stran"
+    assert api.get(url, HTTP_ACCEPT_LANGUAGE="en").json()["progress_note"] == "OCR 3 of 12 pages"
+    Document.objects.filter(pk=document.pk).update(status="indexed", progress_note="")
+    assert api.get(url, HTTP_ACCEPT_LANGUAGE="cs").json()["progress_note"] == ""  # idle: nothing, whatever was kept
