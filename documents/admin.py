@@ -95,14 +95,14 @@ class DocumentAdmin(admin.ModelAdmin):
         (gettext_lazy("Indexing"), {"fields": ("status_column", "progress", "index_error_shown", "index_warnings_shown",
                                  "empty_pages", "index_attempts", "heartbeat_at", "indexed_at")}),
         (gettext_lazy("Versions"), {"fields": ("versions",)}),
-        (gettext_lazy("Chunks and vectors"), {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
+        (gettext_lazy("Chunks and vectors"), {"fields": ("chunk_count", "chunking_strategy", "chunking_note_shown", "embedding_server_id",
                                            "embedding_model", "embedding_dim", "language", "text_config")}),
         (gettext_lazy("Dates"), {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
     readonly_fields = ("owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
                        "index_error_shown", "index_warnings_shown", "empty_pages", "index_attempts", "heartbeat_at",
-                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
+                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note_shown", "embedding_server_id",
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at",
                        "versions")
     inlines = [FirstChunksInline]
@@ -111,6 +111,10 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("index error"))
     def index_error_shown(self, obj):
         return obj.index_error_text
+
+    @admin.display(description=gettext_lazy("chunking note"))
+    def chunking_note_shown(self, obj):
+        return obj.chunking_note_text
 
     @admin.display(description=gettext_lazy("index warnings"))
     def index_warnings_shown(self, obj):

@@ -170,6 +170,7 @@ class Document(models.Model):
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True, verbose_name=_("chunking strategy"))
     # Why the strategy in the settings was not the one used (late chunking fell back to tokens).
     chunking_note = models.TextField(blank=True, verbose_name=_("chunking note"))
+    chunking_note_reason = models.JSONField(default=dict, blank=True, verbose_name=_("chunking note (code and parameters)"))
     chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunk count"))
     pages_total = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("pages total"))
     pages_done = models.PositiveIntegerField(default=0, verbose_name=_("pages done"))
@@ -244,6 +245,11 @@ class Document(models.Model):
     def index_error_text(self) -> str:
         """Why indexing failed or retries, in the active language (a row older than reasons: its English text)."""
         return render_reason(self.index_error_reason, fallback=self.index_error)
+
+    @property
+    def chunking_note_text(self) -> str:
+        """Why the chunking strategy asked for was not used, in the active language."""
+        return render_reason(self.chunking_note_reason, fallback=self.chunking_note)
 
     @property
     def progress_note_text(self) -> str:

@@ -17,6 +17,8 @@ class DocumentSerializer(serializers.ModelSerializer):
     index_error = serializers.CharField(source="index_error_text", read_only=True,
                                         help_text="Why indexing failed or retries, in the request's language")
     index_error_code = serializers.SerializerMethodField(help_text="The machine code of index_error; empty when none")
+    chunking_note = serializers.CharField(source="chunking_note_text", read_only=True,
+                                          help_text="Why the chunking strategy differs from the setting, in the request's language")
     progress_note = serializers.CharField(source="progress_note_text", read_only=True,
                                           help_text="The current stage in words while indexing, in the request's language")
     index_warnings = serializers.ListField(child=serializers.CharField(), source="index_warnings_text", read_only=True,

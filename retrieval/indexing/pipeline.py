@@ -47,7 +47,7 @@ from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.lease import LeaseKeeper, beat_interval
 from retrieval.indexing.quotas import quota_check
-from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_why
 from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
                                        embedder_identity)
@@ -83,7 +83,7 @@ class Built:
     model_name: str
     dim: int
     strategy: str
-    note: str = ""  # why the strategy asked for was not used (late chunking fell back)
+    note: dict = field(default_factory=dict)  # why the strategy asked for was not used, a reason (late fell back)
     timings: dict = field(default_factory=dict)
     ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
     keys: list = field(default_factory=list)  # each chunk's embeddings-cache key (None: not cached)
@@ -289,7 +289,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     if strategy not in STRATEGIES:
         raise ApplicationError(gettext("Unknown chunking strategy '%(strategy)s'; use %(choices)s.") % {"strategy": strategy, "choices": ', '.join(STRATEGIES)},
                                code="unknown_strategy")
-    note = late_unavailable_reason(server) if strategy == "late" else None
+    note = late_unavailable_why(server) if strategy == "late" else None
     if note:
         strategy = "tokens"
     size, overlap = chunk_sizes(rs, strategy)
@@ -336,7 +336,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
-        strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
+        strategy=strategy, note=note or {}, timings=timings, ocr=dict(extraction.ocr),
         keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept, title=title,
         page_labels=page_labels,
     )
@@ -433,7 +433,8 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
-            chunking_strategy=built.strategy, chunking_note=built.note, pages_total=built.pages_total,
+            chunking_strategy=built.strategy, chunking_note=in_english(built.note), chunking_note_reason=built.note,
+            pages_total=built.pages_total,
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
             empty_pages=built.empty_pages, index_warnings=warnings, index_error="", index_error_reason={}, heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),

@@ -107,3 +107,19 @@ def test_the_ocr_progress_note_reads_in_the_asked_language(api, user):
     assert api.get(url, HTTP_ACCEPT_LANGUAGE="en").json()["progress_note"] == "OCR 3 of 12 pages"
     Document.objects.filter(pk=document.pk).update(status="indexed", progress_note="")
     assert api.get(url, HTTP_ACCEPT_LANGUAGE="cs").json()["progress_note"] == ""  # idle: nothing, whatever was kept
+
+
+def test_why_late_chunking_fell_back_reads_in_the_asked_language(api, user, fake_embedder):
+    from retrieval.models import RetrievalSettings
+
+    RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="late")
+    document = upload_bytes(user, b"Text for a server that only embeds whole passages.", "b.txt")
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.chunking_strategy == "tokens"
+    assert document.chunking_note_reason["code"] == "chunking.no_token_embeddings"
+    url = f"/api/documents/{document.pk}/"
+    assert api.get(url, HTTP_ACCEPT_LANGUAGE="cs").json()["chunking_note"] == (
+        "Pozdní dělení potřebuje vektory tokenů; server „fake embeddings“ je nenabízí, proto byla použita "
+        "strategie „tokens“.")
+    assert api.get(url, HTTP_ACCEPT_LANGUAGE="en").json()["chunking_note"] == document.chunking_note
