@@ -80,6 +80,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
         page.get_by_role("link", name="Konverzace").click()
         page.get_by_role("button", name="Nová konverzace").click()
         expect(page).to_have_url(re.compile(r"/c/new/$"))
+        expect(page.locator("#scope-chip")).to_contain_text("všechny vaše dokumenty")  # the page's script is ready
         page.get_by_role("button", name="Připojit dokumenty z mé knihovny").click()
         dialog = page.get_by_role("dialog", name="Vybrat z mé knihovny")
         expect(dialog).to_be_visible()
