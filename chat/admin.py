@@ -28,11 +28,15 @@ class AttachmentInline(admin.TabularInline):
 
 class MessageInline(admin.TabularInline):
     model = Message
-    fields = ("role", "status", "content", "error", "created_at")
+    fields = ("role", "status", "content", "error_shown", "created_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
     max_num = 0
+
+    @admin.display(description=_("error"))
+    def error_shown(self, obj):
+        return obj.error_text
 
 
 @admin.register(Conversation)

@@ -22,17 +22,17 @@ import json
 import re
 import time
 
-from django.utils.translation import gettext
 from django.conf import settings
 
 from chat.generation import (
-    AnswerFailed,
     Outcome,
     context_budget,
     context_sources,
+    empty_answer,
     history_for,
     model_usage,
     stream_round,
+    too_slow,
 )
 from chat.citations import segment_excerpt
 from chat.followups import search_query
@@ -184,8 +184,7 @@ class Agent:
                                  "content": self._call(call)})
         text = "\n\n".join(self.texts)
         if not text.strip():
-            raise AnswerFailed((gettext("The chat server '%(name)s' returned an empty answer after its searches.") if self.searches
-                                else gettext("The chat server '%(name)s' returned an empty answer.")) % {"name": self.server.name})
+            raise empty_answer(self.server.name, after_searches=bool(self.searches))
         job.timings["searches_ms"] = round(sum(s["timings_ms"]["tool"] for s in self.searches), 1)
         return Outcome(
             "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
@@ -268,7 +267,7 @@ class Agent:
 
     def _check_time(self) -> None:
         if time.perf_counter() > self.deadline:
-            raise AnswerFailed(gettext("The answer took longer than %(limit)s s and was stopped.") % {"limit": settings.CHAT_ANSWER_TIME_LIMIT})
+            raise too_slow()
 
 
 def merged_trace(traces: list[dict], searches: list[dict]) -> dict:

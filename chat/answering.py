@@ -16,7 +16,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils import timezone
 from django.utils import translation
-from django.utils.translation import gettext, gettext_lazy as _
+from django.utils.translation import gettext_lazy as _, gettext_noop
 
 from chat.agent import answer_agentic
 from chat.citations import segment_excerpt
@@ -45,6 +45,7 @@ from chat.prompts import (
 )
 from chat.selectors import conversation_scope
 from chat.waiting import documents_waited_for, waiting_answer
+from core.reasons import reason
 from retrieval.ai import AiServerError
 from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.search import retrieve
@@ -73,8 +74,9 @@ def _produce(job) -> Outcome:
     question = job.question.content
     if not rs.rag_enabled:
         if server is None:
-            raise AnswerFailed(gettext("Searching the documents is switched off and no chat server is configured, "
-                                       "so there is nothing to answer with."))
+            raise AnswerFailed(reason("answer.nothing_to_answer_with", gettext_noop(
+                "Searching the documents is switched off and no chat server is configured, so there is nothing to "
+                "answer with.")))
         messages = build_plain_messages(question=question, history=history_for(job.question),
                                         history_token_budget=settings.CHAT_HISTORY_TOKENS)
         job.mark("prompt")

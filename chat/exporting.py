@@ -36,7 +36,7 @@ def conversation_markdown(*, conversation: Conversation, user) -> str:
         if (message.metadata or {}).get("stopped"):
             lines += ["_" + gettext("Stopped before the end.") + "_", ""]
         if message.status == MessageStatus.FAILED:
-            lines += ["_" + gettext("The answer failed: %(error)s") % {"error": message.error} + "_", ""]
+            lines += ["_" + gettext("The answer failed: %(error)s") % {"error": message.error_text} + "_", ""]
         elif message.status != MessageStatus.DONE:
             lines += ["_" + gettext("Still being written when exported.") + "_", ""]
         if message.sources:

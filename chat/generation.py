@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext_noop
 from django.conf import settings
 
 from chat.citations import segment_excerpt, snippet_preview
@@ -16,6 +16,7 @@ from chat.contracts import Source
 from chat.models import Message, MessageRole, MessageStatus
 from chat.prompts import resolve_token_counter
 from core.errors import ApplicationError
+from core.reasons import reason, render
 from retrieval.ai.clients import chat_client_for
 from retrieval.contracts import Segment
 from retrieval.selectors import retrieval_settings_get
@@ -26,7 +27,28 @@ PROMPT_RESERVE_TOKENS = 800  # system prompt and framing
 
 
 class AnswerFailed(ApplicationError):
+    """Why an answer failed, as a core.reasons reason (stored on the message, shown in the reader's language)."""
+
     code = "answer_failed"
+
+    def __init__(self, why: dict):
+        super().__init__(render(why))
+        self.reason = why
+
+
+def empty_answer(server_name: str, *, after_searches: bool = False) -> AnswerFailed:
+    """The chat server answered nothing."""
+    if after_searches:
+        return AnswerFailed(reason("answer.empty_after_searches", gettext_noop(
+            "The chat server '%(name)s' returned an empty answer after its searches."), name=server_name))
+    return AnswerFailed(reason("answer.empty", gettext_noop("The chat server '%(name)s' returned an empty answer."),
+                               name=server_name))
+
+
+def too_slow() -> AnswerFailed:
+    """The answer passed CHAT_ANSWER_TIME_LIMIT."""
+    return AnswerFailed(reason("answer.time_limit", gettext_noop("The answer took longer than %(limit)s s and was stopped."),
+                               limit=settings.CHAT_ANSWER_TIME_LIMIT))
 
 
 @dataclass
@@ -155,7 +177,7 @@ def stream_answer(job, server, messages: list[dict], *, json_mode: bool) -> tupl
     """Stream the model's answer through job.emit; (text, usage)."""
     answer = stream_round(job, server, messages, json_mode=json_mode)
     if not answer.text.strip():
-        raise AnswerFailed(gettext("The chat server '%(name)s' returned an empty answer.") % {"name": server.name})
+        raise empty_answer(server.name)
     return answer.text, model_usage(answer.model, [answer.usage])
 
 
@@ -188,7 +210,7 @@ def stream_round(job, server, messages: list[dict], *, json_mode: bool = False, 
             if delta.tool_calls:
                 calls = delta.tool_calls
             if time.perf_counter() > deadline:
-                raise AnswerFailed(gettext("The answer took longer than %(limit)s s and was stopped.") % {"limit": settings.CHAT_ANSWER_TIME_LIMIT})
+                raise too_slow()
     finally:
         stream.close()
     return Round("".join(parts), usage, calls, client.model)

@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from core.ownership import OwnedQuerySet
+from core.reasons import render as render_reason
 
 
 class ConversationQuerySet(OwnedQuerySet):
@@ -112,7 +113,10 @@ class Message(models.Model):
     content = models.TextField(blank=True, verbose_name=_("content"))
     sources = models.JSONField(default=list, blank=True, verbose_name=_("sources"))
     metadata = models.JSONField(default=dict, blank=True, verbose_name=_("metadata"))
+    # Why the answer failed: `error` in English (logs, rows older than reasons), `error_reason` for the
+    # reader, in their language (core.reasons: {"code", "text", "params"}; empty when there is none).
     error = models.TextField(blank=True, verbose_name=_("error"))
+    error_reason = models.JSONField(default=dict, blank=True, verbose_name=_("error (code and parameters)"))
     # Set by the reader's Stop (chat.services.message_stop); the answerer checks it between streamed chunks,
     # keeps what was written and ends the answer as done with metadata.stopped.
     stop_requested = models.BooleanField(default=False, verbose_name=_("stop requested"))
@@ -133,6 +137,11 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} {self.pk}"
+
+    @property
+    def error_text(self) -> str:
+        """Why the answer failed, in the active language (a row older than reasons: its stored text)."""
+        return render_reason(self.error_reason, fallback=self.error)
 
 
 class FeedbackRating(models.TextChoices):

@@ -19,9 +19,11 @@ from datetime import timedelta
 from typing import Callable
 
 from django.db import connection, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext_noop
 
 from chat.answering import produce
+from chat.reply_language import reply_language
 from chat.citations import parse_any
 from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
@@ -33,6 +35,7 @@ from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
 from retrieval.telemetry import UNGROUNDED_SECTIONS
 from core.dbcheck import transient_database_error
+from core.reasons import in_english, reason
 from core.errors import ApplicationError
 from identity.audit import audit_passages
 from identity.models import AuditAction
@@ -45,7 +48,7 @@ LOCK_NAMESPACE = 0x43484154  # "CHAT": the first key of the conversation's advis
 MAX_ATTEMPTS = 3
 STALE_AFTER = timedelta(seconds=60)
 DATABASE_RETRY_DELAY = 1.0  # seconds before answering again after a temporary database error
-UNEXPECTED = "Something went wrong while answering; it has been logged. Try again."
+UNEXPECTED = reason("answer.unexpected", gettext_noop("Something went wrong while answering; it has been logged. Try again."))
 STOP_CHECK_SECONDS = 0.25  # how often, at most, the answerer looks whether the reader pressed Stop
 
 
@@ -117,7 +120,8 @@ def _requeue_interrupted(conversation_id: int) -> None:
                                           status=MessageStatus.STREAMING):
         attempts = int(message.metadata.get("attempts", 1))
         if attempts >= MAX_ATTEMPTS:
-            _save_failed(message, f"The worker stopped while answering, {attempts} times; giving up. Try again later.")
+            _save_failed(message, reason("answer.worker_stopped", gettext_noop(
+                "The worker stopped while answering, %(times)s times; giving up. Try again later."), times=attempts))
         else:
             Message.objects.filter(pk=message.pk, status=MessageStatus.STREAMING).update(
                 status=MessageStatus.PENDING, content="", updated_at=timezone.now())
@@ -191,20 +195,22 @@ def answer_message(message_id: int) -> str | None:
             outcome = produce(job)
         except AnswerStopped:
             _stopped(job)
-        except (AnswerFailed, AiServerError, ApplicationError) as exc:
-            _fail(job, without_addresses(str(exc)))  # shown to the user: never a server's address
+        except AnswerFailed as exc:
+            _fail(job, exc.reason)
+        except (AiServerError, ApplicationError) as exc:  # shown to the user: never a server's address
+            _fail(job, reason("answer.error", "%(error)s", error=without_addresses(str(exc))))
         else:
             _finish(job, outcome)
     except Exception as exc:
-        if (reason := transient_database_error(exc)) is not None:
-            return _database_problem(job, exc, reason)
+        if (problem := transient_database_error(exc)) is not None:
+            return _database_problem(job, exc, problem)
         logger.exception("answering failed", extra={"message_id": message_id})
         _fail(job, UNEXPECTED)
     writer.flush()  # the final event is out before the worker may stop
     return None
 
 
-def _database_problem(job: Job, exc: Exception, reason: str) -> str:
+def _database_problem(job: Job, exc: Exception, problem: str) -> str:
     """A temporary database error (connection lost, server restarted, deadlock): answer again from
     the start on a new session, up to MAX_ATTEMPTS answers; clients replace the text from offset 0.
 
@@ -217,8 +223,9 @@ def _database_problem(job: Job, exc: Exception, reason: str) -> str:
     time.sleep(DATABASE_RETRY_DELAY)
     attempts = int(job.message.metadata.get("attempts", 1))
     if attempts >= MAX_ATTEMPTS:
-        _fail(job, f"The answer was interrupted because {reason} (attempt {attempts} of {MAX_ATTEMPTS}); "
-                   "try again later.")
+        _fail(job, reason("answer.interrupted", gettext_noop(
+            "The answer was interrupted because %(reason)s (attempt %(attempt)s of %(attempts)s); try again later."),
+            reason=problem, attempt=attempts, attempts=MAX_ATTEMPTS))
         writer.flush()
         return RETRY
     Message.objects.filter(pk=job.message.pk, status=MessageStatus.STREAMING).update(
@@ -242,16 +249,17 @@ def _claim(message_id: int) -> tuple[Message, Message, Conversation] | None:
             message.metadata = {**message.metadata, "stopped": True}
             message.save(update_fields=["status", "metadata", "updated_at"])
         elif question is None:
-            _save_failed(message, "The question of this answer no longer exists.")
+            _save_failed(message, reason("answer.question_gone", gettext_noop("The question of this answer no longer exists.")))
             return None
         else:
             message.status = MessageStatus.STREAMING
             message.content = ""
-            message.error = ""
+            message.error, message.error_reason = "", {}
             message.sources = []
             message.metadata = {"question_id": question.pk, "attempts": int(message.metadata.get("attempts", 0)) + 1,
                                 **{k: message.metadata[k] for k in ("retries", "version_of") if message.metadata.get(k)}}
-            message.save(update_fields=["status", "content", "error", "sources", "metadata", "updated_at"])
+            message.save(update_fields=["status", "content", "error", "error_reason", "sources", "metadata",
+                                         "updated_at"])
     writer.send(message.conversation_id, status_event(message_data(message)))
     if question is None:  # stopped: nothing to write
         return None
@@ -348,7 +356,8 @@ def _base_metadata(job: Job) -> dict:
     return {k: job.message.metadata[k] for k in keep if k in job.message.metadata}
 
 
-def _fail(job: Job, error: str) -> None:
+def _fail(job: Job, why: dict) -> None:
+    """Record the failure `why` (a core.reasons reason) on the answer; its event speaks the question's language."""
     job.timings["total_ms"] = round((time.perf_counter() - job.started) * 1000, 1)
     writer.flush()
     with transaction.atomic():
@@ -356,13 +365,14 @@ def _fail(job: Job, error: str) -> None:
         if message is None or message.status != MessageStatus.STREAMING:
             return
         message.status = MessageStatus.FAILED
-        message.error = error
+        message.error, message.error_reason = in_english(why), why
         message.content = job.text  # what was streamed before the failure stays visible
         message.metadata = {**_base_metadata(job), "context_sources": job.context, "timings": job.timings}
-        message.save(update_fields=["status", "error", "content", "metadata", "updated_at"])
+        message.save(update_fields=["status", "error", "error_reason", "content", "metadata", "updated_at"])
         answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id, mode="failed")
-    writer.send(message.conversation_id, status_event(message_data(message)))
-    logger.warning("answer failed", extra={"message_id": message.pk, "error": error})
+    with translation.override(reply_language(job.question.content, job.conversation.owner)):
+        writer.send(message.conversation_id, status_event(message_data(message)))
+    logger.warning("answer failed", extra={"message_id": message.pk, "error": message.error})
 
 
 def _stopped(job: Job) -> None:
@@ -382,7 +392,8 @@ def _stopped(job: Job) -> None:
     logger.info("answer stopped by the reader", extra={"message_id": message.pk, "chars": len(job.text)})
 
 
-def _save_failed(message: Message, error: str) -> None:
-    Message.objects.filter(pk=message.pk).update(status=MessageStatus.FAILED, error=error, updated_at=timezone.now())
+def _save_failed(message: Message, why: dict) -> None:
+    Message.objects.filter(pk=message.pk).update(status=MessageStatus.FAILED, error=in_english(why), error_reason=why,
+                                                 updated_at=timezone.now())
     message.refresh_from_db()
     writer.send(message.conversation_id, status_event(message_data(message)))

@@ -33,7 +33,7 @@ def message_data(message: Message, *, segments: bool = False) -> dict:
         "content": message.content,
         "sources": message.sources,
         "metadata": metadata,
-        "error": message.error,
+        "error": message.error_text,
         "created_at": _datetime.to_representation(message.created_at),
         "updated_at": _datetime.to_representation(message.updated_at),
     }
@@ -233,7 +233,7 @@ class AttachedDocumentSerializer(serializers.Serializer):
     name = serializers.CharField(source="original_filename")
     status = serializers.CharField()
     chunk_count = serializers.IntegerField()
-    index_error = serializers.CharField()
+    index_error = serializers.CharField(source="index_error_text")
 
 
 class MessageRetrievalSerializer(serializers.Serializer):

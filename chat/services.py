@@ -294,13 +294,13 @@ def _requeue(message: Message) -> None:
     """Back to pending and queued (call inside transaction.atomic, the row locked)."""
     message.status = MessageStatus.PENDING
     message.content = ""
-    message.error = ""
+    message.error, message.error_reason = "", {}
     message.sources = []
     message.stop_requested = False
     message.metadata = {"question_id": message.metadata.get("question_id"), "retries":
                         int(message.metadata.get("retries", 0)) + 1}
-    message.save(update_fields=["status", "content", "error", "sources", "metadata", "stop_requested",
-                                "updated_at"])
+    message.save(update_fields=["status", "content", "error", "error_reason", "sources", "metadata",
+                                "stop_requested", "updated_at"])
     _enqueue_with(message.conversation_id)
 
 

@@ -84,7 +84,7 @@ def waiting_answer(documents: list[Document]) -> tuple[str, list[dict]]:
     for d in documents:
         name = f"“{d.original_filename}”"
         if d.status == DocumentStatus.FAILED:
-            reason = (d.index_error or gettext("no reason was recorded")).strip().rstrip(".")
+            reason = (d.index_error_text or gettext("no reason was recorded")).strip().rstrip(".")
             lines.append(gettext("%(name)s could not be indexed: %(reason)s. Re-index it from your library, then ask "
                                  "again.") % {"name": name, "reason": reason})
         elif d.status == DocumentStatus.UPLOADED:

@@ -14,6 +14,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from documents.collections.admin import CollectionAdmin  # noqa: F401 - registers the collection admin
 from documents.collections import document_set_active
@@ -33,13 +34,13 @@ STATUS_COLOURS = {
 def status_badge(document: Document) -> str:
     return format_html('<span class="rs-badge rs-status-{}" title="{}" style="background:{};color:#fff;'
                        'padding:1px 7px;border-radius:9px;font-size:11px;white-space:nowrap">{}</span>',
-                       document.status, document.index_error[:300], STATUS_COLOURS.get(document.status, "#667085"),
+                       document.status, document.index_error_text[:300], STATUS_COLOURS.get(document.status, "#667085"),
                        document.get_status_display())
 
 
 def progress_text(document: Document) -> str:
     """"pages 3/10 · chunks 40/120 embedded" while a document is being indexed."""
-    parts = [document.progress_note] if document.progress_note else []
+    parts = [document.progress_note_text] if document.progress_note else []
     if document.pages_total:
         parts.append(f"pages {document.pages_done}/{document.pages_total}")
     if document.chunks_total:
@@ -91,21 +92,33 @@ class DocumentAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("title", "owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256",
                            "category", "subcategory", "review_by", "valid_until")}),
-        (gettext_lazy("Indexing"), {"fields": ("status_column", "progress", "index_error", "index_warnings", "empty_pages",
-                                 "index_attempts", "heartbeat_at", "indexed_at")}),
+        (gettext_lazy("Indexing"), {"fields": ("status_column", "progress", "index_error_shown", "index_warnings_shown",
+                                 "empty_pages", "index_attempts", "heartbeat_at", "indexed_at")}),
         (gettext_lazy("Versions"), {"fields": ("versions",)}),
-        (gettext_lazy("Chunks and vectors"), {"fields": ("chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
+        (gettext_lazy("Chunks and vectors"), {"fields": ("chunk_count", "chunking_strategy", "chunking_note_shown", "embedding_server_id",
                                            "embedding_model", "embedding_dim", "language", "text_config")}),
         (gettext_lazy("Dates"), {"classes": ("collapse",), "fields": ("created_at", "updated_at")}),
     )
     # Staff may rename and recategorise; everything about the file and its indexing is a fact.
     readonly_fields = ("owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256", "status_column", "progress",
-                       "index_error", "index_warnings", "empty_pages", "index_attempts", "heartbeat_at",
-                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note", "embedding_server_id",
+                       "index_error_shown", "index_warnings_shown", "empty_pages", "index_attempts", "heartbeat_at",
+                       "indexed_at", "chunk_count", "chunking_strategy", "chunking_note_shown", "embedding_server_id",
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at",
                        "versions")
     inlines = [FirstChunksInline]
     actions = ["reindex", "activate", "deactivate", "move"]
+
+    @admin.display(description=gettext_lazy("index error"))
+    def index_error_shown(self, obj):
+        return obj.index_error_text
+
+    @admin.display(description=gettext_lazy("chunking note"))
+    def chunking_note_shown(self, obj):
+        return obj.chunking_note_text
+
+    @admin.display(description=gettext_lazy("index warnings"))
+    def index_warnings_shown(self, obj):
+        return format_html_join(mark_safe("<br>"), "{}", ((w,) for w in obj.index_warnings_text)) or "-"
 
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
@@ -124,7 +137,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def versions(self, obj):
         rows = format_html_join("", "<li>{} {} · {} · {} · {} chunks ({} embedded, {} reused){}</li>", (
             ("▶" if v.number == obj.version else "", f"v{v.number}", v.original_filename, v.get_status_display(),
-             v.chunk_count, v.embedded_chunks, v.reused_chunks, f" — {v.index_error}" if v.index_error else "")
+             v.chunk_count, v.embedded_chunks, v.reused_chunks, f" — {v.index_error_text}" if v.index_error else "")
             for v in versions_list(document=obj)))
         link = reverse("admin:documents_document_upload_version", args=[obj.pk])
         return format_html('<ul style="margin:0;padding-left:1em">{}</ul><a class="button" href="{}">{}</a>', rows, link,

@@ -15,6 +15,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
 from core.ownership import OwnedQuerySet
+from core.reasons import render as render_reason, render_all
 from documents import chunking
 
 
@@ -169,6 +170,7 @@ class Document(models.Model):
     chunking_strategy = models.CharField(max_length=20, choices=ChunkingStrategy.choices, blank=True, verbose_name=_("chunking strategy"))
     # Why the strategy in the settings was not the one used (late chunking fell back to tokens).
     chunking_note = models.TextField(blank=True, verbose_name=_("chunking note"))
+    chunking_note_reason = models.JSONField(default=dict, blank=True, verbose_name=_("chunking note (code and parameters)"))
     chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunk count"))
     pages_total = models.PositiveIntegerField(null=True, blank=True, verbose_name=_("pages total"))
     pages_done = models.PositiveIntegerField(default=0, verbose_name=_("pages done"))
@@ -176,10 +178,15 @@ class Document(models.Model):
     chunks_embedded = models.PositiveIntegerField(default=0, verbose_name=_("chunks embedded"))
     # The current stage in words while indexing ("OCR 12 of 40 pages"); empty when idle.
     progress_note = models.CharField(max_length=200, blank=True, verbose_name=_("progress note"))
+    # The same as a reason (core.reasons), shown in the reader's language while progress_note is set.
+    progress_note_reason = models.JSONField(default=dict, blank=True, verbose_name=_("progress note (code and parameters)"))
     # Pages read by OCR: {"pages": [...], "confidence": mean 0-100, "language": "deu", ...}.
     ocr = models.JSONField(default=dict, blank=True, verbose_name=_("OCR"))
     indexed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("indexed at"))
+    # index_error in English (logs, machine output, rows older than reasons); index_error_reason is what
+    # readers see, in their language (core.reasons): {"code", "text", "params"}, empty when there is none.
     index_error = models.TextField(blank=True, verbose_name=_("index error"))
+    index_error_reason = models.JSONField(default=dict, blank=True, verbose_name=_("index error (code and parameters)"))
     index_warnings = models.JSONField(default=list, blank=True, verbose_name=_("index warnings"))
     empty_pages = models.JSONField(default=list, blank=True, verbose_name=_("empty pages"))
     index_attempts = models.PositiveSmallIntegerField(default=0, verbose_name=_("index attempts"))
@@ -234,6 +241,26 @@ class Document(models.Model):
     def __str__(self) -> str:
         return self.title or self.original_filename
 
+    @property
+    def index_error_text(self) -> str:
+        """Why indexing failed or retries, in the active language (a row older than reasons: its English text)."""
+        return render_reason(self.index_error_reason, fallback=self.index_error)
+
+    @property
+    def chunking_note_text(self) -> str:
+        """Why the chunking strategy asked for was not used, in the active language."""
+        return render_reason(self.chunking_note_reason, fallback=self.chunking_note)
+
+    @property
+    def progress_note_text(self) -> str:
+        """The current stage in the active language; empty when idle (progress_note is cleared then)."""
+        return render_reason(self.progress_note_reason, fallback=self.progress_note) if self.progress_note else ""
+
+    @property
+    def index_warnings_text(self) -> list[str]:
+        """The indexing warnings in the active language (stored reasons; older rows' English texts)."""
+        return render_all(self.index_warnings)
+
 
 class VersionStatus(models.TextChoices):
     UPLOADED = "uploaded", _("Uploaded")
@@ -263,6 +290,7 @@ class DocumentVersion(models.Model):
                                     related_name="+", verbose_name=_("uploaded by"))
     status = models.CharField(max_length=20, choices=VersionStatus.choices, default=VersionStatus.UPLOADED, verbose_name=_("status"))
     index_error = models.TextField(blank=True, verbose_name=_("index error"))
+    index_error_reason = models.JSONField(default=dict, blank=True, verbose_name=_("index error (code and parameters)"))
     chunk_count = models.PositiveIntegerField(default=0, verbose_name=_("chunk count"))
     embedded_chunks = models.PositiveIntegerField(default=0, verbose_name=_("embedded chunks"))
     reused_chunks = models.PositiveIntegerField(default=0, verbose_name=_("reused chunks"))
@@ -287,6 +315,11 @@ class DocumentVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id} v{self.number}"
+
+    @property
+    def index_error_text(self) -> str:
+        """Why this version failed, in the active language (a row older than reasons: its English text)."""
+        return render_reason(self.index_error_reason, fallback=self.index_error)
 
 
 class DocumentText(models.Model):

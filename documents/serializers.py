@@ -14,6 +14,15 @@ class DocumentSerializer(serializers.ModelSerializer):
                                                    help_text="The AI server whose model embedded this document")
     collection = serializers.IntegerField(source="collection_id", read_only=True, allow_null=True,
                                           help_text="The collection it is shared in; null for a private document")
+    index_error = serializers.CharField(source="index_error_text", read_only=True,
+                                        help_text="Why indexing failed or retries, in the request's language")
+    index_error_code = serializers.SerializerMethodField(help_text="The machine code of index_error; empty when none")
+    chunking_note = serializers.CharField(source="chunking_note_text", read_only=True,
+                                          help_text="Why the chunking strategy differs from the setting, in the request's language")
+    progress_note = serializers.CharField(source="progress_note_text", read_only=True,
+                                          help_text="The current stage in words while indexing, in the request's language")
+    index_warnings = serializers.ListField(child=serializers.CharField(), source="index_warnings_text", read_only=True,
+                                           help_text="What indexing could not do fully, in the request's language")
 
     class Meta:
         model = Document
@@ -21,16 +30,21 @@ class DocumentSerializer(serializers.ModelSerializer):
             "id", "title", "name", "collection", "is_active", "mime_type", "size", "sha256", "status", "status_display",
             "category", "subcategory", "language", "chunk_count", "pages_total", "pages_done",
             "chunks_total", "chunks_embedded", "embedding_server_id", "embedding_model", "embedding_dim",
-            "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_warnings", "empty_pages",
+            "chunking_strategy", "chunking_note", "indexed_at", "index_error", "index_error_code", "index_warnings", "empty_pages",
             "progress_note", "ocr", "index_stats", "version", "created_at", "updated_at",
         ]
         read_only_fields = fields
+
+    def get_index_error_code(self, document: Document) -> str:
+        return (document.index_error_reason or {}).get("code", "")
 
 
 class VersionSerializer(serializers.ModelSerializer):
     name = serializers.CharField(source="original_filename", read_only=True)
     uploaded_by = serializers.CharField(source="uploaded_by.username", read_only=True, allow_null=True, default=None,
                                         help_text="Who uploaded it (null once that user is deleted)")
+    index_error = serializers.CharField(source="index_error_text", read_only=True,
+                                        help_text="Why this version failed, in the request's language")
 
     class Meta:
         model = DocumentVersion

@@ -196,9 +196,9 @@ def document_reindex(*, document_id: int, user) -> Document:
                 code="invalid_state",
             )
         document.status = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
-        document.index_error = ""
+        document.index_error, document.index_error_reason = "", {}
         document.index_attempts = 0
-        document.save(update_fields=["status", "index_error", "index_attempts", "updated_at"])
+        document.save(update_fields=["status", "index_error", "index_error_reason", "index_attempts", "updated_at"])
         transaction.on_commit(lambda: announce_index_wanted(document.pk))
     return document
 

@@ -14,7 +14,7 @@ import logging
 from pathlib import PurePath
 from typing import BinaryIO
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.conf import settings
 from django.core.files import File
 from django.db import connection, transaction
@@ -22,6 +22,7 @@ from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from core.errors import ApplicationError, Conflict, NotFound
+from core.reasons import in_english, reason
 from documents.chunking import PreviousChunks
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
 from documents.services import spool_upload, announce_index_wanted, sniff_type
@@ -72,9 +73,10 @@ def document_version_upload(*, document_id: int, user, source: BinaryIO, filenam
                 version.number = (document.versions.aggregate(n=Max("number"))["n"] or 0) + 1
                 version.save()
                 document.status = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
-                document.index_error = ""
+                document.index_error, document.index_error_reason = "", {}
                 document.index_attempts = 0
-                document.save(update_fields=["status", "index_error", "index_attempts", "updated_at"])
+                document.save(update_fields=["status", "index_error", "index_error_reason", "index_attempts",
+                                             "updated_at"])
                 transaction.on_commit(lambda: announce_index_wanted(document.pk))
         except BaseException:
             version.file.delete(save=False)
@@ -183,26 +185,30 @@ def version_indexed(*, version: DocumentVersion | None, chunk_count: int, stats:
     if version is None:
         return
     DocumentVersion.objects.filter(pk=version.pk).update(
-        status=VersionStatus.CURRENT, index_error="", chunk_count=chunk_count, indexed_at=timezone.now(),
+        status=VersionStatus.CURRENT, index_error="", index_error_reason={}, chunk_count=chunk_count, indexed_at=timezone.now(),
         embedded_chunks=stats.get("embedded_chunks", 0), reused_chunks=stats.get("reused_chunks", 0),
         index_stats=stats)
     versions_prune(document_id=version.document_id)
 
 
-def version_fail(*, document: Document, version: DocumentVersion | None, message: str) -> bool:
-    """Record a failed version on the version. A new version beside an answering current one leaves the
-    document answering with it: returns True. Otherwise False (the caller fails the document as before)."""
+def version_fail(*, document: Document, version: DocumentVersion | None, why: dict) -> bool:
+    """Record a failed version on the version (`why`: a core.reasons reason). A new version beside an
+    answering current one leaves the document answering with it: returns True. Otherwise False (the
+    caller fails the document as before)."""
     if version is None:
         return False
+    failed = {"status": VersionStatus.FAILED, "index_error": in_english(why), "index_error_reason": why}
     if version.number > document.version and document.chunk_count:
-        DocumentVersion.objects.filter(pk=version.pk).update(status=VersionStatus.FAILED, index_error=message)
+        DocumentVersion.objects.filter(pk=version.pk).update(**failed)
+        kept = reason("index.version_failed", gettext_noop(
+            "Version %(number)s could not be indexed: %(reason)s Version %(current)s still answers."),
+            number=version.number, reason=why, current=document.version)
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, heartbeat_at=None, progress_note="", updated_at=timezone.now(),
-            index_error=f"Version {version.number} could not be indexed: {message} "
-                        f"Version {document.version} still answers.")
+            index_error=in_english(kept), index_error_reason=kept)
         return True
     if version.status != VersionStatus.CURRENT:  # a first index (or a new version of a document without chunks)
-        DocumentVersion.objects.filter(pk=version.pk).update(status=VersionStatus.FAILED, index_error=message)
+        DocumentVersion.objects.filter(pk=version.pk).update(**failed)
     return False
 
 

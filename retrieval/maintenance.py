@@ -70,9 +70,9 @@ def document_clear_and_reindex(*, document_id: int) -> Document:
         DocumentText.objects.filter(document=document).delete()
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.UPLOADED, chunk_count=0, pages_total=None, pages_done=0, chunks_total=0,
-            chunks_embedded=0, indexed_at=None, index_error="", index_warnings=[], empty_pages=[],
+            chunks_embedded=0, indexed_at=None, index_error="", index_error_reason={}, index_warnings=[], empty_pages=[],
             index_attempts=0, heartbeat_at=None, embedding_server_id=None, embedding_model="", embedding_dim=None,
-            chunking_strategy="", chunking_note="",
+            chunking_strategy="", chunking_note="", chunking_note_reason={},
         )
         enqueue_indexing(document.pk)  # sent when this transaction commits
     logger.info("document cleared for re-indexing", extra={"document_id": document.pk})

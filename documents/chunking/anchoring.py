@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from documents.chunking import boundaries as cb
 from documents.chunking.cutter import CUTTERS, DEFAULT_SIZES, Chunker, chunk_layout
 from documents.chunking.layout import ChunkDraft, TextLayout
-from documents.extraction.errors import TooManyChunksError
+from documents.extraction.errors import TOO_MANY_CHUNKS, TooManyChunksError
 from documents.chunking.tokens import DEFAULT_ENCODING, get_encoding
 
 # A unit ends after a line break or a sentence terminator, with the whitespace that follows.
@@ -228,8 +228,6 @@ def chunk_layout_anchored(
             pieces.append((anchor[0], anchor[1], chunker.count(anchor[0], anchor[1])))
         before = anchor
         if max_chunks is not None and len(pieces) > max_chunks:
-            raise TooManyChunksError(
-                f"This document would produce more than {max_chunks:,} chunks "
-                f"(the limit is {max_chunks:,}); split it or raise MAX_CHUNKS_PER_DOCUMENT.")
+            raise TooManyChunksError(TOO_MANY_CHUNKS, limit=max_chunks)
     pieces.sort()
     return [chunker.make_chunk(i, start, end, count) for i, (start, end, count) in enumerate(pieces)], len(kept)

@@ -24,7 +24,7 @@ import codecs
 from collections.abc import Iterator
 
 from documents.chunking import boundaries as cb
-from documents.extraction.errors import TooManyChunksError
+from documents.extraction.errors import TOO_MANY_CHUNKS, TooManyChunksError
 from documents.chunking.layout import ChunkDraft, TextLayout, embed_text_for
 from documents.chunking.tokens import DEFAULT_ENCODING, get_encoding
 
@@ -277,10 +277,7 @@ class Chunker:
             while fresh >= 0:
                 start, end, tokens = self.next_chunk(p, fresh, sec_end)
                 if self.max_chunks is not None and index >= self.max_chunks:
-                    raise TooManyChunksError(
-                        f"This document would produce more than {self.max_chunks:,} chunks "
-                        f"(the limit is {self.max_chunks:,}); split it or raise MAX_CHUNKS_PER_DOCUMENT."
-                    )
+                    raise TooManyChunksError(TOO_MANY_CHUNKS, limit=self.max_chunks)
                 yield self.make_chunk(index, start, end, len(tokens) if tokens is not None
                                       else self.count(start, end))
                 index += 1

@@ -27,6 +27,7 @@ from documents.extraction.errors import (
     ExtractionError,
     TooLargeError,
     UnsupportedTypeError,
+    gettext_noop,
 )
 from documents.extraction.types import (
     BLOCK_KINDS,
@@ -82,8 +83,8 @@ _READERS: dict[str, Callable[..., Extraction]] = {
     MIME_EML: EmlExtraction, MIME_EPUB: EpubExtraction, MIME_ODT: OdtExtraction,
 }
 HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
-NOT_A_VALID_ZIP = "This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened."
-_SUPPORTED = f"only {upload_types_label(suffixes=True)} files are supported"
+NOT_A_VALID_ZIP = gettext_noop("This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened.")
+_TYPES = upload_types_label(suffixes=True)
 _MARKDOWN_SUFFIXES = next(t.suffixes for t in FILE_TYPES if t.mime_type == MIME_MARKDOWN)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -112,8 +113,10 @@ _KNOWN_BINARIES: tuple[tuple[bytes, str | None], ...] = (
 
 def _unsupported(what: str | None) -> UnsupportedTypeError:
     if what:
-        return UnsupportedTypeError(f"This file looks like {what}; {_SUPPORTED}.")
-    return UnsupportedTypeError(f"The type of this file could not be recognised; {_SUPPORTED}.")
+        return UnsupportedTypeError(gettext_noop("This file looks like %(what)s; only %(types)s files are supported."),
+                                    what=what, types=_TYPES)
+    return UnsupportedTypeError(gettext_noop("The type of this file could not be recognised; only %(types)s files "
+                                             "are supported."), types=_TYPES)
 
 
 def _classify_zip_names(names: set[str] | list[str], mimetype: str | None = None) -> str:
@@ -184,14 +187,14 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
     if complete is None:
         complete = len(head) < HEAD_BYTES
     if not head or (complete and not head.strip()):
-        raise EmptyFileError("This file is empty.")
+        raise EmptyFileError(gettext_noop("This file is empty."))
     if b"%PDF-" in head[:1024]:
         return MIME_PDF
     if head.startswith(_ZIP_MAGICS):
         return _detect_zip_head(head)
     if head.startswith(_OLE_MAGIC):
         if "EncryptedPackage".encode("utf-16-le") in head:
-            raise EncryptedError("This Office file is password-protected; upload it without a password.")
+            raise EncryptedError(gettext_noop("This Office file is password-protected; upload it without a password."))
         raise _unsupported("an old-format Office file (.doc/.xls/.ppt); save it as .docx or PDF first")
     if head[8:12] == b"WEBP" and head.startswith(b"RIFF"):
         raise _unsupported("a WebP image")
@@ -206,7 +209,7 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
         if what and magic in (b"%!PS", b"{\\rtf") and head.startswith(magic):
             raise _unsupported(what)
     if complete and not text.strip():
-        raise EmptyFileError("This file is empty.")
+        raise EmptyFileError(gettext_noop("This file is empty."))
     if looks_like_html(text):
         return MIME_HTML
     if looks_like_email(text):
@@ -258,12 +261,13 @@ def extract(
     try:
         size = path.stat().st_size
     except OSError as exc:
-        raise ExtractionError("The uploaded file could not be found on the server.") from exc
+        raise ExtractionError(gettext_noop("The uploaded file could not be found on the server.")) from exc
     if size == 0:
-        raise EmptyFileError("This file is empty.")
+        raise EmptyFileError(gettext_noop("This file is empty."))
     if size > limits.max_file_bytes:
         raise TooLargeError(
-            f"This file is {human_size(size)}; the limit is {human_size(limits.max_file_bytes)}."
+            gettext_noop("This file is %(size)s; the limit is %(limit)s."), size=human_size(size),
+            limit=human_size(limits.max_file_bytes)
         )
     if mime_type == MIME_PDF:
         from documents.extraction.pdf import PdfExtraction

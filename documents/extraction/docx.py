@@ -7,10 +7,10 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError, ZipBombError
+from documents.extraction.errors import CorruptFileError, NoTextError, ZipBombError, gettext_noop
 from documents.extraction.types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size, table_row
 
-NOT_A_ZIP_MESSAGE = "This file is not a valid Word document (it is not a ZIP archive)."
+NOT_A_ZIP_MESSAGE = gettext_noop("This file is not a valid Word document (it is not a ZIP archive).")
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _P, _TBL, _TR, _TC = _W + "p", _W + "tbl", _W + "tr", _W + "tc"
@@ -43,31 +43,33 @@ def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part:
             if encrypted_office(path):
                 from documents.extraction.errors import EncryptedError
 
-                raise EncryptedError(f"This {what} is password-protected; upload it without a password.") from exc
-            raise CorruptFileError(f"This {what} is damaged and cannot be read (it is not a ZIP archive).") from exc
+                raise EncryptedError(gettext_noop("This %(what)s is password-protected; upload it without a password."),
+                                     what=what) from exc
+            raise CorruptFileError(gettext_noop("This %(what)s is damaged and cannot be read (it is not a ZIP archive)."),
+                                   what=what) from exc
         raise CorruptFileError(NOT_A_ZIP_MESSAGE) from exc
     limit = limits.max_docx_uncompressed
     if len(infos) > limits.max_docx_members:
         raise ZipBombError(
-            f"This {what} contains {len(infos):,} parts (the limit is {limits.max_docx_members:,}); "
-            "it was refused to protect the server."
-        )
+            gettext_noop("This %(what)s contains %(parts)s parts (the limit is %(limit)s); "
+                         "it was refused to protect the server."),
+            what=what, parts=len(infos), limit=limits.max_docx_members)
     total = 0
     for info in infos:
         total += info.file_size
         if total > limit:
             raise ZipBombError(
-                f"This {what} expands to more than {human_size(limit)} when unpacked; "
-                "it was refused to protect the server."
-            )
+                gettext_noop("This %(what)s expands to more than %(limit)s when unpacked; "
+                             "it was refused to protect the server."),
+                what=what, limit=human_size(limit))
         if info.file_size > limits.docx_ratio_min_member:
             ratio = info.file_size / max(info.compress_size, 1)
             if ratio > limits.max_docx_ratio:
                 raise ZipBombError(
-                    f"This {what} contains a part that expands {ratio:,.0f} times when unpacked "
-                    f"({human_size(info.compress_size)} to {human_size(info.file_size)}); "
-                    "it was refused to protect the server."
-                )
+                    gettext_noop("This %(what)s contains a part that expands %(ratio)s times when unpacked "
+                                 "(%(packed)s to %(unpacked)s); it was refused to protect the server."),
+                    what=what, ratio=round(ratio), packed=human_size(info.compress_size),
+                    unpacked=human_size(info.file_size))
     if main_part is None:
         return
     names = {info.filename for info in infos}
@@ -143,7 +145,8 @@ class DocxExtraction(Extraction):
                 reason = "it is a template or macro file, not a normal document"
             elif len(reason) > 120:
                 reason = reason[:117] + "..."
-            raise CorruptFileError(f"This Word document is damaged and cannot be read ({reason}).") from exc
+            raise CorruptFileError(gettext_noop("This Word document is damaged and cannot be read (%(reason)s)."),
+                                   reason=reason) from exc
 
     # -- headings --------------------------------------------------------------
     def _style_level(self, style_id: str | None) -> int | None:
@@ -213,4 +216,4 @@ class DocxExtraction(Extraction):
         return CorruptFileError("This Word document is damaged and cannot be read.")
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This Word document contains no text (only images, empty tables or blank pages?).")
+        return NoTextError(gettext_noop("This Word document contains no text (only images, empty tables or blank pages?)."))

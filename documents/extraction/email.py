@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, Note, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
 from documents.extraction.html import html_blocks
 from documents.extraction.types import MIME_EML, Block, Extraction, Limits, clean_text
@@ -61,11 +61,13 @@ class EmlExtraction(Extraction):
             name = part.get_filename() or "(unnamed)"
             skipped.append(f"{name} ({part.get_content_type()})")
         if skipped:
-            self.warnings.append(f"Attachments were not indexed: {', '.join(skipped[:20])}"
-                                 f"{' and more' if len(skipped) > 20 else ''}; upload them on their own.")
+            self.warnings.append(Note("attachments", gettext_noop(
+                "Attachments were not indexed: %(names)s and more; upload them on their own.") if len(skipped) > 20
+                else gettext_noop("Attachments were not indexed: %(names)s; upload them on their own."),
+                names=", ".join(skipped[:20])))
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This e-mail has no text.")
+        return NoTextError(gettext_noop("This e-mail has no text."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This e-mail could not be read.")

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.extraction.docx import check_zip
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
 from documents.extraction.html import html_blocks
 from documents.extraction.types import MIME_EPUB, Block, Extraction, Limits
@@ -23,7 +23,8 @@ class EpubExtraction(Extraction):
 
             self._book = epub.read_epub(str(self.path), options={"ignore_ncx": True})
         except Exception as exc:  # noqa: BLE001
-            raise CorruptFileError(f"This EPUB book is damaged and cannot be read ({str(exc)[:117]}).") from exc
+            raise CorruptFileError(gettext_noop("This EPUB book is damaged and cannot be read (%(reason)s)."),
+                                   reason=str(exc)[:117]) from exc
 
     def _iter_blocks(self) -> Iterator[Block]:
         title = squeeze_spaces(str((self._book.get_metadata("DC", "title") or [("",)])[0][0]))
@@ -36,7 +37,7 @@ class EpubExtraction(Extraction):
             yield from html_blocks(html, path)
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This EPUB book contains no text.")
+        return NoTextError(gettext_noop("This EPUB book contains no text."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This EPUB book is damaged and cannot be read.")

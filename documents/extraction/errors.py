@@ -1,29 +1,79 @@
 """Errors raised while turning an uploaded file into text and chunks.
 
 Every error is *permanent* for that file (retrying will not help).  ``message``
-is written for end users and can be shown as-is; ``code`` is a stable,
-machine-readable identifier.
+is the English sentence (logs, the machine output of commands); ``template`` and
+``params`` are what is stored for the reader (``reason``), translated where it is
+shown (core.reasons); ``code`` is a stable, machine-readable identifier.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def gettext_noop(text: str) -> str:
+    """Marks `text` for the translation catalogue (makemessages reads this name); this wing has no
+    Django: the reader's language is applied where the reason is shown (core.reasons.render)."""
+    return text
+
+
+TOO_MANY_CHUNKS = gettext_noop("This document would produce more than %(limit)s chunks (the limit is %(limit)s); "
+                               "split it or raise MAX_CHUNKS_PER_DOCUMENT.")
+
+
+class Note(str):
+    """A warning for users: the English sentence (a str, as warnings always were) that also keeps its
+    marked template and parameters, stored as a reason (core.reasons) and shown in the reader's language."""
+
+    code: str
+    template: str
+    params: dict[str, Any]
+
+    def __new__(cls, code: str, template: str, **params: Any) -> "Note":
+        note = super().__new__(cls, template % {k: _english(v) for k, v in params.items()} if params else template)
+        note.code, note.template, note.params = code, template, params
+        return note
+
+    @property
+    def reason(self) -> dict:
+        """The stored form for users (core.reasons)."""
+        return {"code": f"extraction.{self.code}", "text": self.template, "params": self.params}
+
+
+def stored_warning(warning: str) -> dict | str:
+    """What index_warnings keeps: a Note's reason; any other text as it is."""
+    return warning.reason if isinstance(warning, Note) else warning
+
 
 class ExtractionError(Exception):
-    """A permanent problem with the file; `message` is shown to end users as-is."""
+    """A permanent problem with the file: `message` in English, `reason` for the reader's language.
+
+    `template` is an English text marked with `gettext_noop`, with %(name)s placeholders for `params`."""
 
     code = "extraction_failed"
 
-    def __init__(self, message: str, *, code: str | None = None):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, template: str, *, code: str | None = None, **params: Any):
+        self.template = template
+        self.params = params
+        self.message = template % {k: _english(v) for k, v in params.items()} if params else template
+        super().__init__(self.message)
         if code is not None:
             self.code = code
+
+    @property
+    def reason(self) -> dict:
+        """The stored form for users (core.reasons): the code, the marked English text and its parameters."""
+        return {"code": f"extraction.{self.code}", "text": self.template, "params": self.params}
 
     def __str__(self) -> str:
         return self.message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+
+def _english(value: Any) -> Any:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class UnsupportedTypeError(ExtractionError):

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from documents.extraction.docx import check_zip
-from documents.extraction.errors import CorruptFileError, EmptyFileError
+from documents.extraction.errors import CorruptFileError, EmptyFileError, gettext_noop
 from documents.extraction.text import decode_bytes
 from documents.extraction.types import Extraction, Limits, clean_text
 
@@ -21,7 +21,7 @@ def read_text_file(path: Path, limits: Limits, extraction: Extraction) -> str:
     """A text file whole, decoded (its encoding and any warnings recorded on ``extraction``)."""
     data = path.read_bytes()
     if not data.strip():
-        raise EmptyFileError("This file is empty.")
+        raise EmptyFileError(gettext_noop("This file is empty."))
     text, extraction.encoding, warnings = decode_bytes(data, sample_bytes=limits.encoding_sample_bytes)
     extraction.warnings.extend(warnings)
     return clean_text(text)
@@ -34,4 +34,5 @@ def open_office(path: Path, limits: Limits, what: str, opener):
         return opener(str(path))
     except Exception as exc:  # noqa: BLE001 - the libraries raise many kinds
         reason = str(exc) or type(exc).__name__
-        raise CorruptFileError(f"This {what} is damaged and cannot be read ({reason[:117]}).") from exc
+        raise CorruptFileError(gettext_noop("This %(what)s is damaged and cannot be read (%(reason)s)."),
+                               what=what, reason=reason[:117]) from exc

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import read_text_file, squeeze_spaces
 from documents.extraction.types import MIME_HTML, Block, Extraction, Limits, clean_text, table_row
 
@@ -33,7 +33,7 @@ class HtmlExtraction(Extraction):
         yield from html_blocks(self.text)
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This web page has no text in its main content.")
+        return NoTextError(gettext_noop("This web page has no text in its main content."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This web page could not be read.")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.extraction.docx import check_zip
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
 from documents.extraction.types import MIME_ODT, Block, Extraction, Limits, table_row
 
@@ -23,7 +23,8 @@ class OdtExtraction(Extraction):
 
             self._doc = load(str(self.path))
         except Exception as exc:  # noqa: BLE001
-            raise CorruptFileError(f"This OpenDocument file is damaged and cannot be read ({str(exc)[:117]}).") from exc
+            raise CorruptFileError(gettext_noop("This OpenDocument file is damaged and cannot be read (%(reason)s)."),
+                                   reason=str(exc)[:117]) from exc
 
     def _iter_blocks(self) -> Iterator[Block]:
         stack: list[tuple[int, str]] = []
@@ -41,7 +42,7 @@ class OdtExtraction(Extraction):
                 yield Block(text, None, path, "paragraph")
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This OpenDocument file contains no text.")
+        return NoTextError(gettext_noop("This OpenDocument file contains no text."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This OpenDocument file is damaged and cannot be read.")

@@ -8,7 +8,8 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, EncryptedError, NoTextError, TooLargeError
+from documents.extraction.errors import (CorruptFileError, EncryptedError, NoTextError, Note, TooLargeError,
+                                         gettext_noop)
 from documents.extraction.ocr import OcrConfig
 from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
@@ -24,7 +25,7 @@ from documents.extraction.types import (
 
 logger = logging.getLogger(__name__)
 
-ENCRYPTED_MESSAGE = "This PDF is encrypted; upload it without a password."
+ENCRYPTED_MESSAGE = gettext_noop("This PDF is encrypted; upload it without a password.")
 
 _MAX_OUTLINE_ENTRIES = 50_000
 _MAX_OUTLINE_DEPTH = 32
@@ -54,7 +55,7 @@ def _corrupt(exc: BaseException) -> CorruptFileError:
         reason = "it does not start like a PDF file"
     else:
         reason = text if len(text) <= 120 else text[:117] + "..."
-    return CorruptFileError(f"This PDF is damaged and cannot be read ({reason}).")
+    return CorruptFileError(gettext_noop("This PDF is damaged and cannot be read (%(reason)s)."), reason=reason)
 
 
 def normalise_page_text(raw: str) -> list[str]:
@@ -191,9 +192,8 @@ class PdfExtraction(Extraction):
         if count == 0:
             raise CorruptFileError("This PDF is damaged and cannot be read (its list of pages is empty or broken).")
         if count > self.limits.max_pages:
-            raise TooLargeError(
-                f"This PDF has {count:,} pages; the limit is {self.limits.max_pages:,} pages."
-            )
+            raise TooLargeError(gettext_noop("This PDF has %(count)s pages; the limit is %(limit)s pages."),
+                                count=count, limit=self.limits.max_pages)
         return count
 
     def _outline_by_page(self) -> dict[int, list[tuple[str, ...]]]:
@@ -201,7 +201,8 @@ class PdfExtraction(Extraction):
             entries = _outline_paths(self._reader)
         except Exception as exc:  # noqa: BLE001 - a broken outline only loses headings
             logger.info("PDF outline unreadable: %s", exc)
-            self._outline_warning = "The PDF's bookmarks could not be read; section titles are missing."
+            self._outline_warning = Note("outline", gettext_noop(
+                "The PDF's bookmarks could not be read; section titles are missing."))
             return {}
         by_page: dict[int, list[tuple[str, ...]]] = {}
         for page, path in sorted(entries, key=lambda e: e[0]):  # stable: keeps outline order
@@ -344,26 +345,28 @@ class PdfExtraction(Extraction):
         failed = set(self._failed_pages)
         if failed and len(failed) < (self.pages_total or 0):
             pages = sorted(failed)
-            noun = "Page" if len(pages) == 1 else "Pages"
-            verb = "is" if len(pages) == 1 else "are"
-            self.warnings.append(
-                f"{noun} {format_page_list(pages)} could not be read (damaged?); "
-                f"{'it' if len(pages) == 1 else 'they'} {verb} not searchable."
-            )
+            self.warnings.append(Note("damaged_pages", gettext_noop(
+                "Page %(pages)s could not be read (damaged?); it is not searchable.") if len(pages) == 1 else
+                gettext_noop("Pages %(pages)s could not be read (damaged?); they are not searchable."),
+                pages=format_page_list(pages)))
         ocr = self._pdf_ocr
         if ocr is not None:
             self.warnings.extend(ocr.warnings())
         ocr_failed = {p for p, r in ocr.results.items() if r.error} if ocr is not None else set()
         blank = [p for p in self.empty_pages if p not in failed and p not in ocr_failed]
         if blank and len(self.empty_pages) < (self.pages_total or 0):
-            why = f" {ocr.status.reason}." if ocr is not None and not ocr.available else ""
-            if len(blank) == 1:
-                self.warnings.append(
-                    f"Page {blank[0]} has no text layer (scanned?); it is not searchable.{why}")
+            why = ocr.status.reason if ocr is not None and not ocr.available else ""
+            one = len(blank) == 1
+            if why:
+                self.warnings.append(Note("blank_pages", gettext_noop(
+                    "Page %(pages)s has no text layer (scanned?); it is not searchable. %(why)s.") if one else
+                    gettext_noop("Pages %(pages)s have no text layer (scanned?); they are not searchable. %(why)s."),
+                    pages=format_page_list(blank), why=why))
             else:
-                self.warnings.append(
-                    f"Pages {format_page_list(blank)} have no text layer (scanned?); "
-                    f"they are not searchable.{why}")
+                self.warnings.append(Note("blank_pages", gettext_noop(
+                    "Page %(pages)s has no text layer (scanned?); it is not searchable.") if one else
+                    gettext_noop("Pages %(pages)s have no text layer (scanned?); they are not searchable."),
+                    pages=format_page_list(blank)))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return _corrupt(exc)
@@ -373,17 +376,25 @@ class PdfExtraction(Extraction):
         if total and len(self._failed_pages) == total:
             return CorruptFileError("This PDF is damaged and cannot be read (none of its pages could be read).")
         if total == 0:
-            return NoTextError("This PDF has no pages.")
-        noun = "page" if total == 1 else "pages"
-        the = "the only page" if total == 1 else f"any of the {total:,} {noun}"
+            return NoTextError(gettext_noop("This PDF has no pages."))
+        one = total == 1
         ocr = self._pdf_ocr
         if ocr is None or not ocr.available:
             reason = ocr.status.reason if ocr is not None else "OCR is not available"
-            return NoTextError(f"No text layer on {the} — scanned PDF? {reason}.")
+            return NoTextError(gettext_noop("No text layer on the only page — scanned PDF? %(reason)s.") if one else
+                               gettext_noop("No text layer on any of the %(count)s pages — scanned PDF? %(reason)s."),
+                               count=total, reason=reason)
         errors = sorted({r.error for r in ocr.results.values() if r.error})
         if errors:
-            return NoTextError(f"No text layer on {the}, and OCR could not read it: {'; '.join(errors)}.")
+            return NoTextError(
+                gettext_noop("No text layer on the only page, and OCR could not read it: %(errors)s.") if one else
+                gettext_noop("No text layer on any of the %(count)s pages, and OCR could not read it: %(errors)s."),
+                count=total, errors="; ".join(errors))
         if not ocr.results:
-            return NoTextError(f"No text layer on {the}, and no scanned image on {'it' if total == 1 else 'them'} "
-                               "for OCR to read.")
-        return NoTextError(f"No text layer on {the}, and OCR found no words on {'it' if total == 1 else 'them'}.")
+            return NoTextError(
+                gettext_noop("No text layer on the only page, and no scanned image on it for OCR to read.") if one else
+                gettext_noop("No text layer on any of the %(count)s pages, and no scanned image on them for OCR "
+                             "to read."), count=total)
+        return NoTextError(gettext_noop("No text layer on the only page, and OCR found no words on it.") if one else
+                           gettext_noop("No text layer on any of the %(count)s pages, and OCR found no words on them."),
+                           count=total)

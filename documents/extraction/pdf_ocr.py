@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from documents.extraction.errors import Note, gettext_noop
 from documents.extraction.types import format_page_list
 from documents.extraction.ocr import OcrConfig, OcrEngine, OcrPage, OcrStatus, ocr_status
 from documents.extraction.pdf_tables import MIN_PATHS
@@ -189,7 +190,8 @@ class PdfOcr:
         if self._engine is None:
             self._engine = OcrEngine(self.status, self.config, language_hint=self.language_hint)
         if self.on_status is not None:
-            self.on_status(f"OCR {self.done + 1} of {max(len(self.planned), self.done + 1)} pages")
+            self.on_status(Note("ocr_progress", gettext_noop("OCR %(done)s of %(total)s pages"), done=self.done + 1,
+                                total=max(len(self.planned), self.done + 1)))
         try:
             result = self._engine.read(self.path, index)
         except Exception as exc:  # noqa: BLE001 - a page the renderer cannot draw stays unread
@@ -198,7 +200,8 @@ class PdfOcr:
         self.done += 1
         self.results[index + 1] = result
         if self.done == len(self.planned) and self.on_status is not None:
-            self.on_status(f"OCR done: {self.done} of {len(self.planned)} pages")
+            self.on_status(Note("ocr_done", gettext_noop("OCR done: %(done)s of %(total)s pages"), done=self.done,
+                                total=len(self.planned)))
         return result
 
     def close(self) -> None:
@@ -232,24 +235,26 @@ class PdfOcr:
         read = {p: r for p, r in self.results.items() if r.text}
         if read:
             name = LANGUAGE_NAMES.get(self.language, self.language)
-            out.append(f"{_pages(sorted(read))} had no text layer and {_were(read)} read by OCR "
-                       f"({name}; mean confidence {self.summary()['confidence']:.0f}%).")
+            pages = sorted(read)
+            out.append(Note("ocr_read", gettext_noop(
+                "Page %(pages)s had no text layer and was read by OCR (%(language)s; mean confidence %(confidence)s%%).")
+                if len(pages) == 1 else gettext_noop(
+                "Pages %(pages)s had no text layer and were read by OCR (%(language)s; mean confidence "
+                "%(confidence)s%%)."), pages=format_page_list(pages), language=name,
+                confidence=f"{self.summary()['confidence']:.0f}"))
         low = sorted(p for p, r in read.items() if r.confidence < self.config.low_confidence)
         if low:
-            out.append(f"{_pages(low)} {_were(low)} read by OCR with low confidence (under "
-                       f"{self.config.low_confidence:.0f}%); the text may contain errors.")
+            out.append(Note("ocr_low_confidence", gettext_noop(
+                "Page %(pages)s was read by OCR with low confidence (under %(limit)s%%); the text may contain errors.")
+                if len(low) == 1 else gettext_noop(
+                "Pages %(pages)s were read by OCR with low confidence (under %(limit)s%%); the text may contain "
+                "errors."), pages=format_page_list(low), limit=f"{self.config.low_confidence:.0f}"))
         failed: dict[str, list[int]] = {}
         for page, result in self.results.items():
             if result.error:
                 failed.setdefault(result.error, []).append(page)
         for error, pages in failed.items():
-            out.append(f"{_pages(sorted(pages))}: {error}; not searchable.")
+            out.append(Note("ocr_failed", gettext_noop("Page %(pages)s: %(error)s; not searchable.") if len(pages) == 1
+                            else gettext_noop("Pages %(pages)s: %(error)s; not searchable."),
+                            pages=format_page_list(sorted(pages)), error=error))
         return out
-
-
-def _pages(pages: list[int]) -> str:
-    return f"Page {pages[0]}" if len(pages) == 1 else f"Pages {format_page_list(pages)}"
-
-
-def _were(pages) -> str:
-    return "was" if len(pages) == 1 else "were"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import open_office, squeeze_spaces
 from documents.extraction.types import MIME_PPTX, Block, Extraction, Limits, table_row
 
@@ -51,7 +51,7 @@ class PptxExtraction(Extraction):
                 self.on_progress(number, len(self._deck.slides))
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This presentation contains no text (only pictures?).")
+        return NoTextError(gettext_noop("This presentation contains no text (only pictures?)."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This PowerPoint file is damaged and cannot be read.")

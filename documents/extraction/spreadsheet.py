@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import CorruptFileError, NoTextError
+from documents.extraction.errors import CorruptFileError, NoTextError, Note, gettext_noop
 from documents.extraction.helpers import open_office, read_text_file, squeeze_spaces
 from documents.extraction.types import MIME_CSV, MIME_XLSX, Block, Extraction, Limits, table_row
 
@@ -47,8 +47,9 @@ class XlsxExtraction(Extraction):
                 for row in sheet.iter_rows(values_only=True):
                     cells += len(row)
                     if cells > MAX_SHEET_CELLS:
-                        self.warnings.append(f"Only the first {MAX_SHEET_CELLS:,} cells were read; the rest of "
-                                             f"the workbook (from sheet '{title}') is not searchable.")
+                        self.warnings.append(Note("cells_limit", gettext_noop(
+                            "Only the first %(limit)s cells were read; the rest of the workbook (from sheet "
+                            "'%(sheet)s') is not searchable."), limit=MAX_SHEET_CELLS, sheet=title))
                         break
                     values = [_cell(v) for v in row]
                     while values and not values[-1]:
@@ -66,7 +67,7 @@ class XlsxExtraction(Extraction):
             self._book.close()
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This spreadsheet has no filled cells.")
+        return NoTextError(gettext_noop("This spreadsheet has no filled cells."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This Excel file is damaged and cannot be read.")

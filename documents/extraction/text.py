@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from documents.extraction.errors import EmptyFileError
+from documents.extraction.errors import EmptyFileError, Note, gettext_noop
 from documents.extraction.types import (
     MIME_MARKDOWN,
     MIME_TEXT,
@@ -126,7 +126,8 @@ def decode_bytes(data: bytes, *, sample_bytes: int = 1 << 20) -> tuple[str, str,
             return data.decode(codec, errors="replace"), codec, warnings
         except LookupError:
             pass
-    warnings.append("Some characters could not be decoded and were replaced with \N{REPLACEMENT CHARACTER}.")
+    warnings.append(Note("replaced_characters", gettext_noop(
+        "Some characters could not be decoded and were replaced with �.")))
     return data.decode("utf-8", errors="replace"), "utf-8", warnings
 
 
@@ -275,13 +276,13 @@ class TextExtraction(Extraction):
     def _iter_blocks(self) -> Iterator[Block]:
         data = self.path.read_bytes()
         if not data.strip():
-            raise EmptyFileError("This file is empty.")
+            raise EmptyFileError(gettext_noop("This file is empty."))
         text, self.encoding, warnings = decode_bytes(data, sample_bytes=self.limits.encoding_sample_bytes)
         self.warnings.extend(warnings)
         del data
         text = clean_text(text)
         if not text.strip():
-            raise EmptyFileError("This file is empty.")
+            raise EmptyFileError(gettext_noop("This file is empty."))
         if self.mime_type == MIME_MARKDOWN:
             yield from iter_markdown_blocks(text)
         else:
@@ -289,7 +290,7 @@ class TextExtraction(Extraction):
                 yield Block(para, None, (), "paragraph")
 
     def _no_text_error(self) -> Exception:
-        return EmptyFileError("This file is empty.")
+        return EmptyFileError(gettext_noop("This file is empty."))
 
 
 __all__ = [

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from documents.extraction.errors import CorruptFileError, ExtractionError, NoTextError
+from documents.extraction.errors import CorruptFileError, ExtractionError, NoTextError, gettext_noop
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class Extraction:
         raise NotImplementedError
 
     def _no_text_error(self) -> Exception:
-        return NoTextError("This document contains no text.")
+        return NoTextError(gettext_noop("This document contains no text."))
 
     def _damaged_error(self, exc: Exception) -> Exception:
         return CorruptFileError("This file is damaged and cannot be read.")

@@ -64,7 +64,7 @@ def vectors_by_model() -> list[dict]:
 
 def recent_errors(limit: int = ERRORS_SHOWN):
     return (Document.objects.exclude(index_error="").select_related("owner")
-            .only("id", "title", "original_filename", "status", "index_error", "index_attempts", "updated_at",
+            .only("id", "title", "original_filename", "status", "index_error", "index_error_reason", "index_attempts", "updated_at",
                   "owner__username").order_by("-updated_at")[:limit])
 
 

@@ -409,7 +409,7 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
         if settings.EXTERNAL_AI_DISABLED and "external_ai_disabled" in form.base_fields:
-            form.base_fields["external_ai_disabled"].help_text = (
+            form.base_fields["external_ai_disabled"].help_text = gettext(
                 "Forced on by the EXTERNAL_AI_DISABLED environment variable, whatever is ticked here.")
         return form
 

@@ -48,6 +48,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from django.utils.translation import gettext_noop
+
+from core.reasons import in_english, reason
 
 from retrieval.ai import AiServerError
 from retrieval.ai.token_embeddings import TokenEmbeddingClient
@@ -61,7 +64,6 @@ MIN_WINDOW = 32  # below this the margins and overlaps leave too little of a win
 SEGMENT_CHARS = 20_000  # characters per /tokenize input when tokenizing the whole document
 SEGMENTS_PER_REQUEST = 8
 TOKENS_PER_REQUEST = 4096  # windows sent together to /embed_all (the answer is tokens x dim floats)
-FALLBACK = "so the 'tokens' strategy was used."
 
 
 def window_tokens(server: AiServer) -> int:
@@ -73,18 +75,29 @@ def window_tokens(server: AiServer) -> int:
         return DEFAULT_WINDOW
 
 
-def late_unavailable_reason(server: AiServer) -> str | None:
-    """Why `late` cannot be used with this server, in words for the document; None when it can."""
+def late_unavailable_why(server: AiServer) -> dict | None:
+    """Why `late` cannot be used with this server, as a reason for the document (core.reasons); None when it can."""
     if server.kind == AiServerKind.BUILTIN or not server.can("token_embeddings"):
-        return (f"Late chunking needs token embeddings; the server '{server.name}' does not offer them, {FALLBACK}")
+        return reason("chunking.no_token_embeddings", gettext_noop(
+            "Late chunking needs token embeddings; the server '%(name)s' does not offer them, so the 'tokens' "
+            "strategy was used."), name=server.name)
     if server.kind != AiServerKind.OPENAI:
-        return (f"Late chunking needs token embeddings from a text-embeddings-inference server (/embed_all); "
-                f"the server '{server.name}' is an {server.get_kind_display()} server, {FALLBACK}")
+        return reason("chunking.not_tei", gettext_noop(
+            "Late chunking needs token embeddings from a text-embeddings-inference server (/embed_all); the server "
+            "'%(name)s' is an %(kind)s server, so the 'tokens' strategy was used."),
+            name=server.name, kind=str(server.get_kind_display()))
     window = window_tokens(server)
     if window < MIN_WINDOW:
-        return (f"Late chunking needs a window of at least {MIN_WINDOW} tokens; the server '{server.name}' "
-                f"takes {window}, {FALLBACK}")
+        return reason("chunking.window_too_small", gettext_noop(
+            "Late chunking needs a window of at least %(minimum)s tokens; the server '%(name)s' takes %(window)s, so "
+            "the 'tokens' strategy was used."), minimum=MIN_WINDOW, name=server.name, window=window)
     return None
+
+
+def late_unavailable_reason(server: AiServer) -> str | None:
+    """Why `late` cannot be used with this server, as an English sentence; None when it can."""
+    why = late_unavailable_why(server)
+    return in_english(why) if why else None
 
 
 # --- windows: pure arithmetic ------------------------------------------------------------------

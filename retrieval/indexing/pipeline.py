@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Callable
 
 import numpy as np
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
@@ -30,6 +30,7 @@ from django.utils import timezone
 from documents.chunking import chunk_layout_anchored
 from documents.chunking import STRATEGIES, ChunkDraft, build_layout, embed_text_for
 from documents.extraction import ExtractionError
+from documents.extraction.errors import stored_warning
 from documents.extraction import extract
 from documents.language import detect_language, text_config_for
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion
@@ -40,12 +41,13 @@ from documents.titles import metadata_title, named_after_file, opening_heading
 from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
                                 version_to_index)
 from core.dbcheck import transient_database_error
+from core.reasons import in_english, reason
 from core.errors import ApplicationError
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import embedder_for
 from retrieval.indexing.lease import LeaseKeeper, beat_interval
 from retrieval.indexing.quotas import quota_check
-from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_why
 from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
 from retrieval.embedding_cache import (cache_key, cache_lookup, cache_scope, cache_store, embed_missing,
                                        embedder_identity)
@@ -61,7 +63,7 @@ PROGRESS_INTERVAL = 0.5  # seconds between progress writes
 RETRY_DELAYS = (30, 120)  # seconds before the 2nd and 3rd attempt after a temporary failure
 WAITING = (DocumentStatus.UPLOADED, DocumentStatus.REINDEXING)
 MAX_DEFERRALS = 50  # times one job may go to the back of the queue for others
-RETRY_NOTE = "Temporary problem"  # how index_error starts while a retry is scheduled
+RETRY_NOTE = "Temporary problem"  # how the English index_error starts while a retry is scheduled (_retry_later)
 
 
 class Superseded(Exception):
@@ -82,7 +84,7 @@ class Built:
     model_name: str
     dim: int
     strategy: str
-    note: str = ""  # why the strategy asked for was not used (late chunking fell back)
+    note: dict = field(default_factory=dict)  # why the strategy asked for was not used, a reason (late fell back)
     timings: dict = field(default_factory=dict)
     ocr: dict = field(default_factory=dict)  # pages read by OCR, mean confidence, language
     keys: list = field(default_factory=list)  # each chunk's embeddings-cache key (None: not cached)
@@ -166,31 +168,37 @@ def _index_claimed(document: Document, attempt: int, strategy: str | None, resch
     except Superseded:
         return "skipped: superseded"
     except ExtractionError as exc:
-        _fail(document, attempt, exc.message, code=exc.code, version=version)
+        _fail(document, attempt, exc.reason, code=exc.code, version=version)
         return f"failed: {exc.code}"
     except IndexTimeout:
         limit = settings.INDEX_TIME_LIMIT
-        limit_text = f"{limit:g} seconds" if limit < 120 else f"{limit / 60:g} minutes"
-        _fail(document, attempt, f"Indexing took longer than the limit of {limit_text} and was stopped. "
-                                 "The file may be malformed or unusually complex.", code="timeout", version=version)
+        why = (reason("index.timeout", gettext_noop(
+                   "Indexing took longer than the limit of %(seconds)s seconds and was stopped. "
+                   "The file may be malformed or unusually complex."), seconds=f"{limit:g}") if limit < 120 else
+               reason("index.timeout", gettext_noop(
+                   "Indexing took longer than the limit of %(minutes)s minutes and was stopped. "
+                   "The file may be malformed or unusually complex."), minutes=f"{limit / 60:g}"))
+        _fail(document, attempt, why, code="timeout", version=version)
         return "failed: timeout"
     except AiServerError as exc:
         if exc.transient and attempt < settings.INDEX_MAX_ATTEMPTS:
-            _retry_later(document, attempt, str(exc), strategy, reschedule)
+            _retry_later(document, attempt, _as_is(str(exc)), strategy, reschedule)
             return "retrying: embedding server unavailable"
-        _fail(document, attempt, f"{exc} (after {attempt} attempts)" if exc.transient else str(exc), code=exc.code,
-              version=version)
+        _fail(document, attempt, reason("index.ai_server", gettext_noop("%(error)s (after %(attempts)s attempts)"),
+                                        error=str(exc), attempts=attempt) if exc.transient else _as_is(str(exc)),
+              code=exc.code, version=version)
         return f"failed: {exc.code}"
     except ApplicationError as exc:
-        _fail(document, attempt, exc.message, code=exc.code, version=version)
+        _fail(document, attempt, _as_is(exc.message), code=exc.code, version=version)
         return f"failed: {exc.code}"
     except Exception as exc:  # the worker must go on with the next job
-        reason = transient_database_error(exc)
-        if reason is not None:  # lost connection, too many clients, deadlock: over on a new try
-            return _database_problem(document, attempt, exc, reason, strategy, reschedule, version)
+        problem = transient_database_error(exc)
+        if problem is not None:  # lost connection, too many clients, deadlock: over on a new try
+            return _database_problem(document, attempt, exc, problem, strategy, reschedule, version)
         logger.exception("indexing crashed", extra={"document_id": document_id})
-        _fail(document, attempt, f"Unexpected error while indexing ({exc.__class__.__name__}); "
-                                 "the details are in the server log.", code="internal", version=version)
+        _fail(document, attempt, reason("index.internal", gettext_noop(
+            "Unexpected error while indexing (%(kind)s); the details are in the server log."),
+            kind=exc.__class__.__name__), code="internal", version=version)
         return "failed: internal"
     logger.info("document indexed", extra={"document_id": document_id, "chunks": len(built.drafts),
                                             "seconds": round(time.monotonic() - started, 3), **built.timings})
@@ -206,7 +214,8 @@ def _claim(document_id: int) -> Document | None:
     claimed = Document.objects.filter(
         pk=document_id, status__in=[DocumentStatus.UPLOADED, DocumentStatus.REINDEXING]
     ).update(status=DocumentStatus.PROCESSING, heartbeat_at=now, index_attempts=F("index_attempts") + 1,
-             pages_done=0, chunks_total=0, chunks_embedded=0, index_error="", updated_at=now, progress_note="")
+             pages_done=0, chunks_total=0, chunks_embedded=0, index_error="", index_error_reason={}, updated_at=now,
+             progress_note="")
     if not claimed:
         return None
     return Document.objects.get(pk=document_id)
@@ -262,7 +271,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
             progress(pages_done=done, pages_total=total)
 
         extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
-                             on_status=lambda note: progress(progress_note=note[:200]))
+                             on_status=lambda note: progress(progress_note=note[:200],
+                                                             progress_note_reason=stored_warning(note)))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
         layout = build_layout(extraction.blocks())
@@ -280,7 +290,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     if strategy not in STRATEGIES:
         raise ApplicationError(gettext("Unknown chunking strategy '%(strategy)s'; use %(choices)s.") % {"strategy": strategy, "choices": ', '.join(STRATEGIES)},
                                code="unknown_strategy")
-    note = late_unavailable_reason(server) if strategy == "late" else None
+    note = late_unavailable_why(server) if strategy == "late" else None
     if note:
         strategy = "tokens"
     size, overlap = chunk_sizes(rs, strategy)
@@ -327,7 +337,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
         warnings=list(extraction.warnings), language=language, server=server,
         model_name=client.model, dim=int(vectors.shape[1]) if len(vectors) else client.dim,
-        strategy=strategy, note=note or "", timings=timings, ocr=dict(extraction.ocr),
+        strategy=strategy, note=note or {}, timings=timings, ocr=dict(extraction.ocr),
         keys=keys, embedded=embedded, reused=reused, chunking=chunking, kept=kept, title=title,
         page_labels=page_labels,
     )
@@ -417,7 +427,7 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
         )
         # After the chunk vectors: deleting the old chunks above released the keys nobody held.
         cache_store(model_id=model.pk, keys=keys, vectors=built.vectors)
-        warnings = list(built.warnings)
+        warnings = [stored_warning(w) for w in built.warnings]  # reasons where the wing wrote them
         built.timings["commit_s"] = round(time.monotonic() - t0, 3)
         stats = _stats(built)
         # A title someone chose is kept; one made from the file name gives way to the document's own.
@@ -425,9 +435,10 @@ def _commit(document: Document, attempt: int, built: Built, version: DocumentVer
         Document.objects.filter(pk=document.pk).update(
             status=DocumentStatus.INDEXED, chunk_count=len(chunks), indexed_at=timezone.now(),
             embedding_server_id=built.server.pk if built.server else None, embedding_model=built.model_name, embedding_dim=built.dim,
-            chunking_strategy=built.strategy, chunking_note=built.note, pages_total=built.pages_total,
+            chunking_strategy=built.strategy, chunking_note=in_english(built.note), chunking_note_reason=built.note,
+            pages_total=built.pages_total,
             pages_done=built.pages_total or 0, chunks_total=len(chunks), chunks_embedded=len(chunks),
-            empty_pages=built.empty_pages, index_warnings=warnings, index_error="", heartbeat_at=None,
+            empty_pages=built.empty_pages, index_warnings=warnings, index_error="", index_error_reason={}, heartbeat_at=None,
             language=built.language, text_config=config, updated_at=timezone.now(),
             ocr=built.ocr, progress_note="", index_stats=stats, **switch, **named,
         )
@@ -472,20 +483,28 @@ def _owned(document: Document, attempt: int):
     return Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING, index_attempts=attempt)
 
 
-def _fail(document: Document, attempt: int, message: str, *, code: str, version: DocumentVersion | None = None) -> None:
+def _as_is(text: str) -> dict:
+    """A reason whose text is already written (a server's error, a domain error's message): shown as it is."""
+    return reason("index.error", "%(error)s", error=text)
+
+
+def _fail(document: Document, attempt: int, why: dict, *, code: str, version: DocumentVersion | None = None) -> None:
+    """Record the failure `why` (a core.reasons reason) on the document, or on its new version."""
     _reset_connection_if_broken()
     with transaction.atomic():
         # A failed new version: the error goes on the version and the current one goes on answering.
         if _owned(document, attempt).select_for_update().exists() and version_fail(
-                document=document, version=version, message=message):
+                document=document, version=version, why=why):
             logger.warning("new version failed", extra={"document_id": document.pk, "version": version.number,
-                                                         "code": code, "reason": message})
+                                                         "code": code, "reason": in_english(why)})
             return
     if document.chunk_count:
-        message = f"{message} The previous version stays searchable."
+        why = reason("index.previous_version_kept", gettext_noop("%(reason)s The previous version stays searchable."),
+                     reason=why)
+    message = in_english(why)
     updated = _owned(document, attempt).update(
-        status=DocumentStatus.FAILED, index_error=message, heartbeat_at=None, updated_at=timezone.now(),
-        progress_note="",
+        status=DocumentStatus.FAILED, index_error=message, index_error_reason=why, heartbeat_at=None,
+        updated_at=timezone.now(), progress_note="",
     )
     if updated:
         logger.warning("indexing failed", extra={"document_id": document.pk, "code": code, "reason": message})
@@ -500,7 +519,7 @@ def _announce_finished(document_id: int) -> None:
         logger.exception("index_finished listener failed", extra={"document_id": document_id})
 
 
-def _database_problem(document: Document, attempt: int, exc: Exception, reason: str, strategy: str | None,
+def _database_problem(document: Document, attempt: int, exc: Exception, problem: str, strategy: str | None,
                       reschedule: Reschedule, version: DocumentVersion | None) -> str:
     """A temporary database error: retry like a busy AI server, fail readably after the last attempt.
 
@@ -512,29 +531,32 @@ def _database_problem(document: Document, attempt: int, exc: Exception, reason: 
     if not connection.in_atomic_block:
         connection.close()
     if attempt < settings.INDEX_MAX_ATTEMPTS:
-        _retry_later(document, attempt, f"{reason}.", strategy, reschedule)
+        _retry_later(document, attempt, _as_is(f"{problem}."), strategy, reschedule)
         return "retrying: database unavailable"
-    _fail(document, attempt, f"Indexing stopped because {reason} (after {attempt} attempts). "
-                             "Try re-indexing the document later.", code="database_unavailable", version=version)
+    _fail(document, attempt, reason("index.database", gettext_noop(
+        "Indexing stopped because %(reason)s (after %(attempts)s attempts). Try re-indexing the document later."),
+        reason=problem, attempts=attempt), code="database_unavailable", version=version)
     return "failed: database_unavailable"
 
 
-def _retry_later(document: Document, attempt: int, reason: str, strategy: str | None,
+def _retry_later(document: Document, attempt: int, why: dict, strategy: str | None,
                  reschedule: Reschedule) -> None:
     _reset_connection_if_broken()
     delay = RETRY_DELAYS[min(attempt - 1, len(RETRY_DELAYS) - 1)]
     waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
+    retrying = reason("index.retrying", gettext_noop(
+        "Temporary problem, retrying in %(delay)s s (attempt %(attempt)s of %(attempts)s): %(reason)s"),
+        delay=delay, attempt=attempt + 1, attempts=settings.INDEX_MAX_ATTEMPTS, reason=why)
     with transaction.atomic():
         updated = _owned(document, attempt).update(
             status=waiting, heartbeat_at=None, updated_at=timezone.now(),
-            index_error=f"{RETRY_NOTE}, retrying in {delay} s (attempt {attempt + 1} of "
-                        f"{settings.INDEX_MAX_ATTEMPTS}): {reason}",
+            index_error=in_english(retrying), index_error_reason=retrying,
         )
         if updated:  # the schedule row commits with the status, or neither does
             reschedule(document.pk, strategy, next_run=timezone.now() + timedelta(seconds=delay),
                        name=f"retry indexing {document.pk} #{attempt + 1}")
     logger.warning("indexing will retry", extra={"document_id": document.pk, "attempt": attempt, "delay_s": delay,
-                                                 "reason": reason})
+                                                 "reason": in_english(why)})
 
 
 def recover_stale_documents(*, enqueue: Callable[[int], None]) -> int:
@@ -551,9 +573,11 @@ def recover_stale_documents(*, enqueue: Callable[[int], None]) -> int:
         base = Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING,
                                        index_attempts=document.index_attempts)
         if document.index_attempts >= settings.INDEX_MAX_ATTEMPTS:
+            why = reason("index.interrupted", gettext_noop(
+                "Indexing was interrupted %(times)s times (the worker stopped while processing this file); giving up."),
+                times=document.index_attempts)
             base.update(status=DocumentStatus.FAILED, heartbeat_at=None, updated_at=timezone.now(),
-                        index_error=f"Indexing was interrupted {document.index_attempts} times (the worker stopped "
-                                    "while processing this file); giving up.")
+                        index_error=in_english(why), index_error_reason=why)
             continue
         waiting = DocumentStatus.REINDEXING if document.chunk_count else DocumentStatus.UPLOADED
         with transaction.atomic():

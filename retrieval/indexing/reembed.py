@@ -12,11 +12,14 @@ from types import SimpleNamespace
 import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
+from django.utils.translation import gettext_noop
+
+from core.reasons import in_english, reason
 
 from documents.models import Chunk, Document, DocumentStatus, DocumentText
 from retrieval.ai.clients import embedder_for
 from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity
-from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_reason
+from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_why
 from retrieval.models import AiServer, ChunkEmbedding
 from retrieval.selectors import retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
@@ -61,7 +64,7 @@ def embed_new_vectors(document: Document, server: AiServer) -> bool:
                   .values_list("id", "content", "metadata", "start_offset", "end_offset"))
     texts = [f"{(meta or {}).get('context', '')}\n{content}" if (meta or {}).get("context") else content
              for _, content, meta, _, _ in chunks]
-    late = document.chunking_strategy == "late" and late_unavailable_reason(server) is None
+    late = document.chunking_strategy == "late" and late_unavailable_why(server) is None
     if late:
         drafts = [SimpleNamespace(start=start, end=end, embed_text=text)
                   for (_, _, _, start, end), text in zip(chunks, texts)]
@@ -121,8 +124,9 @@ def switch_model(document: Document, server: AiServer, *, late: bool = False) ->
             return False  # re-indexed in between: its new chunks were embedded with the new default already
         changes = {}
         if locked.chunking_strategy == "late" and not late:
-            changes = {"chunking_strategy": "tokens",
-                       "chunking_note": f"Re-embedded with '{server.name}': {late_unavailable_reason(server)}"}
+            why = reason("chunking.reembedded", gettext_noop("Re-embedded with '%(name)s': %(reason)s"), name=server.name,
+                         reason=late_unavailable_why(server))
+            changes = {"chunking_strategy": "tokens", "chunking_note": in_english(why), "chunking_note_reason": why}
         Document.objects.filter(pk=locked.pk).update(embedding_server_id=server.pk, embedding_model=model.name,
                                                      embedding_dim=model.dim, **changes)
         with connection.cursor() as cursor:

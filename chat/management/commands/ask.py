@@ -5,7 +5,10 @@ import json
 import time
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from chat.models import Message, MessageStatus
 from chat.orchestrator import answer_conversation
@@ -28,7 +31,7 @@ class Command(BaseCommand):
     def handle(self, *args, question, user, conversation, category, subcategory, timeout, **options):
         account = get_user_model().objects.filter(username=user).first()
         if account is None:
-            raise CommandError(f"No user named {user!r}.")
+            raise CommandError(gettext("No user named %(user)r.") % {"user": user})
         try:
             if conversation is None:
                 conversation = conversation_create(user=account).pk
@@ -45,11 +48,12 @@ class Command(BaseCommand):
             if answer.status in (MessageStatus.DONE, MessageStatus.FAILED):
                 break
             if time.monotonic() > deadline:
-                raise CommandError(f"No answer after {timeout:g} s (message {answer.pk} is {answer.status}).")
+                raise CommandError(gettext("No answer after %(timeout)s s (message %(id)s is %(status)s).")
+                                   % {"timeout": f"{timeout:g}", "id": answer.pk, "status": answer.get_status_display()})
             time.sleep(0.2)
         from chat.events import writer
 
         writer.close()
         self.stdout.write(json.dumps(message_data(answer, segments=True), indent=2, ensure_ascii=False))
         if answer.status == MessageStatus.FAILED:
-            raise CommandError(answer.error)
+            raise CommandError(answer.error_text)

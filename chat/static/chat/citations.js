@@ -45,9 +45,9 @@ export function citeHref(c) {
 
 /** Where a source comes from, in the reader's words. */
 export function sourceLabel(c) {
-  if (c.source_type === "qa") return "approved answer";
-  if (c.collection) return `from the knowledge base ${c.collection}`;
-  return "from your documents";
+  if (c.source_type === "qa") return gettext("approved answer");
+  if (c.collection) return fill(gettext("from the knowledge base %(name)s"), { name: c.collection });
+  return gettext("from your documents");
 }
 
 export function labelChip(c) {

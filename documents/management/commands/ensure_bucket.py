@@ -3,7 +3,10 @@ upload (CORS for S3_CORS_ORIGINS); `serve` runs it at start. Nothing to do witho
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from documents.storage import bucket_ensure, uses_object_storage
 
@@ -17,12 +20,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, origins=None, **options):
         if not uses_object_storage():
-            self.stdout.write("No object storage configured (S3_BUCKET unset): nothing to do.")
+            self.stdout.write(gettext("No object storage configured (S3_BUCKET unset): nothing to do."))
             return
         wanted = origins if origins is not None else list(settings.S3_CORS_ORIGINS)
         wanted = [o.rstrip("/") for o in wanted if o and o.lower() != "none"]
         try:
             done = bucket_ensure(origins=wanted)
         except Exception as exc:  # noqa: BLE001 - boto3's errors: say what failed, in one line
-            raise CommandError(f"Could not prepare the bucket: {exc}") from exc
-        self.stdout.write("Bucket ready: " + "; ".join(done or ["nothing to change"]) + ".")
+            raise CommandError(gettext("Could not prepare the bucket: %(error)s") % {"error": exc}) from exc
+        self.stdout.write(gettext("Bucket ready: %(changes)s.") % {"changes": "; ".join(done) if done else gettext("nothing to change")})

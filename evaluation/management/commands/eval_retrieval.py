@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from django.core.management.base import CommandError
+from django.utils.translation import gettext
 
 from core.errors import ApplicationError
 from evaluation import runner, selectors, services
@@ -34,14 +35,14 @@ class Command(RetrievalCommand):
     def handle(self, *args, **options):
         if options.get("baseline") is None:
             if options.get("fail_under") is not None:
-                raise CommandError("--fail-under needs --baseline RUN.")
+                raise CommandError(gettext("--fail-under needs --baseline RUN."))
             if not any(options.get(name) for name in ("squad", "gold", "dialogues")):
-                raise CommandError("Give either --squad FILE or --gold FILE --files DIR, or --dialogues [FILE]; "
-                                   "or --baseline RUN to compare with an evaluation run.")
+                raise CommandError(gettext("Give either --squad FILE or --gold FILE --files DIR, or --dialogues [FILE]; "
+                                           "or --baseline RUN to compare with an evaluation run."))
             return super().handle(*args, **options)  # --squad, --gold or --dialogues: retrieval's own
         baseline = EvalRun.objects.select_related("test_set", "created_by").filter(pk=options["baseline"]).first()
         if baseline is None or baseline.status != RunStatus.FINISHED:
-            raise CommandError(f"No finished evaluation run #{options['baseline']}.")
+            raise CommandError(gettext("No finished evaluation run #%(id)s.") % {"id": options["baseline"]})
         try:
             run = services.run_start(test_set_id=baseline.test_set_id, user=baseline.created_by,
                                      label="eval_retrieval --baseline", baseline_id=baseline.pk,
@@ -51,7 +52,7 @@ class Command(RetrievalCommand):
         runner.run_execute(run.pk)  # here and now: CI has no worker
         run.refresh_from_db()
         if run.status != RunStatus.FINISHED:
-            raise CommandError(f"Run #{run.pk} failed: {run.error}")
+            raise CommandError(gettext("Run #%(id)s failed: %(error)s") % {"id": run.pk, "error": run.error})
         margin = options["fail_under"] if options["fail_under"] is not None else baseline.test_set.gate_margin
         comparison = selectors.runs_compare(baseline, run)
         failed = comparison["delta"].get("recall", 0.0) < -margin - 1e-9
@@ -61,5 +62,5 @@ class Command(RetrievalCommand):
             "delta": comparison["delta"], "fail_under": margin, "failed": failed,
             "worse": [c["question"] for c in comparison["worse"]]}, ensure_ascii=False))
         if failed:
-            raise CommandError(f"Recall dropped by {-comparison['delta']['recall']:.4f} (more than {margin}).",
-                               returncode=1)
+            raise CommandError(gettext("Recall dropped by %(drop)s (more than %(margin)s).")
+                               % {"drop": f"{-comparison['delta']['recall']:.4f}", "margin": margin}, returncode=1)

@@ -2,7 +2,9 @@ import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 
 class Command(BaseCommand):
@@ -19,10 +21,10 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
         if generated:
-            self.stdout.write(self.style.WARNING(
-                "\n  Created the admin user — this password is shown only once:\n"
-                f"    user name: {username}\n    password:  {password}\n"
-                "  (change it with `python manage.py changepassword " + username + "`)\n"
-            ))
+            self.stdout.write(self.style.WARNING("\n" + gettext(
+                "  Created the admin user — this password is shown only once:\n"
+                "    user name: %(username)s\n    password:  %(password)s\n"
+                "  (change it with `python manage.py changepassword %(username)s`)\n")
+                % {"username": username, "password": password}))
         else:
-            self.stdout.write(f"Created the admin user {username!r} with ADMIN_PASSWORD.")
+            self.stdout.write(gettext("Created the admin user %(username)r with ADMIN_PASSWORD.") % {"username": username})

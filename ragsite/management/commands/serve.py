@@ -10,9 +10,11 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import connection
+from django.utils.translation import gettext, ngettext
 
+from core.commands import BaseCommand
 from core.dbcheck import UnsupportedDatabase, require_pgvector
 
 INDEXING_NICENESS = 10
@@ -60,9 +62,12 @@ class Command(BaseCommand):
         outdated = outdated_search_vectors_count()
         if outdated:
             queue(rebuild_outdated_search_vectors, task_name="rebuild outdated search vectors")
-            self.stdout.write(f"{outdated} documents' full-text index predates this version's text analysis: "
-                              "rebuilding it in the background (manage.py rebuild_search_vectors --outdated -v 2 "
-                              "does it in the foreground with progress).")
+            self.stdout.write(ngettext(
+                "%(count)s document's full-text index predates this version's text analysis: rebuilding it in the "
+                "background (manage.py rebuild_search_vectors --outdated -v 2 does it in the foreground with progress).",
+                "%(count)s documents' full-text index predates this version's text analysis: rebuilding it in the "
+                "background (manage.py rebuild_search_vectors --outdated -v 2 does it in the foreground with progress).",
+                outdated) % {"count": outdated})
 
     def _ensure_bucket(self) -> None:
         """With object storage: the bucket and its CORS rule for the site (the PDF viewer and direct
@@ -77,8 +82,8 @@ class Command(BaseCommand):
         try:
             call_command("ensure_bucket", stdout=self.stdout)
         except CommandError as exc:
-            self.stderr.write(f"{exc} The PDF viewer and direct uploads need the bucket's CORS rule for this site "
-                              "(see README, Running on several machines).")
+            self.stderr.write(gettext("%(error)s The PDF viewer and direct uploads need the bucket's CORS rule for "
+                                      "this site (see README, Running on several machines).") % {"error": exc})
 
     def handle(self, *args, host, port, no_worker, **options):
         try:
@@ -114,12 +119,13 @@ class Command(BaseCommand):
             children.append(Child("chat worker", worker_cmd, {**env, "Q_CLUSTER_NAME": "chat"}))
         for child in children:
             self._start(child)
+        database = (gettext("PostgreSQL with pgvector %(version)s, embedded") if settings.EMBEDDED_PGDATA
+                    else gettext("PostgreSQL with pgvector %(version)s")) % {"version": version}
+        processes = gettext("no worker") if no_worker else gettext(
+            "%(workers)s worker processes, %(chat)s chat workers") % {"workers": workers, "chat": settings.CHAT_WORKERS}
         self.stdout.write(self.style.SUCCESS(
-            f"ragsite is running at http://{host}:{port}/ (PostgreSQL with pgvector {version}"
-            f"{', embedded' if settings.EMBEDDED_PGDATA else ''}; "
-            f"{'no worker' if no_worker else f'{workers} worker processes, {settings.CHAT_WORKERS} chat workers'}). "
-            "Press Ctrl-C to stop."
-        ))
+            gettext("ragsite is running at %(url)s (%(database)s; %(processes)s). Press Ctrl-C to stop.")
+            % {"url": f"http://{host}:{port}/", "database": database, "processes": processes}))
 
         stopping = False
 
@@ -135,14 +141,14 @@ class Command(BaseCommand):
                 time.sleep(0.2)
         finally:
             self._stop_children(children)
-        self.stdout.write("ragsite stopped.")
+        self.stdout.write(gettext("ragsite stopped."))
 
     def _start(self, child: "Child") -> None:
         niceness = child.niceness
         child.proc = subprocess.Popen(child.args, cwd=settings.BASE_DIR, env=child.env, start_new_session=True,
                                       preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
         child.started_at = time.monotonic()
-        self.stderr.write(f"Started the {child.name} process (pid {child.proc.pid}).")
+        self.stderr.write(gettext("Started the %(name)s process (pid %(pid)s).") % {"name": child.name, "pid": child.proc.pid})
 
     def _supervise(self, children: list["Child"], stopping) -> None:
         """Restart a process that died (a crash, the OOM killer, kill -9), waiting longer after each quick
@@ -157,8 +163,9 @@ class Command(BaseCommand):
                 if now - child.started_at >= STABLE_AFTER:
                     child.delay = BACKOFF_FIRST
                 child.restart_at = now + child.delay
-                self.stderr.write(f"The {child.name} process (pid {child.proc.pid}) exited with code {code}; "
-                                  f"restarting it in {child.delay:g} s.")
+                self.stderr.write(gettext("The %(name)s process (pid %(pid)s) exited with code %(code)s; restarting it "
+                                          "in %(delay)s s.") % {"name": child.name, "pid": child.proc.pid, "code": code,
+                                                                 "delay": f"{child.delay:g}"})
                 child.delay = min(child.delay * 2, BACKOFF_MAX)
                 child.proc = None
             elif child.proc is None and now >= child.restart_at:
@@ -174,7 +181,7 @@ class Command(BaseCommand):
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.stderr.write(f"The {name} process did not stop in time; killing it.")
+                self.stderr.write(gettext("The %(name)s process did not stop in time; killing it.") % {"name": name})
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             try:  # anything of the group left behind

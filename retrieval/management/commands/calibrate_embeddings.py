@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from core.errors import ApplicationError
 from retrieval.knowledge.calibrating import embedding_model_calibrate
@@ -20,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args, model: str, force: bool, **options):
         models = EmbeddingModel.objects.filter(**({"name": model} if model else {}))
         if model and not models.exists():
-            raise CommandError(f"No embedding model named '{model}'.")
+            raise CommandError(gettext("No embedding model named '%(model)s'.") % {"model": model})
         report = {}
         for row in models:
             try:

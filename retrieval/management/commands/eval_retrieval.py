@@ -10,7 +10,10 @@ import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from documents.chunking import STRATEGIES
 from retrieval import dialogue_evaluation, evaluation, gold_evaluation
@@ -56,18 +59,19 @@ class Command(BaseCommand):
                                    server_name=options.get("rewrite_server"),
                                    timeout=options.get("rewrite_timeout") or 8.0, limit=limit)
         if (squad is None) == (options.get("gold") is None):
-            raise CommandError("Give either --squad FILE or --gold FILE --files DIR (document-, page- and "
-                               "passage-level gold), or --dialogues [FILE] (a dialogue set).")
+            raise CommandError(gettext("Give either --squad FILE or --gold FILE --files DIR (document-, page- and "
+                                       "passage-level gold), or --dialogues [FILE] (a dialogue set)."))
         if options.get("gold") is not None:
             return self.handle_gold(options["gold"], options.get("files"), k=k, arms=arms, limit=limit, json=json,
                                     strategy=strategy)
         if not squad.exists():
-            raise CommandError(f"{squad} does not exist (the XQuAD sets are in ../shared/data/xquad on the "
-                               f"project's machines; any SQuAD v1.1 file works).")
+            raise CommandError(gettext("%(path)s does not exist (the XQuAD sets are in ../shared/data/xquad on the "
+                                       "project's machines; any SQuAD v1.1 file works).") % {"path": squad})
         wanted = [a.strip() for a in arms.split(",") if a.strip()]
         unknown = set(wanted) - set(evaluation.ARMS)
         if unknown:
-            raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
+            raise CommandError(gettext("Unknown arms: %(arms)s; use vector, fts, hybrid.")
+                               % {"arms": ", ".join(sorted(unknown))})
         log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
         rerank_server = None
         if options["rerank"] is not None:  # checked before the slow ingest
@@ -102,14 +106,16 @@ class Command(BaseCommand):
                    limit) -> None:
         for needed in (path, passages_path):
             if not needed.exists():
-                raise CommandError(f"{needed} does not exist (the development sets are in bench/sets/).")
+                raise CommandError(gettext("%(path)s does not exist (the development sets are in bench/sets/).")
+                                   % {"path": needed})
         server = None
         if server_name:  # checked before the slow ingest
             server = AiServer.objects.filter(name=server_name, is_active=True).first()
             if server is None or not server.can("chat"):
                 names = ", ".join(AiServer.objects.filter(is_active=True, capabilities__chat=True)
-                                  .values_list("name", flat=True)) or "none"
-                raise CommandError(f"No active chat server is named '{server_name}' (chat servers: {names}).")
+                                  .values_list("name", flat=True)) or gettext("none")
+                raise CommandError(gettext("No active chat server is named '%(name)s' (chat servers: %(names)s).")
+                                   % {"name": server_name, "names": names})
         log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
         dialogues = dialogue_evaluation.load_dialogues(path)[:limit] if limit else \
             dialogue_evaluation.load_dialogues(path)
@@ -130,21 +136,23 @@ class Command(BaseCommand):
     def handle_gold(self, gold: Path, files: Path | None, *, k: int, arms: str, limit: int | None, json: bool,
                     strategy: str | None) -> None:
         if files is None or not files.is_dir():
-            raise CommandError("--gold needs --files DIR: the folder holding the files its gold_documents name "
-                               "(for the long-document set: python bench/long_documents.py build).")
+            raise CommandError(gettext("--gold needs --files DIR: the folder holding the files its gold_documents "
+                                       "name (for the long-document set: python bench/long_documents.py build)."))
         if not gold.exists():
-            raise CommandError(f"{gold} does not exist.")
+            raise CommandError(gettext("%(path)s does not exist.") % {"path": gold})
         try:
             asked = gold_evaluation.load_gold(gold)
         except gold_evaluation.GoldFormatError as exc:
             raise CommandError(str(exc)) from exc
         missing = gold_evaluation.missing_files(asked, files)
         if missing:
-            raise CommandError(f"{len(missing)} gold documents are not in {files}: {', '.join(missing[:5])}")
+            raise CommandError(gettext("%(count)s gold documents are not in %(folder)s: %(names)s")
+                               % {"count": len(missing), "folder": files, "names": ", ".join(missing[:5])})
         wanted = [a.strip() for a in arms.split(",") if a.strip()]
         unknown = set(wanted) - set(evaluation.ARMS)
         if unknown:
-            raise CommandError(f"Unknown arms: {', '.join(sorted(unknown))}; use vector, fts, hybrid.")
+            raise CommandError(gettext("Unknown arms: %(arms)s; use vector, fts, hybrid.")
+                               % {"arms": ", ".join(sorted(unknown))})
         if limit:
             asked = asked[:limit]
         log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write

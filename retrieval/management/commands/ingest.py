@@ -6,7 +6,10 @@ import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from documents.models import Collection, Document, DocumentStatus
 from documents.services import UploadRejected, document_upload
@@ -35,24 +38,26 @@ class Command(BaseCommand):
         if user:
             owner = users.filter(username=user).first()
             if owner is None:
-                raise CommandError(f"No user named {user!r}; create it first (python manage.py createsuperuser).")
+                raise CommandError(gettext("No user named %(user)r; create it first (python manage.py createsuperuser).")
+                                   % {"user": user})
         elif collection:
             owner = users.filter(is_superuser=True, is_active=True).order_by("id").first()
             if owner is None:
-                raise CommandError("No superuser to record as the uploader; create one or pass --user.")
+                raise CommandError(gettext("No superuser to record as the uploader; create one or pass --user."))
         else:
-            raise CommandError("Pass --user (private documents) or --collection (shared documents).")
+            raise CommandError(gettext("Pass --user (private documents) or --collection (shared documents)."))
         self.collection = None
         if collection:
             # The command runs with the database's own rights: any collection, whoever --user is.
             self.collection = Collection.objects.filter(slug=collection).first() or (
                 Collection.objects.filter(pk=int(collection)).first() if collection.isdigit() else None)
             if self.collection is None:
-                raise CommandError(f"No collection {collection!r}; create it in the admin or POST /api/collections/.")
+                raise CommandError(gettext("No collection %(collection)r; create it in the admin or POST /api/collections/.")
+                                   % {"collection": collection})
         files = []
         for path in paths:
             if not path.exists():
-                raise CommandError(f"{path} does not exist.")
+                raise CommandError(gettext("%(path)s does not exist.") % {"path": path})
             files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
                          if path.is_dir() else [path])
         for path in files:

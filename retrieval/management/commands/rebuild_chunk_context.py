@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand
+
+from core.commands import BaseCommand
 
 from retrieval.indexing.context import chunk_context_rebuild
 

@@ -1,7 +1,10 @@
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext
+
+from core.commands import BaseCommand
 
 from retrieval.models import AiServer
 from retrieval.maintenance import reembed_start
@@ -21,7 +24,7 @@ class Command(BaseCommand):
         row = AiServer.objects.filter(name=server).first()
         if row is None:
             names = ", ".join(AiServer.objects.values_list("name", flat=True))
-            raise CommandError(f"No AI server named {server!r}. Known: {names}")
+            raise CommandError(gettext("No AI server named %(server)r. Known: %(names)s") % {"server": server, "names": names})
         try:
             queued = reembed_start(server=row)
         except ValueError as exc:
