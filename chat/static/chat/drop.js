@@ -35,6 +35,7 @@ export async function uploadAndAttach(file) {
   uploads().append(row); // beside the pills (which renderScope redraws), until attached
   const [status, body] = await post(file, (fraction) => { bar.value = Math.round(fraction * 100); label.textContent = `${bar.value} %`; });
   if ((status === 200 || status === 201) && body && body.id) {
+    document.dispatchEvent(new CustomEvent("rag:document-uploaded", { detail: body })); // notify.js tells when it is ready
     try {
       await attach(body);
       row.remove();
