@@ -13,12 +13,12 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from chat import selectors
-from chat.exporting import conversation_markdown
+from chat.exporting import conversation_markdown, conversation_pdf
 from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
 from documents.collections import collection_choices
 from documents.models import Document
-from core.errors import ApplicationError
+from core.errors import ApplicationError, http_status
 
 LIST_LIMIT = 200
 PREVIEW_CHARS = 140
@@ -80,6 +80,24 @@ def conversation_export(request, conversation_id: int):
                             content_type="text/markdown; charset=utf-8")
     name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
     response["Content-Disposition"] = f'attachment; filename="{name}.md"'
+    return response
+
+
+@login_required
+@require_GET
+def conversation_export_pdf(request, conversation_id: int):
+    """The conversation as a PDF, with the sources its answers cited (chat.exporting)."""
+    try:
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+    except ApplicationError:
+        raise Http404("No such conversation.") from None
+    try:
+        body = conversation_pdf(conversation=conversation, user=request.user)
+    except ApplicationError as exc:  # the fonts are missing: say which, in words
+        return HttpResponse(str(exc), status=http_status(exc), content_type="text/plain; charset=utf-8")
+    response = HttpResponse(body, content_type="application/pdf")
+    name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.pdf"'
     return response
 
 

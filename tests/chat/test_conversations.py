@@ -169,3 +169,44 @@ def test_export_is_markdown_naming_only_sources_the_reader_may_read(web, user, o
     assert "- [S2] a document you can no longer read" in text and "secret" not in text
     theirs = _conversation(other_user, "Bob's")
     assert web.get(f"/c/{theirs.pk}/export.md").status_code == 404
+
+
+def test_export_as_pdf_lays_out_answers_with_czech_text_and_cited_sources(web, user, other_user, settings, tmp_path):
+    import io
+
+    from pypdf import PdfReader
+
+    from chat.models import Message
+    from tests.documents.factories import upload_bytes
+
+    readable = upload_bytes(user, b"rules", "rules.txt")
+    readable.title = "Cestovní řád"
+    readable.save(update_fields=["title"])
+    hidden = upload_bytes(other_user, b"secret", "bobs-secret-plan.txt")
+    conversation = _conversation(user, "Příspěvek na stravné", said="Kolik je stravné?")
+    answer = ("## Stravné\n\nZaměstnanec dostane **353 Kč** [S1][S2].\n\n| Doba | Částka |\n| --- | --- |\n"
+              "| 5–12 h | 166 Kč |\n| nad 18 h | 412 Kč |\n\n- první bod\n- druhý `bod`\n\n```\nlimit = 353\n```")
+    Message.objects.create(conversation=conversation, role="assistant", content=answer, status="done", sources=[
+        {"source_id": "S1", "source_type": "document", "document_id": readable.pk, "page_number": 3,
+         "page_label": "iii", "document_name": "rules.txt"},
+        {"source_id": "S2", "source_type": "document", "document_id": hidden.pk, "page_number": 1,
+         "document_name": "bobs-secret-plan.txt"}])
+    response = web.get(f"/c/{conversation.pk}/export.pdf")
+    assert response.status_code == 200 and response["Content-Type"] == "application/pdf"
+    assert response["Content-Disposition"] == 'attachment; filename="prispevek-na-stravne.pdf"'
+    reader = PdfReader(io.BytesIO(response.content))
+    assert reader.metadata.title == "Příspěvek na stravné"
+    text = " ".join(" ".join(page.extract_text().split()) for page in reader.pages)
+    for expected in ("Příspěvek na stravné", "Kolik je stravné?", "Stravné", "Zaměstnanec dostane 353 Kč [S1][S2].",
+                     "5–12 h", "412 Kč", "• první bod", "• druhý bod", "limit = 353", "[S1] Cestovní řád, page iii",
+                     "[S2] a document you can no longer read"):
+        assert expected in text, (expected, text)
+    assert "**" not in text and "| ---" not in text and "secret" not in text and "`" not in text
+    fonts = {str(f.get_object()["/BaseFont"]) for page in reader.pages for f in page["/Resources"]["/Font"].values()}
+    assert fonts and all("DejaVu" in f for f in fonts), fonts  # embedded, with the Czech glyphs
+    theirs = _conversation(other_user, "Bob's")
+    assert web.get(f"/c/{theirs.pk}/export.pdf").status_code == 404
+
+    settings.PDF_FONT_DIR = str(tmp_path)  # no fonts there: a clear error, not a broken file
+    missing = web.get(f"/c/{conversation.pk}/export.pdf")
+    assert missing.status_code == 400 and "fonts-dejavu-core" in missing.content.decode()
