@@ -120,6 +120,28 @@ def test_search_finds_titles_and_messages_of_the_users_own_conversations_only(we
     assert sorted(found("")) == sorted([travel.pk, tides.pk])
 
 
+def test_search_ignores_accents_both_ways_and_pages_past_200(web, user):
+    from chat.models import Conversation
+
+    grant = _conversation(user, "Příspěvek na stravné", said="Kolik činí?")
+    schnee = _conversation(user, "Winter", said="Räumt man den Schnee vor dem Büro?")
+    plain = _conversation(user, "prispevek bez hacku")
+
+    def found(q):
+        return sorted(c["id"] for c in web.get("/api/conversations/", {"q": q}).json()["results"])
+
+    assert found("prispevek") == sorted([grant.pk, plain.pk])  # the title, without its accents
+    assert found("PŘÍSPĚVEK") == sorted([grant.pk, plain.pk])  # and the accented question finds the plain one
+    assert found("rAumt man") == [schnee.pk]  # a message's text
+    assert found("cinI") == [grant.pk]
+    Conversation.objects.bulk_create([Conversation(owner=user, title=f"Question {i}") for i in range(210)])
+    first = web.get("/api/conversations/", {"page_size": 200}).json()
+    assert len(first["results"]) == 200 and first["count"] == 213 and first["next"]
+    rest = web.get(first["next"]).json()
+    assert len(rest["results"]) == 13 and rest["next"] is None
+    assert not {c["id"] for c in first["results"]} & {c["id"] for c in rest["results"]}
+
+
 def test_pin_rename_and_delete_through_the_api(web, user, other_user):
     from chat.models import Conversation
 
