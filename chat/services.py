@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat.citations import normalize_tag
+from chat.events import status_event, writer
 from chat.gaps import gap_record_task
 from chat.models import (
     Conversation,
@@ -21,6 +22,7 @@ from chat.models import (
     MessageStatus,
 )
 from chat.selectors import conversation_get, message_get
+from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
@@ -220,7 +222,7 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
 def message_stop(*, conversation_id, message_id, user) -> Message:
     """Stop an answer of the user's: one still waiting in the queue ends at once (done, empty, stopped);
     one being written is flagged, and its answerer ends it between two streamed chunks, keeping what it
-    wrote (chat.orchestrator). An answer already finished is returned as it is."""
+    wrote (chat.orchestrator). Either way the conversation's live pages get the final status event. An answer already finished is returned as it is."""
     with transaction.atomic():
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
                    .select_for_update().first())
@@ -232,6 +234,9 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
             message.status = MessageStatus.DONE
             message.metadata = {**(message.metadata or {}), "stopped": True}
             message.save(update_fields=["status", "metadata", "updated_at"])
+            # No answerer will say it: the pages following the conversation are told here, once it is saved.
+            stopped = message
+            transaction.on_commit(lambda: writer.send(stopped.conversation_id, status_event(message_data(stopped))))
         elif message.status == MessageStatus.STREAMING and not message.stop_requested:
             message.stop_requested = True
             message.save(update_fields=["stop_requested"])
