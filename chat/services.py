@@ -268,10 +268,38 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
                                         metadata={"question_id": question_id, "version_of": message.pk})
+        _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
         conversation.save(update_fields=["updated_at"])
         _enqueue_with(conversation.pk)
     logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
     return answer
+
+
+def answer_version_choose(*, conversation_id, message_id, user) -> Message:
+    """Remember which version of an answer its reader shows (metadata.chosen on that one, on none of the
+    other answers to the same question), so the page shows it again after a reload."""
+    with transaction.atomic():
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        question_id = (message.metadata or {}).get("question_id") if message.role == MessageRole.ASSISTANT else None
+        if not question_id:
+            raise ApplicationError(gettext("Only a version of an answer can be chosen."), code="not_an_answer")
+        _versions_unchoose(message.conversation_id, question_id)
+        message.refresh_from_db(fields=["metadata"])
+        message.metadata = {**(message.metadata or {}), "chosen": True}
+        message.save(update_fields=["metadata"])
+    return message
+
+
+def _versions_unchoose(conversation_id: int, question_id: int) -> None:
+    """No version of the answers to `question_id` is the chosen one (inside transaction.atomic)."""
+    for other in Message.objects.select_for_update().filter(
+            conversation_id=conversation_id, role=MessageRole.ASSISTANT, metadata__question_id=question_id,
+            metadata__has_key="chosen"):
+        other.metadata = {k: v for k, v in other.metadata.items() if k != "chosen"}
+        other.save(update_fields=["metadata"])
 
 
 def waiting_answers_requeue(*, document_id: int) -> int:

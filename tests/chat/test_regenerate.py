@@ -66,3 +66,20 @@ def test_later_questions_see_only_the_newest_version_of_an_answer(user):
     later = Message.objects.create(conversation=conversation, role="user", content="And pilots?")
     assert history_for(later) == [{"role": "user", "content": "Who assigns berths?"},
                                   {"role": "assistant", "content": "New version."}]
+
+
+def test_the_chosen_version_is_remembered_on_the_server_and_a_new_version_is_shown_next(user, api, other_api):
+    conversation = conversation_create(user=user)
+    asked, old = _answered(conversation, "Who assigns berths?", "Old version.")
+    new = Message.objects.create(conversation=conversation, role="assistant", content="New version.", status="done",
+                                 metadata={"question_id": asked.pk, "version_of": old.pk})
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    chose = api.post(f"{base}{old.pk}/choose/")
+    assert chose.status_code == 200 and chose.json()["metadata"]["chosen"] is True
+    assert api.post(f"{base}{new.pk}/choose/").status_code == 200
+    shown = {m["id"]: m["metadata"].get("chosen") for m in api.get(base).json()["results"] if m["role"] == "assistant"}
+    assert shown == {old.pk: None, new.pk: True}  # one chosen version per question, read with the history
+    assert api.post(f"{base}{asked.pk}/choose/").json()["code"] == "not_an_answer"
+    assert other_api.post(f"{base}{old.pk}/choose/").status_code == 404
+    assert api.post(f"{base}{new.pk}/regenerate/").status_code == 202  # a new version: shown, nothing chosen
+    assert not Message.objects.filter(conversation=conversation, metadata__has_key="chosen").exists()

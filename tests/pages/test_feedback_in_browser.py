@@ -1,5 +1,6 @@
 """In a real browser (issue #34): 👎 under an answer with a reason and a comment is stored, shown pressed
-after a reload, and withdrawn by pressing it again; a cited source's own 👎 in the sources panel too
+after a reload, and withdrawn by pressing it again; a cited source's own 👎 in the sources panel too;
+the version of an answer the reader switched to is shown again after a reload (issue #32)
 (daphne, both clusters, PostgreSQL, chromium)."""
 from __future__ import annotations
 
@@ -74,6 +75,28 @@ def test_thumbs_down_with_a_reason_is_stored_then_withdrawn(live_site, user, bro
         assert not Feedback.objects.filter(message=answer).exists()
         page.reload()
         expect(down).to_have_attribute("aria-pressed", "false")
+
+        # Two versions of an answer: the newest is shown; the one switched to is shown again after a reload.
+        versions = conversation_create(user=user)
+        asked = Message.objects.create(conversation=versions, role="user", content="Who assigns berths?")
+        old = Message.objects.create(conversation=versions, role="assistant", status="done", content="The pilot.",
+                                     metadata={"mode": "general", "question_id": asked.pk})
+        new = Message.objects.create(conversation=versions, role="assistant", status="done",
+                                     content="The harbour master.",
+                                     metadata={"mode": "general", "question_id": asked.pk, "version_of": old.pk})
+        page.goto(f"{live_site.url}/c/{versions.pk}/")
+        expect(page.locator(f"#msg-{new.pk} .versions-count")).to_have_text("2/2")
+        expect(page.locator(f"#msg-{old.pk}")).to_be_hidden()
+        page.locator(f"#msg-{new.pk}").get_by_role("button", name="Previous version").click()
+        expect(page.locator(f"#msg-{old.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_hidden()
+        for _ in range(50):
+            if Message.objects.get(pk=old.pk).metadata.get("chosen"):
+                break
+            page.wait_for_timeout(100)
+        page.reload()
+        expect(page.locator(f"#msg-{old.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_hidden()
         assert not errors, errors
     finally:
         context.close()
