@@ -5,6 +5,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
@@ -153,7 +154,8 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
 
 
 def message_send(*, conversation_id, user, content: str, category: str | None = None, subcategory: str | None = None,
-                 metadata: dict | None = None, origin: str = "", enqueue: bool = True) -> tuple[Message, Message]:
+                 metadata: dict | None = None, origin: str = "", enqueue: bool = True,
+                 edit_of: int | None = None) -> tuple[Message, Message]:
     """Save the question and a pending answer; the chat worker answers it (in order) after commit.
 
     `metadata`: the client's own object, kept with the question as `metadata.client` (validated
@@ -161,6 +163,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     `category` / `subcategory`: this question's own topic; None (not sent) asks under the
     conversation's topic. The question records the topic it was asked under (`metadata.category`,
     `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").
+    `edit_of`: the conversation's last question, edited: the new question is a version of it
+    (`metadata.version_of`: the first version's id), kept beside it with its own answer.
     """
     content = (content or "").strip()
     if not content:
@@ -172,6 +176,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         if conversation is None:
             raise NotFound(gettext("No such conversation."))
+        versions = {"version_of": _edited_root(conversation, edit_of)} if edit_of is not None else {}
         own = category is not None or subcategory is not None
         if own:
             category, subcategory = (category or "").strip(), (subcategory or "").strip()
@@ -181,7 +186,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
             metadata={"category": category, "subcategory": subcategory,
                       "topic_from": "question" if own else "conversation",
-                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {})},
+                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {}),
+                      **versions},
         )
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})
@@ -194,6 +200,27 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             _enqueue_with(conversation.pk)
     logger.info("question queued", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
     return question, answer
+
+
+def _edited_root(conversation: Conversation, edit_of) -> int:
+    """The first version of the question `edit_of`, which must be the conversation's last question with
+    no answer still being written (call inside transaction.atomic, the conversation locked)."""
+    original = Message.objects.filter(conversation=conversation, pk=_int(edit_of), role=MessageRole.USER).first()
+    if original is None:
+        raise NotFound(gettext("No such question to edit."))
+    root = (original.metadata or {}).get("version_of") or original.pk
+    later = Message.objects.filter(conversation=conversation, role=MessageRole.USER, pk__gt=original.pk)
+    if any((m or {}).get("version_of") != root for m in later.values_list("metadata", flat=True)):
+        raise Conflict(gettext("Only the last question can be edited into a new version; ask it as a new question."),
+                       code="not_last_question")
+    if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
+                              status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
+        raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
+                       code="answer_in_progress")
+    for version in Message.objects.filter(conversation=conversation, role=MessageRole.USER).filter(
+            Q(pk=root) | Q(metadata__version_of=root)).values_list("pk", flat=True):
+        _versions_unchoose(conversation.pk, version)  # the new version is the one shown
+    return root
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
@@ -286,7 +313,11 @@ def answer_version_choose(*, conversation_id, message_id, user) -> Message:
         question_id = (message.metadata or {}).get("question_id") if message.role == MessageRole.ASSISTANT else None
         if not question_id:
             raise ApplicationError(gettext("Only a version of an answer can be chosen."), code="not_an_answer")
-        _versions_unchoose(message.conversation_id, question_id)
+        asked = Message.objects.filter(pk=question_id).values_list("metadata__version_of", flat=True).first()
+        root = asked or question_id
+        for version in Message.objects.filter(conversation_id=message.conversation_id, role=MessageRole.USER).filter(
+                Q(pk=root) | Q(metadata__version_of=root)).values_list("pk", flat=True):
+            _versions_unchoose(message.conversation_id, version)
         message.refresh_from_db(fields=["metadata"])
         message.metadata = {**(message.metadata or {}), "chosen": True}
         message.save(update_fields=["metadata"])

@@ -97,6 +97,31 @@ def test_thumbs_down_with_a_reason_is_stored_then_withdrawn(live_site, user, bro
         page.reload()
         expect(page.locator(f"#msg-{old.pk} .versions-count")).to_have_text("1/2")
         expect(page.locator(f"#msg-{new.pk}")).to_be_hidden()
+
+        # The question edited and sent again: a new version of the question with its own answer, beside the old.
+        page.locator(f"#msg-{asked.pk}").get_by_role("button", name="Edit this question and ask again").click()
+        expect(page.get_by_label("Your question")).to_have_value("Who assigns berths?")
+        page.get_by_label("Your question").fill("Who assigns berths to tankers?")
+        page.keyboard.press("Enter")
+        edited = page.locator(".msg-user", has_text="Who assigns berths to tankers?")
+        expect(edited.locator(".versions-count")).to_have_text("2/2")
+        expect(page.locator(f"#msg-{asked.pk}")).to_be_hidden()
+        expect(page.locator(f"#msg-{old.pk}")).to_be_hidden()
+        expect(page.locator(".msg-assistant:visible")).to_have_count(1)
+        edited_question = Message.objects.get(conversation=versions, content="Who assigns berths to tankers?")
+        assert edited_question.metadata["version_of"] == asked.pk
+        assert Message.objects.filter(conversation=versions).count() == 5  # nothing replaced
+        edited.get_by_role("button", name="Previous version").click()  # back to the first question, its newest answer
+        expect(page.locator(f"#msg-{asked.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_visible()
+        for _ in range(50):
+            if Message.objects.get(pk=new.pk).metadata.get("chosen"):
+                break
+            page.wait_for_timeout(100)
+        page.reload()
+        expect(page.locator(f"#msg-{asked.pk}")).to_be_visible()
+        expect(page.locator(f"#msg-{new.pk}")).to_be_visible()
+        expect(page.locator(".msg-user", has_text="tankers")).to_be_hidden()
         assert not errors, errors
     finally:
         context.close()

@@ -1,5 +1,5 @@
-/* Versions of an answer: a regenerated answer is kept beside the earlier ones (same metadata.question_id);
-   the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. The
+/* Versions of an answer: a regenerated answer is kept beside the earlier ones (same metadata.question_id),
+   and versions of the last question edited and sent again (metadata.version_of); the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. The
    switch is remembered on the server (metadata.chosen, POST …/choose/), so a reload shows the same one. */
 import { convId, messages, thread } from "./state.js";
 
@@ -20,31 +20,89 @@ function groups() {
   return byQuestion;
 }
 
-/** Show one version of each answer and its switcher (called after the thread changes). */
+// The versions of each question: an edited question (metadata.version_of: its first version's id) is kept
+// beside the earlier ones, each with its own answers.
+const chosenQuestion = new Map(); // first version's id -> the question version the reader switched to
+function questionGroups() {
+  const byRoot = new Map();
+  for (const m of messages.values()) {
+    if (m.role !== "user") continue;
+    const root = (m.metadata && m.metadata.version_of) || m.id;
+    if (!byRoot.has(root)) byRoot.set(root, []);
+    byRoot.get(root).push(m.id);
+  }
+  for (const ids of byRoot.values()) ids.sort((a, b) => a - b);
+  return byRoot;
+}
+
+function switcher(node, ids, index, label, go) {
+  let box = node.querySelector(":scope > .versions");
+  if (ids.length < 2) { if (box) box.remove(); return; }
+  if (!box) { box = el("div", { class: "versions", role: "group", "aria-label": label }); node.prepend(box); }
+  box.replaceChildren(
+    el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Previous version"), disabled: index === 0, onclick: () => go(index - 1) }, "‹"),
+    el("span", { class: "versions-count" }, fill(gettext("%(n)s/%(total)s"), { n: index + 1, total: ids.length })),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Next version"), disabled: index === ids.length - 1, onclick: () => go(index + 1) }, "›"));
+}
+
+/** Show one version of each question and of each answer, with their switchers (after the thread changes). */
 export function applyVersions() {
-  for (const [question, ids] of groups()) {
-    const latest = ids[ids.length - 1];
+  const answers = groups();
+  const shownAnswer = new Map(); // question id -> the answer version shown
+  for (const [question, ids] of answers) {
     const stored = ids.find((id) => (messages.get(id).metadata || {}).chosen);
-    const shown = ids.includes(chosen.get(question)) ? chosen.get(question) : (stored || latest);
+    shownAnswer.set(question, ids.includes(chosen.get(question)) ? chosen.get(question) : (stored || ids[ids.length - 1]));
+  }
+  const hiddenQuestions = new Set();
+  for (const [root, ids] of questionGroups()) {
+    const stored = ids.find((q) => (answers.get(q) || []).some((a) => (messages.get(a).metadata || {}).chosen));
+    const shown = ids.includes(chosenQuestion.get(root)) ? chosenQuestion.get(root) : (stored || ids[ids.length - 1]);
     ids.forEach((id, index) => {
+      if (id !== shown) hiddenQuestions.add(id);
       const node = document.getElementById(`msg-${id}`);
       if (!node) return;
       node.hidden = id !== shown;
-      let box = node.querySelector(":scope > .versions");
-      if (ids.length < 2) { if (box) box.remove(); return; }
-      if (!box) { box = el("div", { class: "versions", role: "group", "aria-label": gettext("Versions of this answer") }); node.prepend(box); }
-      const go = (to) => {
+      switcher(node, ids, index, gettext("Versions of this question"), (to) => {
+        chosenQuestion.set(root, ids[to]);
+        applyVersions();
+        document.querySelector(`#msg-${ids[to]} .versions button:not([disabled])`)?.focus();
+        const answer = shownAnswer.get(ids[to]);
+        if (answer) remember(answer, ids.flatMap((q) => answers.get(q) || []));
+      });
+    });
+  }
+  for (const [question, ids] of answers) {
+    const shown = shownAnswer.get(question);
+    ids.forEach((id, index) => {
+      const node = document.getElementById(`msg-${id}`);
+      if (!node) return;
+      node.hidden = hiddenQuestions.has(question) || id !== shown;
+      switcher(node, ids, index, gettext("Versions of this answer"), (to) => {
         chosen.set(question, ids[to]);
         applyVersions();
         document.querySelector(`#msg-${ids[to]} .versions button:not([disabled])`)?.focus();
         remember(ids[to], ids);
-      };
-      box.replaceChildren(
-        el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Previous version"), disabled: index === 0, onclick: () => go(index - 1) }, "‹"),
-        el("span", { class: "versions-count" }, fill(gettext("%(n)s/%(total)s"), { n: index + 1, total: ids.length })),
-        el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Next version"), disabled: index === ids.length - 1, onclick: () => go(index + 1) }, "›"));
+      });
     });
   }
+}
+
+/** After an edited question was sent, show it (its turn's earlier choice is forgotten on the server). */
+export function showLatestQuestion(asked) {
+  const root = (asked.metadata && asked.metadata.version_of) || asked.id;
+  chosenQuestion.delete(root);
+  const turn = new Set(questionGroups().get(root) || []);
+  for (const m of messages.values()) if (m.metadata && turn.has(m.metadata.question_id)) delete m.metadata.chosen;
+  applyVersions();
+}
+
+/** Whether `m` is the conversation's last question (only it can be edited into a new version). */
+export function isLastQuestion(m) {
+  const root = (m.metadata && m.metadata.version_of) || m.id;
+  for (const other of messages.values()) {
+    if (other.role === "user" && other.id > m.id && ((other.metadata && other.metadata.version_of) || other.id) !== root) return false;
+  }
+  return true;
 }
 
 /** Keep the reader's choice on the server (the page already shows it). */
