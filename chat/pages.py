@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Left
@@ -18,6 +19,7 @@ from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
 from documents.collections import collection_choices
 from documents.models import Document
+from documents.storage import uses_object_storage
 from core.errors import ApplicationError, http_status
 
 LIST_LIMIT = 200
@@ -118,6 +120,8 @@ def _chat_page(request, conversation, attached):
             "messages": MessageSerializer(messages, many=True).data,
             "attached": AttachedDocumentSerializer(attached, many=True).data,
             "searchable_count": searchable,
+            # A file dropped this big goes straight to the bucket (drop.js, documents/direct_upload.py); null: never.
+            "direct_upload_min_size": settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None,
         },
     })
 
