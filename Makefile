@@ -37,6 +37,7 @@ gettext-package:
 
 system-packages:
 	$(call apt_ensure,$(OCR_PACKAGES),scanned pages will not be searchable: OCR is unavailable)
+	$(call apt_ensure,fonts-dejavu-core,a conversation cannot be exported as PDF)
 
 build-packages:
 	$(call apt_ensure,$(LDAP_BUILD_PACKAGES),pip cannot build python-ldap)

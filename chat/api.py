@@ -207,6 +207,15 @@ class MessageRegenerateView(APIView):
         return Response(MessageSerializer(message).data, status=status.HTTP_202_ACCEPTED)
 
 
+class MessageChooseView(APIView):
+    @extend_schema(request=None, responses={200: MessageSerializer})
+    def post(self, request, conversation_id, message_id):
+        """Show this version of an answer from now on (metadata.chosen; the others lose it), after a reload too."""
+        message = services.answer_version_choose(conversation_id=conversation_id, message_id=message_id,
+                                                 user=request.user)
+        return Response(MessageSerializer(message).data)
+
+
 class MessageRetrievalView(APIView):
     @extend_schema(responses=MessageRetrievalSerializer)
     def get(self, request, conversation_id, message_id):

@@ -85,6 +85,8 @@ class MessageMetadata(TypedDict, total=False):
     # What was searched: the question, or a follow-up made standalone (chat.followups):
     # {"method": "model" | "heuristic" | "none", "query", "original", "reason", ...}
     query_rewrite: dict[str, Any]
+    version_of: int  # a regenerated answer: the version it was written beside (chat.services.message_regenerate)
+    chosen: bool  # the version of this question's answers its reader shows (chat.services.answer_version_choose)
 
 
 class StatusEvent(TypedDict):

@@ -116,15 +116,29 @@ def chat_server(rs):
 
 def history_for(question: Message) -> list[dict]:
     """Earlier turns of the conversation (answered ones), oldest first; of a regenerated answer's versions
-    only the newest (the one the page shows first)."""
-    rows = (Message.objects.filter(conversation_id=question.conversation_id, pk__lt=question.pk,
-                                   role__in=[MessageRole.USER, MessageRole.ASSISTANT])
-            .exclude(role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING,
-                                                              MessageStatus.FAILED])
-            .order_by("-id").values("role", "content", "metadata__question_id")[:HISTORY_MESSAGES])
+    only the newest (the one the page shows first); of an edited question's versions only the newest,
+    and none of the question's own earlier versions when it is itself an edit."""
+    rows = list(Message.objects.filter(conversation_id=question.conversation_id, pk__lt=question.pk,
+                                       role__in=[MessageRole.USER, MessageRole.ASSISTANT])
+                .exclude(role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING,
+                                                                  MessageStatus.FAILED])
+                .order_by("-id").values("id", "role", "content", "metadata__question_id",
+                                        "metadata__version_of")[:HISTORY_MESSAGES])
+    own_root = (question.metadata or {}).get("version_of") or question.pk
+    newest: dict[int, int] = {}  # first version's id -> the newest version's id
+    for row in rows:
+        if row["role"] == MessageRole.USER:
+            root = row["metadata__version_of"] or row["id"]
+            newest[root] = max(newest.get(root, 0), row["id"])
+    superseded = {row["id"] for row in rows if row["role"] == MessageRole.USER
+                  and (newest[row["metadata__version_of"] or row["id"]] != row["id"]
+                       or (row["metadata__version_of"] or row["id"]) == own_root)}
     turns, answered = [], set()
     for row in rows:  # newest first
-        asked = row.pop("metadata__question_id")
+        asked, row_id = row.pop("metadata__question_id"), row.pop("id")
+        row.pop("metadata__version_of")
+        if row_id in superseded or asked in superseded:
+            continue  # an earlier version of an edited question, or an answer to one
         if row["role"] == MessageRole.ASSISTANT and asked is not None:
             if asked in answered:
                 continue  # an older version of an answer already taken

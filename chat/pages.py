@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Left
@@ -13,12 +14,13 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from chat import selectors
-from chat.exporting import conversation_markdown
+from chat.exporting import conversation_markdown, conversation_pdf
 from chat.models import Message, MessageRole
 from chat.serializers import AttachedDocumentSerializer, ConversationSerializer, MessageSerializer
 from documents.collections import collection_choices
 from documents.models import Document
-from core.errors import ApplicationError
+from documents.storage import uses_object_storage
+from core.errors import ApplicationError, http_status
 
 LIST_LIMIT = 200
 PREVIEW_CHARS = 140
@@ -83,6 +85,24 @@ def conversation_export(request, conversation_id: int):
     return response
 
 
+@login_required
+@require_GET
+def conversation_export_pdf(request, conversation_id: int):
+    """The conversation as a PDF, with the sources its answers cited (chat.exporting)."""
+    try:
+        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+    except ApplicationError:
+        raise Http404("No such conversation.") from None
+    try:
+        body = conversation_pdf(conversation=conversation, user=request.user)
+    except ApplicationError as exc:  # the fonts are missing: say which, in words
+        return HttpResponse(str(exc), status=http_status(exc), content_type="text/plain; charset=utf-8")
+    response = HttpResponse(body, content_type="application/pdf")
+    name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.pdf"'
+    return response
+
+
 def _chat_page(request, conversation, attached):
     """The chat page of a conversation, or of one not started yet (None)."""
     messages = selectors.message_list(conversation=conversation) if conversation is not None else []
@@ -100,6 +120,8 @@ def _chat_page(request, conversation, attached):
             "messages": MessageSerializer(messages, many=True).data,
             "attached": AttachedDocumentSerializer(attached, many=True).data,
             "searchable_count": searchable,
+            # A file dropped this big goes straight to the bucket (drop.js, documents/direct_upload.py); null: never.
+            "direct_upload_min_size": settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None,
         },
     })
 

@@ -36,15 +36,16 @@ SEARCH_MAX_CHARS = 200
 
 def conversation_search(*, user, q: str = "", origin: str = "") -> QuerySet[Conversation]:
     """The user's conversations, pinned first (most recently pinned on top), then by last activity;
-    `q` keeps those whose title or any message contains it (case-insensitive), `origin` those started
+    `q` keeps those whose title or any message contains it (case- and accent-insensitive: "prispevek"
+    finds "příspěvek", through PostgreSQL's unaccent), `origin` those started
     there (web, api, mcp; anything else: none). Only the user's own conversations are ever searched."""
     rows = conversation_list(user=user)
     if origin:
         rows = rows.filter(origin=origin) if origin in ConversationOrigin.values else rows.none()
     q = " ".join((q or "").split())[:SEARCH_MAX_CHARS]
     if q:
-        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=q)
-        rows = rows.filter(Q(title__icontains=q) | Exists(said))
+        said = Message.objects.filter(conversation=OuterRef("pk"), content__unaccent__icontains=q)
+        rows = rows.filter(Q(title__unaccent__icontains=q) | Exists(said))
     return rows.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at", "-id")
 
 

@@ -140,6 +140,9 @@ class MessageCreateSerializer(serializers.Serializer):
                                help_text="This question's topic; not sent: the conversation's topic")
     subcategory = StrictCharField(required=False, allow_blank=True, max_length=100,
                                   help_text="This question's topic; not sent: the conversation's topic")
+    edit_of = serializers.IntegerField(
+        required=False, help_text="The conversation's last question, edited: the new question is kept as a new "
+        "version of it (metadata.version_of), with its own answer (409 not_last_question for an earlier one)")
     metadata = serializers.DictField(
         required=False, help_text=f"Your own JSON object (at most {CLIENT_METADATA_MAX_BYTES} bytes as JSON), "
         "kept with the question as metadata.client")

@@ -5,10 +5,12 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat.citations import normalize_tag
+from chat.events import status_event, writer
 from chat.gaps import gap_record_task
 from chat.models import (
     Conversation,
@@ -21,6 +23,7 @@ from chat.models import (
     MessageStatus,
 )
 from chat.selectors import conversation_get, message_get
+from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
@@ -153,7 +156,8 @@ def conversation_document_detach(*, conversation_id, document_id, user) -> None:
 
 
 def message_send(*, conversation_id, user, content: str, category: str | None = None, subcategory: str | None = None,
-                 metadata: dict | None = None, origin: str = "", enqueue: bool = True) -> tuple[Message, Message]:
+                 metadata: dict | None = None, origin: str = "", enqueue: bool = True,
+                 edit_of: int | None = None) -> tuple[Message, Message]:
     """Save the question and a pending answer; the chat worker answers it (in order) after commit.
 
     `metadata`: the client's own object, kept with the question as `metadata.client` (validated
@@ -161,6 +165,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     `category` / `subcategory`: this question's own topic; None (not sent) asks under the
     conversation's topic. The question records the topic it was asked under (`metadata.category`,
     `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").
+    `edit_of`: the conversation's last question, edited: the new question is a version of it
+    (`metadata.version_of`: the first version's id), kept beside it with its own answer.
     """
     content = (content or "").strip()
     if not content:
@@ -173,6 +179,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
         if conversation is None:
             raise NotFound(gettext("No such conversation."))
         question_check(user=user)  # the group's quotas: QuotaExceeded (429) names the limit and its reset
+        versions = {"version_of": _edited_root(conversation, edit_of)} if edit_of is not None else {}
         own = category is not None or subcategory is not None
         if own:
             category, subcategory = (category or "").strip(), (subcategory or "").strip()
@@ -182,7 +189,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             conversation=conversation, role=MessageRole.USER, status=MessageStatus.DONE, content=content,
             metadata={"category": category, "subcategory": subcategory,
                       "topic_from": "question" if own else "conversation",
-                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {})},
+                      **({"client": metadata} if metadata else {}), **({"origin": origin} if origin else {}),
+                      **versions},
         )
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})
@@ -197,6 +205,27 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             _enqueue_with(conversation.pk)
     logger.info("question queued", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
     return question, answer
+
+
+def _edited_root(conversation: Conversation, edit_of) -> int:
+    """The first version of the question `edit_of`, which must be the conversation's last question with
+    no answer still being written (call inside transaction.atomic, the conversation locked)."""
+    original = Message.objects.filter(conversation=conversation, pk=_int(edit_of), role=MessageRole.USER).first()
+    if original is None:
+        raise NotFound(gettext("No such question to edit."))
+    root = (original.metadata or {}).get("version_of") or original.pk
+    later = Message.objects.filter(conversation=conversation, role=MessageRole.USER, pk__gt=original.pk)
+    if any((m or {}).get("version_of") != root for m in later.values_list("metadata", flat=True)):
+        raise Conflict(gettext("Only the last question can be edited into a new version; ask it as a new question."),
+                       code="not_last_question")
+    if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
+                              status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
+        raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
+                       code="answer_in_progress")
+    for version in Message.objects.filter(conversation=conversation, role=MessageRole.USER).filter(
+            Q(pk=root) | Q(metadata__version_of=root)).values_list("pk", flat=True):
+        _versions_unchoose(conversation.pk, version)  # the new version is the one shown
+    return root
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:
@@ -226,7 +255,7 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
 def message_stop(*, conversation_id, message_id, user) -> Message:
     """Stop an answer of the user's: one still waiting in the queue ends at once (done, empty, stopped);
     one being written is flagged, and its answerer ends it between two streamed chunks, keeping what it
-    wrote (chat.orchestrator). An answer already finished is returned as it is."""
+    wrote (chat.orchestrator). Either way the conversation's live pages get the final status event. An answer already finished is returned as it is."""
     with transaction.atomic():
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
                    .select_for_update().first())
@@ -238,6 +267,9 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
             message.status = MessageStatus.DONE
             message.metadata = {**(message.metadata or {}), "stopped": True}
             message.save(update_fields=["status", "metadata", "updated_at"])
+            # No answerer will say it: the pages following the conversation are told here, once it is saved.
+            stopped = message
+            transaction.on_commit(lambda: writer.send(stopped.conversation_id, status_event(message_data(stopped))))
         elif message.status == MessageStatus.STREAMING and not message.stop_requested:
             message.stop_requested = True
             message.save(update_fields=["stop_requested"])
@@ -270,10 +302,42 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
                                         metadata={"question_id": question_id, "version_of": message.pk})
+        _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
         conversation.save(update_fields=["updated_at"])
         _enqueue_with(conversation.pk)
     logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
     return answer
+
+
+def answer_version_choose(*, conversation_id, message_id, user) -> Message:
+    """Remember which version of an answer its reader shows (metadata.chosen on that one, on none of the
+    other answers to the same question), so the page shows it again after a reload."""
+    with transaction.atomic():
+        message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
+                   .select_for_update().first())
+        if message is None:
+            raise NotFound(gettext("No such message."))
+        question_id = (message.metadata or {}).get("question_id") if message.role == MessageRole.ASSISTANT else None
+        if not question_id:
+            raise ApplicationError(gettext("Only a version of an answer can be chosen."), code="not_an_answer")
+        asked = Message.objects.filter(pk=question_id).values_list("metadata__version_of", flat=True).first()
+        root = asked or question_id
+        for version in Message.objects.filter(conversation_id=message.conversation_id, role=MessageRole.USER).filter(
+                Q(pk=root) | Q(metadata__version_of=root)).values_list("pk", flat=True):
+            _versions_unchoose(message.conversation_id, version)
+        message.refresh_from_db(fields=["metadata"])
+        message.metadata = {**(message.metadata or {}), "chosen": True}
+        message.save(update_fields=["metadata"])
+    return message
+
+
+def _versions_unchoose(conversation_id: int, question_id: int) -> None:
+    """No version of the answers to `question_id` is the chosen one (inside transaction.atomic)."""
+    for other in Message.objects.select_for_update().filter(
+            conversation_id=conversation_id, role=MessageRole.ASSISTANT, metadata__question_id=question_id,
+            metadata__has_key="chosen"):
+        other.metadata = {k: v for k, v in other.metadata.items() if k != "chosen"}
+        other.save(update_fields=["metadata"])
 
 
 def waiting_answers_requeue(*, document_id: int) -> int:

@@ -16,6 +16,7 @@ urlpatterns = [
     path(message, api.MessageDetailView.as_view(), name="api-message"),
     path(message + "retry/", api.MessageRetryView.as_view(), name="api-message-retry"),
     path(message + "regenerate/", api.MessageRegenerateView.as_view(), name="api-message-regenerate"),
+    path(message + "choose/", api.MessageChooseView.as_view(), name="api-message-choose"),
     path(message + "stop/", api.MessageStopView.as_view(), name="api-message-stop"),
     path(message + "retrieval/", api.MessageRetrievalView.as_view(), name="api-message-retrieval"),
     path(message + "feedback/", api.MessageFeedbackView.as_view(), name="api-message-feedback"),

@@ -77,6 +77,11 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             if unknown:
                 raise ApplicationError(gettext("Unknown status %(unknown)s; use one of %(choices)s.") % {"unknown": ', '.join(sorted(unknown)), "choices": ', '.join(DocumentStatus.values)}, code="invalid")
             qs = qs.filter(status__in=statuses)
+        owner = self.request.query_params.get("owner")
+        if owner == "me":  # what this person uploaded (the pages' toasts watch these), not what they only read
+            qs = qs.filter(owner=user)
+        elif owner:
+            raise ApplicationError(gettext("Unknown owner %(owner)s; use \"me\" or leave it out.") % {"owner": owner}, code="invalid")
         return qs.order_by("-created_at", "-id")
 
     def initialize_request(self, request, *args, **kwargs):
@@ -86,7 +91,8 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     @extend_schema(parameters=[
         OpenApiParameter("status", str, description="uploaded, processing, indexed, failed, reindexing (comma-separated)"),
-        OpenApiParameter("collection", str, description="'own' for private documents, or a collection's id or slug")])
+        OpenApiParameter("collection", str, description="'own' for private documents, or a collection's id or slug"),
+        OpenApiParameter("owner", str, description="'me' for the documents the caller uploaded")])
     def list(self, request, *args, **kwargs):
         return super().list(request, *args, **kwargs)
 

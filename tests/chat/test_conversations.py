@@ -120,6 +120,28 @@ def test_search_finds_titles_and_messages_of_the_users_own_conversations_only(we
     assert sorted(found("")) == sorted([travel.pk, tides.pk])
 
 
+def test_search_ignores_accents_both_ways_and_pages_past_200(web, user):
+    from chat.models import Conversation
+
+    grant = _conversation(user, "Příspěvek na stravné", said="Kolik činí?")
+    schnee = _conversation(user, "Winter", said="Räumt man den Schnee vor dem Büro?")
+    plain = _conversation(user, "prispevek bez hacku")
+
+    def found(q):
+        return sorted(c["id"] for c in web.get("/api/conversations/", {"q": q}).json()["results"])
+
+    assert found("prispevek") == sorted([grant.pk, plain.pk])  # the title, without its accents
+    assert found("PŘÍSPĚVEK") == sorted([grant.pk, plain.pk])  # and the accented question finds the plain one
+    assert found("rAumt man") == [schnee.pk]  # a message's text
+    assert found("cinI") == [grant.pk]
+    Conversation.objects.bulk_create([Conversation(owner=user, title=f"Question {i}") for i in range(210)])
+    first = web.get("/api/conversations/", {"page_size": 200}).json()
+    assert len(first["results"]) == 200 and first["count"] == 213 and first["next"]
+    rest = web.get(first["next"]).json()
+    assert len(rest["results"]) == 13 and rest["next"] is None
+    assert not {c["id"] for c in first["results"]} & {c["id"] for c in rest["results"]}
+
+
 def test_pin_rename_and_delete_through_the_api(web, user, other_user):
     from chat.models import Conversation
 
@@ -169,3 +191,44 @@ def test_export_is_markdown_naming_only_sources_the_reader_may_read(web, user, o
     assert "- [S2] a document you can no longer read" in text and "secret" not in text
     theirs = _conversation(other_user, "Bob's")
     assert web.get(f"/c/{theirs.pk}/export.md").status_code == 404
+
+
+def test_export_as_pdf_lays_out_answers_with_czech_text_and_cited_sources(web, user, other_user, settings, tmp_path):
+    import io
+
+    from pypdf import PdfReader
+
+    from chat.models import Message
+    from tests.documents.factories import upload_bytes
+
+    readable = upload_bytes(user, b"rules", "rules.txt")
+    readable.title = "Cestovní řád"
+    readable.save(update_fields=["title"])
+    hidden = upload_bytes(other_user, b"secret", "bobs-secret-plan.txt")
+    conversation = _conversation(user, "Příspěvek na stravné", said="Kolik je stravné?")
+    answer = ("## Stravné\n\nZaměstnanec dostane **353 Kč** [S1][S2].\n\n| Doba | Částka |\n| --- | --- |\n"
+              "| 5–12 h | 166 Kč |\n| nad 18 h | 412 Kč |\n\n- první bod\n- druhý `bod`\n\n```\nlimit = 353\n```")
+    Message.objects.create(conversation=conversation, role="assistant", content=answer, status="done", sources=[
+        {"source_id": "S1", "source_type": "document", "document_id": readable.pk, "page_number": 3,
+         "page_label": "iii", "document_name": "rules.txt"},
+        {"source_id": "S2", "source_type": "document", "document_id": hidden.pk, "page_number": 1,
+         "document_name": "bobs-secret-plan.txt"}])
+    response = web.get(f"/c/{conversation.pk}/export.pdf")
+    assert response.status_code == 200 and response["Content-Type"] == "application/pdf"
+    assert response["Content-Disposition"] == 'attachment; filename="prispevek-na-stravne.pdf"'
+    reader = PdfReader(io.BytesIO(response.content))
+    assert reader.metadata.title == "Příspěvek na stravné"
+    text = " ".join(" ".join(page.extract_text().split()) for page in reader.pages)
+    for expected in ("Příspěvek na stravné", "Kolik je stravné?", "Stravné", "Zaměstnanec dostane 353 Kč [S1][S2].",
+                     "5–12 h", "412 Kč", "• první bod", "• druhý bod", "limit = 353", "[S1] Cestovní řád, page iii",
+                     "[S2] a document you can no longer read"):
+        assert expected in text, (expected, text)
+    assert "**" not in text and "| ---" not in text and "secret" not in text and "`" not in text
+    fonts = {str(f.get_object()["/BaseFont"]) for page in reader.pages for f in page["/Resources"]["/Font"].values()}
+    assert fonts and all("DejaVu" in f for f in fonts), fonts  # embedded, with the Czech glyphs
+    theirs = _conversation(other_user, "Bob's")
+    assert web.get(f"/c/{theirs.pk}/export.pdf").status_code == 404
+
+    settings.PDF_FONT_DIR = str(tmp_path)  # no fonts there: a clear error, not a broken file
+    missing = web.get(f"/c/{conversation.pk}/export.pdf")
+    assert missing.status_code == 400 and "fonts-dejavu-core" in missing.content.decode()

@@ -66,3 +66,55 @@ def test_later_questions_see_only_the_newest_version_of_an_answer(user):
     later = Message.objects.create(conversation=conversation, role="user", content="And pilots?")
     assert history_for(later) == [{"role": "user", "content": "Who assigns berths?"},
                                   {"role": "assistant", "content": "New version."}]
+
+
+def test_the_chosen_version_is_remembered_on_the_server_and_a_new_version_is_shown_next(user, api, other_api):
+    conversation = conversation_create(user=user)
+    asked, old = _answered(conversation, "Who assigns berths?", "Old version.")
+    new = Message.objects.create(conversation=conversation, role="assistant", content="New version.", status="done",
+                                 metadata={"question_id": asked.pk, "version_of": old.pk})
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    chose = api.post(f"{base}{old.pk}/choose/")
+    assert chose.status_code == 200 and chose.json()["metadata"]["chosen"] is True
+    assert api.post(f"{base}{new.pk}/choose/").status_code == 200
+    shown = {m["id"]: m["metadata"].get("chosen") for m in api.get(base).json()["results"] if m["role"] == "assistant"}
+    assert shown == {old.pk: None, new.pk: True}  # one chosen version per question, read with the history
+    assert api.post(f"{base}{asked.pk}/choose/").json()["code"] == "not_an_answer"
+    assert other_api.post(f"{base}{old.pk}/choose/").status_code == 404
+    assert api.post(f"{base}{new.pk}/regenerate/").status_code == 202  # a new version: shown, nothing chosen
+    assert not Message.objects.filter(conversation=conversation, metadata__has_key="chosen").exists()
+
+
+def test_an_edited_last_question_is_a_new_version_with_its_own_answer_and_history_keeps_the_newest(user, api):
+    conversation = conversation_create(user=user)
+    first_q, first_a = _answered(conversation, "Who assigns berths?", "The harbour master.")
+    asked, said = _answered(conversation, "How long may a ship stay?", "Three days.")
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    early = api.post(base, {"content": "Who?", "edit_of": first_q.pk}, format="json")
+    assert early.status_code == 409 and early.json()["code"] == "not_last_question"
+    edited = api.post(base, {"content": "How long may a tanker stay?", "edit_of": asked.pk}, format="json")
+    assert edited.status_code == 201, edited.content
+    question = Message.objects.get(pk=edited.json()["user_message"]["id"])
+    assert question.metadata["version_of"] == asked.pk
+    assert Message.objects.filter(pk__in=[asked.pk, said.pk]).count() == 2  # the earlier version stays
+    # The edited question's own history: the earlier turn, not the version it replaces.
+    assert history_for(question) == [{"role": "user", "content": "Who assigns berths?"},
+                                     {"role": "assistant", "content": "The harbour master."}]
+    answer = Message.objects.get(pk=edited.json()["assistant_message"]["id"])
+    Message.objects.filter(pk=answer.pk).update(status="done", content="Two days.")
+    busy = api.post(base, {"content": "Again?", "edit_of": question.pk}, format="json")
+    assert busy.status_code == 201  # an edit of the edit: a third version of the same question
+    assert Message.objects.get(pk=busy.json()["user_message"]["id"]).metadata["version_of"] == asked.pk
+    Message.objects.filter(pk=busy.json()["assistant_message"]["id"]).update(status="done", content="One day.")
+    later = Message.objects.create(conversation=conversation, role="user", content="And pilots?")
+    assert history_for(later) == [{"role": "user", "content": "Who assigns berths?"},
+                                  {"role": "assistant", "content": "The harbour master."},
+                                  {"role": "user", "content": "Again?"},
+                                  {"role": "assistant", "content": "One day."}]
+    # Choosing the answer of an earlier version of the question: the only chosen one of the turn.
+    assert api.post(f"{base}{answer.pk}/choose/").status_code == 200
+    assert api.post(f"{base}{said.pk}/choose/").status_code == 200
+    assert list(Message.objects.filter(conversation=conversation, metadata__chosen=True).values_list("pk", flat=True)) == [said.pk]
+    Message.objects.filter(pk=later.pk).delete()
+    assert api.post(base, {"content": "Once more?", "edit_of": asked.pk}, format="json").status_code == 201
+    assert not Message.objects.filter(conversation=conversation, metadata__chosen=True).exists()  # the new one shows

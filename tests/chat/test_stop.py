@@ -55,3 +55,27 @@ def test_a_queued_answer_stops_at_once_and_is_never_written(user, api, other_api
     assert response.json()["status"] == "done" and response.json()["metadata"]["stopped"] is True
     assert answer_conversation(conversation.pk) == "answered 0"  # the answerer leaves it alone
     assert Message.objects.get(pk=answer.pk).content == ""
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_queued_answer_stopped_is_told_live_to_the_pages_following_the_conversation(user):
+    from chat.services import message_stop
+    from tests.chat.helpers import in_worker_thread, run, session_cookie, ws
+
+    conversation = conversation_create(user=user)
+    _, answer = message_send(conversation_id=conversation.pk, user=user, content="Anything?", enqueue=False)
+    cookie = session_cookie(user)
+
+    async def scenario():
+        page = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
+        assert (await page.connect())[0]
+        first = await page.receive_json_from(timeout=10)  # what the page joined with: the waiting answer
+        await in_worker_thread(lambda: message_stop(conversation_id=conversation.pk, message_id=answer.pk, user=user))
+        told = await page.receive_json_from(timeout=10)
+        await page.disconnect()
+        return first, told
+
+    first, told = run(scenario)
+    assert first["type"] == "message.status_updated" and first["message"]["status"] == "pending"
+    assert told["type"] == "message.status_updated" and told["message"]["id"] == answer.pk
+    assert told["message"]["status"] == "done" and told["message"]["metadata"]["stopped"] is True

@@ -94,6 +94,8 @@ def test_list_is_own_newest_first_filtered_and_paginated(api, user, other_user):
     indexed = api.get("/api/documents/?status=indexed").json()
     assert [d["id"] for d in indexed["results"]] == [older.pk]
     assert api.get("/api/documents/?status=bogus").status_code == 400
+    assert [d["id"] for d in api.get("/api/documents/?owner=me&status=uploaded").json()["results"]] == [newer.pk]
+    assert api.get("/api/documents/?owner=bob").json()["code"] == "invalid"
     page = api.get("/api/documents/?page_size=1").json()
     assert len(page["results"]) == 1 and page["next"]
 

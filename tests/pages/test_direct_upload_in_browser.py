@@ -1,4 +1,5 @@
-"""The library page sends a big file straight to the bucket (real Chromium, daphne, worker, SeaweedFS)."""
+"""The library page, and a file dropped onto a conversation, send a big file straight to the bucket
+(real Chromium, daphne, worker, SeaweedFS)."""
 from __future__ import annotations
 
 import re
@@ -47,3 +48,24 @@ def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site,
     document = Document.objects.get(owner=user, original_filename="pdflatex-4-pages.pdf")
     assert document.mime_type == "application/pdf" and document.status == "indexed"
     assert direct_uploads.keys() == [document.file.name]
+
+    # Dropped onto a conversation: to the bucket too, then attached.
+    from chat.models import Conversation
+
+    conversation = Conversation.objects.create(owner=user, title="Scaffolds")
+    posts.clear()
+    page.goto(f"{live_site.url}/c/{conversation.pk}/")
+    dropped = page.evaluate_handle("""() => { const data = new DataTransfer();
+        data.items.add(new File(["Scaffolds are inspected every seven days."], "scaffold-rules.txt",
+                                { type: "text/plain" }));
+        return data; }""")
+    page.dispatch_event("#chat-section", "drop", {"dataTransfer": dropped})
+    expect(page.locator("#pills .pill")).to_have_count(1)
+    assert list(conversation.documents.values_list("original_filename", flat=True)) == ["scaffold-rules.txt"]
+    api_posts = [u.removeprefix(live_site.url) for u in posts if u.startswith(live_site.url)]
+    assert "/api/documents/upload-url/" in api_posts and "/api/documents/finalize/" in api_posts
+    assert "/api/documents/" not in api_posts
+    assert any(u.startswith(direct_uploads.server.endpoint) for u in posts)
+    dropped_doc = Document.objects.get(owner=user, original_filename="scaffold-rules.txt")
+    assert sorted(direct_uploads.keys()) == sorted([document.file.name, dropped_doc.file.name])
+    assert not errors, errors

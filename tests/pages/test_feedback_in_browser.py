@@ -1,5 +1,6 @@
 """In a real browser (issue #34): 👎 under an answer with a reason and a comment is stored, shown pressed
-after a reload, and withdrawn by pressing it again; a cited source's own 👎 in the sources panel too
+after a reload, and withdrawn by pressing it again; a cited source's own 👎 in the sources panel too;
+the version of an answer the reader switched to is shown again after a reload (issue #32)
 (daphne, both clusters, PostgreSQL, chromium)."""
 from __future__ import annotations
 
@@ -74,6 +75,53 @@ def test_thumbs_down_with_a_reason_is_stored_then_withdrawn(live_site, user, bro
         assert not Feedback.objects.filter(message=answer).exists()
         page.reload()
         expect(down).to_have_attribute("aria-pressed", "false")
+
+        # Two versions of an answer: the newest is shown; the one switched to is shown again after a reload.
+        versions = conversation_create(user=user)
+        asked = Message.objects.create(conversation=versions, role="user", content="Who assigns berths?")
+        old = Message.objects.create(conversation=versions, role="assistant", status="done", content="The pilot.",
+                                     metadata={"mode": "general", "question_id": asked.pk})
+        new = Message.objects.create(conversation=versions, role="assistant", status="done",
+                                     content="The harbour master.",
+                                     metadata={"mode": "general", "question_id": asked.pk, "version_of": old.pk})
+        page.goto(f"{live_site.url}/c/{versions.pk}/")
+        expect(page.locator(f"#msg-{new.pk} .versions-count")).to_have_text("2/2")
+        expect(page.locator(f"#msg-{old.pk}")).to_be_hidden()
+        page.locator(f"#msg-{new.pk}").get_by_role("button", name="Previous version").click()
+        expect(page.locator(f"#msg-{old.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_hidden()
+        for _ in range(50):
+            if Message.objects.get(pk=old.pk).metadata.get("chosen"):
+                break
+            page.wait_for_timeout(100)
+        page.reload()
+        expect(page.locator(f"#msg-{old.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_hidden()
+
+        # The question edited and sent again: a new version of the question with its own answer, beside the old.
+        page.locator(f"#msg-{asked.pk}").get_by_role("button", name="Edit this question and ask again").click()
+        expect(page.get_by_label("Your question")).to_have_value("Who assigns berths?")
+        page.get_by_label("Your question").fill("Who assigns berths to tankers?")
+        page.keyboard.press("Enter")
+        edited = page.locator(".msg-user", has_text="Who assigns berths to tankers?")
+        expect(edited.locator(".versions-count")).to_have_text("2/2")
+        expect(page.locator(f"#msg-{asked.pk}")).to_be_hidden()
+        expect(page.locator(f"#msg-{old.pk}")).to_be_hidden()
+        expect(page.locator(".msg-assistant:visible")).to_have_count(1)
+        edited_question = Message.objects.get(conversation=versions, content="Who assigns berths to tankers?")
+        assert edited_question.metadata["version_of"] == asked.pk
+        assert Message.objects.filter(conversation=versions).count() == 5  # nothing replaced
+        edited.get_by_role("button", name="Previous version").click()  # back to the first question, its newest answer
+        expect(page.locator(f"#msg-{asked.pk} .versions-count")).to_have_text("1/2")
+        expect(page.locator(f"#msg-{new.pk}")).to_be_visible()
+        for _ in range(50):
+            if Message.objects.get(pk=new.pk).metadata.get("chosen"):
+                break
+            page.wait_for_timeout(100)
+        page.reload()
+        expect(page.locator(f"#msg-{asked.pk}")).to_be_visible()
+        expect(page.locator(f"#msg-{new.pk}")).to_be_visible()
+        expect(page.locator(".msg-user", has_text="tankers")).to_be_hidden()
         assert not errors, errors
     finally:
         context.close()

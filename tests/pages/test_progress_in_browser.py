@@ -3,7 +3,9 @@
 One real ragsite; the document's progress fields are moved on by the test as a worker would (no
 task queued, so nothing else changes them): "Reading pages 12/117", then an estimate of the time
 left from the rate the page measured, "Making it searchable 40 %", "Ready" with the passage count
-in the tooltip. On a 390×844 phone the attach picker keeps a long file name on whole lines.
+in the tooltip, and a toast saying so on any page (a failed one too, with its reason), plus a browser
+notification once the person turned them on in the user menu. On a 390×844 phone the attach picker
+keeps a long file name on whole lines.
 """
 from __future__ import annotations
 
@@ -29,10 +31,22 @@ def _document(user, name: str, **fields) -> Document:
     return document
 
 
+# Records each browser notification shown (the real one is still made).
+NOTES = """(() => {
+  const Real = window.Notification;
+  window.__notes = [];
+  window.Notification = class extends Real {
+    constructor(title, options) { window.__notes.push(title + ': ' + ((options && options.body) || '')); super(title, options); }
+  };
+})()"""
+
+
 def _context(browser, live_site, user, width, height):
     client = Client()
     client.force_login(user)
     context = browser.new_context(viewport={"width": width, "height": height})
+    context.grant_permissions(["notifications"], origin=live_site.url)
+    context.add_init_script(NOTES)
     context.set_default_timeout(20_000)
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
     return context
@@ -68,6 +82,22 @@ def test_progress_speaks_plainly_with_time_left_and_ready(live_site, user, brows
         expect(badge).to_have_text("Ready")
         expect(badge).to_have_attribute("title", "164 passages indexed")
         assert "chunk" not in page.locator("main").inner_text().lower()
+        expect(page.locator("#toasts")).to_contain_text("“annual-report” is ready: you can ask about it.")
+        assert page.evaluate("window.__notes") == []  # not turned on
+
+        # Notifications turned on in the user menu; a document that fails while another page is open.
+        page.get_by_label("Account menu of alice").click()
+        page.get_by_role("button", name="Notifications: off").click()
+        expect(page.get_by_role("button", name="Notifications: on")).to_have_attribute("aria-pressed", "true")
+        manual = _document(user, "manual.pdf", status="processing", pages_total=4, pages_done=1, heartbeat_at=timezone.now())
+        page.goto(f"{live_site.url}/c/{conversation.pk}/")
+        page.wait_for_timeout(500)  # the page has seen it being indexed
+        Document.objects.filter(pk=manual.pk).update(status="failed", index_error="This PDF is encrypted.")
+        expect(page.locator("#toasts .toast.err")).to_have_text("“manual” could not be indexed: This PDF is encrypted.")
+        assert page.evaluate("window.__notes") == ["Document failed: “manual” could not be indexed: This PDF is encrypted."]
+        page.reload()  # told once: not again on the next page
+        page.wait_for_timeout(800)
+        expect(page.locator("#toasts .toast")).to_have_count(0)
 
         # The attach picker on a phone: the same words, and a long file name on whole lines.
         page.set_viewport_size({"width": 390, "height": 844})

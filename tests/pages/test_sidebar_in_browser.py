@@ -72,6 +72,23 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user,
 
         # The export of the open conversation is a Markdown file.
         expect(page.locator("#export-btn")).to_have_attribute("href", f"/c/{travel.pk}/export.md")
+        expect(page.locator("#export-pdf-btn")).to_have_attribute("href", f"/c/{travel.pk}/export.pdf")
+
+        # Past the first 100 conversations: the rest come when the list is scrolled to its end; the
+        # search ignores accents.
+        Conversation.objects.bulk_create([Conversation(owner=user, title=f"Příspěvek {i}") for i in range(120)])
+        page.reload()
+        expect(sidebar.locator(".sb-link")).to_have_count(100)
+        more = sidebar.get_by_role("button", name="Show more conversations")
+        more.scroll_into_view_if_needed()
+        expect(sidebar.locator(".sb-link")).to_have_count(122)
+        expect(more).to_have_count(0)
+        page.fill("#sidebar-q", "prispevek 11")
+        expect(sidebar.locator(".sb-title")).to_have_text(["Příspěvek 119", "Příspěvek 118", "Příspěvek 117",
+                                                           "Příspěvek 116", "Příspěvek 115", "Příspěvek 114",
+                                                           "Příspěvek 113", "Příspěvek 112", "Příspěvek 111",
+                                                           "Příspěvek 110", "Příspěvek 11"])
+        Conversation.objects.filter(title__startswith="Příspěvek").delete()
 
         # A phone: the sidebar is a drawer, closed until asked for; Escape closes it.
         page.set_viewport_size({"width": 390, "height": 844})

@@ -137,3 +137,103 @@ def test_dark_mode_follows_the_system_and_the_toggle_shared_with_the_admin(live_
     finally:
         phone.close()
     assert not errors, errors
+
+
+# axe-core (vendored in the pinned axe-playwright-python wheel, MPL-2.0) on the page as it is now:
+# the violations of impact "serious" or "critical", one line each.
+def _serious_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [f"{v['id']} ({v['impact']}): " + "; ".join(" ".join(n["target"]) for n in v["nodes"][:4])
+            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_chat_library_and_viewer_pass_axe_in_both_themes_and_fit_a_phone(
+        live_site, fake_embedder, user, browser, artifacts):
+    """No serious or critical axe-core violation on the chat (with an answer, its sources and the
+    attach picker open), library and viewer pages, light and dark, at 1280×800 and 390×844; on the
+    phone the attach picker and the sources sheet keep the screen's width, names on whole lines."""
+    from playwright.sync_api import expect
+
+    from documents.models import Document
+    from tests.documents.factories import upload_bytes
+    from tests.pdfgen import text_pdf
+    from tests.processes import wait_for
+
+    long_name = "Quarterly_safety_inspection_report_for_the_northern_depot_2026.pdf"
+    document = upload_bytes(user, text_pdf([["Crane safety", "Lower the boom when the wind passes 60 km/h."],
+                                            ["Brakes", "The brake is tested every month by the depot."]]), long_name)
+    wait_for(lambda: Document.objects.get(pk=document.pk).status in ("indexed", "failed"), timeout=120,
+             interval=0.5, what="indexing", process=live_site.processes[1])
+    assert Document.objects.get(pk=document.pk).status == "indexed"
+    conversation = Conversation.objects.create(owner=user, title="Crane")
+    Message.objects.create(conversation=conversation, role="user", content="When is the boom lowered?")
+    cite = {"document_id": document.pk, "document_name": long_name, "chunk_index": 0, "page_number": 1,
+            "source_type": "document", "heading_path": ["Crane safety"]}
+    answer = "Lower the boom above **60 km/h** [S1]; the brake is tested monthly [S2].\n\n| Wind | Load |\n| --- | --- |\n| calm | 12 t |"
+    Message.objects.create(conversation=conversation, role="assistant", status="done", content=answer,
+                           sources=[{"source_id": "S1", "score": 0.9}, {"source_id": "S2", "score": 0.8}],
+                           metadata={"mode": "documents", "sections": [{"text": answer, "source_ids": ["S1", "S2"]}],
+                                     "citations": [{**cite, "source_id": "S1", "snippet_preview": "Lower the boom when the wind passes 60 km/h."},
+                                                   {**cite, "source_id": "S2", "page_number": 2, "chunk_index": 1,
+                                                    "snippet_preview": "The brake is tested every month by the depot."}]})
+    found: dict[str, list[str]] = {}
+    errors: list[str] = []
+    for scheme in ("light", "dark"):
+        for width, height in ((1280, 800), (390, 844)):
+            context = _context(browser, live_site, user, scheme, width, height)
+            try:
+                page = context.new_page()
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                where = f"{scheme} {width}"
+                page.goto(f"{live_site.url}/library/")
+                expect(page.locator(".doc", has_text="Quarterly_safety").locator(".badge")).to_have_text("Ready")
+                found[f"library {where}"] = _serious_violations(page)
+                if len(found) == 1:  # the check is live: an unnamed button and an image without a text are caught
+                    page.evaluate("document.querySelector('main').insertAdjacentHTML('beforeend', "
+                                  "'<button id=probe-a></button><img id=probe-b src=/static/none.png>')")
+                    assert {v.split(" ")[0] for v in _serious_violations(page)} == {"button-name", "image-alt"}
+                    page.evaluate("document.getElementById('probe-a').remove(); document.getElementById('probe-b').remove()")
+                page.goto(f"{live_site.url}/documents/{document.pk}/?page=1")
+                expect(page.get_by_role("region", name="Page 1")).to_be_visible()
+                page.wait_for_function("document.querySelector('.pdf-sheet canvas')")
+                found[f"viewer {where}"] = _serious_violations(page)
+                page.goto(f"{live_site.url}/c/{conversation.pk}/")
+                reply = page.locator(".msg-assistant").last
+                expect(reply.locator("table td").first).to_have_text("calm")
+                found[f"chat {where}"] = _serious_violations(page)
+                page.evaluate("document.activeElement.blur()")
+                page.keyboard.press("s")  # the last answer's sources
+                panel = page.locator("#sources-panel")
+                expect(panel).to_be_visible()
+                found[f"chat sources {where}"] = _serious_violations(page)
+                if width == 390:
+                    box = panel.bounding_box()
+                    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+                    name = panel.locator(".source-name").first
+                    line = float(name.evaluate("e => parseFloat(getComputedStyle(e).lineHeight) || 20"))
+                    assert name.bounding_box()["width"] > 250 and name.bounding_box()["height"] <= 3.2 * line
+                    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+                    page.screenshot(path=artifacts / f"chat-sources-sheet-{scheme}-phone.png")
+                page.keyboard.press("Escape")
+                expect(panel).to_be_hidden()
+                page.get_by_role("button", name="Attach documents from my library").click()
+                dialog = page.get_by_role("dialog", name="Choose from my library")
+                item = dialog.locator(".picker-item", has_text="Quarterly_safety")
+                expect(item.locator(".badge")).to_have_text("Ready")
+                found[f"chat picker {where}"] = _serious_violations(page)
+                if width == 390:
+                    box = dialog.bounding_box()
+                    assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+                    meta = item.locator(".p-meta")
+                    line = float(meta.evaluate("e => parseFloat(getComputedStyle(e).lineHeight)"))
+                    assert meta.bounding_box()["height"] <= 3.2 * line and meta.bounding_box()["width"] > 250
+                    for button in dialog.locator(".dialog-foot .btn").all():
+                        assert button.bounding_box()["height"] < 2.2 * line  # "Cancel" / "Attach" on one line
+                    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+                    page.screenshot(path=artifacts / f"chat-picker-{scheme}-phone.png")
+            finally:
+                context.close()
+    assert {k: v for k, v in found.items() if v} == {}
+    assert not errors, errors

@@ -110,7 +110,7 @@ NOT_PAGES = (
     "accounts/logout/", "admin/logout/", "admin/r/", "admin/jsi18n/", "admin/autocomplete/",
     "admin/password_change/done/", "accounts/password_reset/", "accounts/reset/",
     "c/new/", "download/", "/delete/", "/history/",  # POST-only actions, downloads, confirmations covered by tests/admin
-    "export.md",  # a conversation's Markdown file (tests/chat/test_conversations.py)
+    "export.md", "export.pdf",  # a conversation's Markdown and PDF files (tests/chat/test_conversations.py)
     "/dismiss/",  # the gap inbox's POST-only action (tests/chat/test_gaps.py)
     "export.csv",  # the usage report's CSV download (tests/usage/test_usage.py)
 )

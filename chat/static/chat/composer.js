@@ -3,6 +3,7 @@ import { connect, ensureLive } from "./live.js";
 import { toBottom, upsert } from "./messages.js";
 import { adopt, composer, convId, question, sendBtn, shared } from "./state.js";
 import { refreshConversation } from "./title.js";
+import { showLatestQuestion } from "./versions.js";
 
 const { api, toast } = window.rag;
 
@@ -11,6 +12,7 @@ function autosize() {
   question.style.height = `${Math.min(question.scrollHeight, 192)}px`;
 }
 question.addEventListener("input", autosize);
+question.addEventListener("input", () => { if (!question.value.trim()) shared.editOf = null; }); // emptied: no longer an edit
 question.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); composer.requestSubmit(); }
 });
@@ -23,11 +25,15 @@ composer.addEventListener("submit", async (e) => {
   try {
     // The topic picker's current topic (topics.js), so the tiers run under what the reader sees.
     const topic = window.ragTopic ? window.ragTopic.current() : {};
-    const pair = convId ? await api("POST", `/api/conversations/${convId}/messages/`, { content, ...topic }) : await start(content, topic);
+    // An edited last question (regenerate.js) is sent as a new version of it, unless the box was emptied meanwhile.
+    const edit = convId && shared.editOf ? { edit_of: shared.editOf } : {};
+    const pair = convId ? await api("POST", `/api/conversations/${convId}/messages/`, { content, ...topic, ...edit }) : await start(content, topic);
+    shared.editOf = null;
     question.value = "";
     autosize();
     upsert(pair.user_message);
     upsert(pair.assistant_message);
+    if (edit.edit_of) showLatestQuestion(pair.user_message);
     toBottom();
     ensureLive();
     if (!shared.conversation.title) refreshConversation();

@@ -3,7 +3,7 @@
    conversation (before its first question: attached when the question creates it). A question asked
    meanwhile waits for the document to be indexed, as for any attached document. */
 import { renderScope } from "./attachments.js";
-import { convId, pills, shared } from "./state.js";
+import { boot, convId, pills, shared } from "./state.js";
 
 const { api, el, icon, csrfToken } = window.rag;
 const gettext = window.gettext || ((text) => text);
@@ -35,6 +35,7 @@ export async function uploadAndAttach(file) {
   uploads().append(row); // beside the pills (which renderScope redraws), until attached
   const [status, body] = await post(file, (fraction) => { bar.value = Math.round(fraction * 100); label.textContent = `${bar.value} %`; });
   if ((status === 200 || status === 201) && body && body.id) {
+    document.dispatchEvent(new CustomEvent("rag:document-uploaded", { detail: body })); // notify.js tells when it is ready
     try {
       await attach(body);
       row.remove();
@@ -75,15 +76,54 @@ async function attach(doc) {
   renderScope();
 }
 
-/** POST the file with upload progress; [HTTP status (0: no answer), parsed JSON body or null]. */
-function post(file, progress) {
+/** Upload the file with progress: a big one straight to the bucket when the site has object storage
+    (as the library page does), else through ragsite; [HTTP status (0: no answer), parsed JSON body or null]. */
+async function post(file, progress) {
+  const big = boot.direct_upload_min_size;
+  if (big !== null && big !== undefined && file.size >= big) {
+    const direct = await postDirect(file, progress);
+    if (direct) return direct;
+  }
+  const form = new FormData();
+  form.append("file", file, file.name);
+  return send("/api/documents/", form, progress, { "X-CSRFToken": csrfToken(), Accept: "application/json" });
+}
+
+// Ask for a signed form, post the file to the bucket, then finalize; null when the server has no
+// object storage after all (the normal upload is used).
+async function postDirect(file, progress) {
+  const [offerStatus, signed] = await jsonPost("/api/documents/upload-url/", { name: file.name, size: file.size,
+    content_type: file.type || "application/octet-stream" });
+  if (offerStatus === 400 && signed && signed.code === "object_storage_unavailable") return null;
+  if (offerStatus !== 201) return [offerStatus, signed];
+  const form = new FormData();
+  for (const [name, value] of Object.entries(signed.fields)) form.append(name, value);
+  form.append("file", file, file.name);
+  const [sent] = await send(signed.url, form, progress, {});
+  if (sent < 200 || sent >= 300) {
+    return [sent, { message: fill(gettext("The storage refused the file (it answered %(status)s)."), { status: sent }) }];
+  }
+  return jsonPost("/api/documents/finalize/", { upload_id: signed.upload_id });
+}
+
+async function jsonPost(url, payload) {
+  try {
+    const response = await fetch(url, { method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrfToken() } });
+    let body = null;
+    try { body = await response.json(); } catch (err) { body = null; }
+    return [response.status, body];
+  } catch (err) {
+    return [0, null];
+  }
+}
+
+/** POST a form with upload progress; [HTTP status (0: no answer), parsed JSON body or null]. */
+function send(url, form, progress, headers) {
   return new Promise((resolve) => {
-    const form = new FormData();
-    form.append("file", file, file.name);
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", "/api/documents/");
-    xhr.setRequestHeader("X-CSRFToken", csrfToken());
-    xhr.setRequestHeader("Accept", "application/json");
+    xhr.open("POST", url);
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
     xhr.upload.addEventListener("progress", (e) => { if (e.lengthComputable) progress(e.loaded / e.total); });
     xhr.addEventListener("load", () => {
       let body = null;

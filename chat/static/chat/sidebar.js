@@ -68,17 +68,20 @@ function pinIcon() {
 
 const ORIGIN_LABEL = { api: gettext("API"), mcp: gettext("MCP") };
 let conversations = [];
+let nextPage = null; // the API's address of the next page (past the first PAGE conversations), or null
 let loading = 0;
+const PAGE = "100";
 
 export async function loadConversations() {
   const ticket = ++loading;
-  const params = new URLSearchParams({ page_size: "200" });
+  const params = new URLSearchParams({ page_size: PAGE });
   if (search.value.trim()) params.set("q", search.value.trim());
   if (origin.value) params.set("origin", origin.value);
   try {
     const page = await api("GET", `/api/conversations/?${params}`);
     if (ticket !== loading) return; // a newer search answered first
     conversations = page.results;
+    nextPage = page.next;
     render();
     status.textContent = params.has("q")
       ? interpolate(gettext("%(count)s conversations found"), { count: page.count }) : "";
@@ -86,6 +89,30 @@ export async function loadConversations() {
     if (ticket === loading) toast(err.message, "error");
   }
 }
+
+// The next page: from the "Show more" button, or by itself when the button scrolls into view.
+async function loadMore() {
+  if (!nextPage) return;
+  const ticket = loading;
+  const url = new URL(nextPage, location.href);
+  nextPage = null; // one request at a time
+  try {
+    const page = await api("GET", url.pathname + url.search);
+    if (ticket !== loading) return; // a new search replaced the list meanwhile
+    const known = new Set(conversations.map((c) => c.id));
+    conversations = conversations.concat(page.results.filter((c) => !known.has(c.id)));
+    nextPage = page.next;
+    const focused = document.activeElement && document.activeElement.classList.contains("sb-more");
+    render();
+    if (focused) (list.querySelector(".sb-more") || list.querySelectorAll(".sb-link")[known.size] || search).focus();
+  } catch (err) {
+    nextPage = url.href;
+    toast(err.message, "error");
+  }
+}
+const nearEnd = "IntersectionObserver" in window
+  ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) loadMore(); }, { root: list, rootMargin: "200px" })
+  : null;
 
 function render() {
   const today = dayStart(new Date());
@@ -106,7 +133,15 @@ function render() {
     parts.push(el("p", { class: "sb-empty" }, search.value.trim() || origin.value
       ? gettext("No conversation matches.") : gettext("No conversations yet. Ask a question to start one.")));
   }
+  if (nextPage) {
+    const more = el("button", { type: "button", class: "btn btn-ghost btn-sm sb-more" }, gettext("Show more conversations"));
+    more.addEventListener("click", loadMore);
+    parts.push(more);
+  }
+  if (nearEnd) nearEnd.disconnect();
   list.replaceChildren(...parts);
+  const more = list.querySelector(".sb-more");
+  if (more && nearEnd) nearEnd.observe(more);
 }
 
 function row(c) {

@@ -5,11 +5,13 @@ const { api, el, toast, confirmDialog, gettext } = window.rag;
 
 const titleEl = document.getElementById("chat-title");
 // Nothing to rename or delete before the first question creates the conversation.
-const owned = [document.getElementById("rename-btn"), document.getElementById("export-btn"), document.getElementById("delete-btn")];
+const owned = [document.getElementById("rename-btn"), document.getElementById("export-btn"),
+  document.getElementById("export-pdf-btn"), document.getElementById("delete-btn")];
 for (const b of owned) b.hidden = !convId;
 document.addEventListener("rag:conversation", () => {
   for (const b of owned) b.hidden = false;
   document.getElementById("export-btn").href = `/c/${convId}/export.md`;
+  document.getElementById("export-pdf-btn").href = `/c/${convId}/export.pdf`;
   showTitle();
 });
 export function showTitle() {

@@ -1,8 +1,9 @@
-/* Versions of an answer: a regenerated answer is kept beside the earlier ones (same metadata.question_id);
-   the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. */
-import { messages, thread } from "./state.js";
+/* Versions of an answer: a regenerated answer is kept beside the earlier ones (same metadata.question_id),
+   and versions of the last question edited and sent again (metadata.version_of); the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. The
+   switch is remembered on the server (metadata.chosen, POST …/choose/), so a reload shows the same one. */
+import { convId, messages, thread } from "./state.js";
 
-const { el } = window.rag;
+const { el, api, toast } = window.rag;
 const gettext = window.gettext || ((text) => text);
 const fill = (text, values) => text.replace(/%\((\w+)\)s/g, (_, key) => String(values[key]));
 const chosen = new Map(); // question id -> the answer id the reader switched to
@@ -19,29 +20,110 @@ function groups() {
   return byQuestion;
 }
 
-/** Show one version of each answer and its switcher (called after the thread changes). */
+// The versions of each question: an edited question (metadata.version_of: its first version's id) is kept
+// beside the earlier ones, each with its own answers.
+const chosenQuestion = new Map(); // first version's id -> the question version the reader switched to
+function questionGroups() {
+  const byRoot = new Map();
+  for (const m of messages.values()) {
+    if (m.role !== "user") continue;
+    const root = (m.metadata && m.metadata.version_of) || m.id;
+    if (!byRoot.has(root)) byRoot.set(root, []);
+    byRoot.get(root).push(m.id);
+  }
+  for (const ids of byRoot.values()) ids.sort((a, b) => a - b);
+  return byRoot;
+}
+
+function switcher(node, ids, index, label, go) {
+  let box = node.querySelector(":scope > .versions");
+  if (ids.length < 2) { if (box) box.remove(); return; }
+  if (!box) { box = el("div", { class: "versions", role: "group", "aria-label": label }); node.prepend(box); }
+  box.replaceChildren(
+    el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Previous version"), disabled: index === 0, onclick: () => go(index - 1) }, "‹"),
+    el("span", { class: "versions-count" }, fill(gettext("%(n)s/%(total)s"), { n: index + 1, total: ids.length })),
+    el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Next version"), disabled: index === ids.length - 1, onclick: () => go(index + 1) }, "›"));
+}
+
+/** Show one version of each question and of each answer, with their switchers (after the thread changes). */
 export function applyVersions() {
-  for (const [question, ids] of groups()) {
-    const latest = ids[ids.length - 1];
-    const shown = ids.includes(chosen.get(question)) ? chosen.get(question) : latest;
+  const answers = groups();
+  const shownAnswer = new Map(); // question id -> the answer version shown
+  for (const [question, ids] of answers) {
+    const stored = ids.find((id) => (messages.get(id).metadata || {}).chosen);
+    shownAnswer.set(question, ids.includes(chosen.get(question)) ? chosen.get(question) : (stored || ids[ids.length - 1]));
+  }
+  const hiddenQuestions = new Set();
+  for (const [root, ids] of questionGroups()) {
+    const stored = ids.find((q) => (answers.get(q) || []).some((a) => (messages.get(a).metadata || {}).chosen));
+    const shown = ids.includes(chosenQuestion.get(root)) ? chosenQuestion.get(root) : (stored || ids[ids.length - 1]);
     ids.forEach((id, index) => {
+      if (id !== shown) hiddenQuestions.add(id);
       const node = document.getElementById(`msg-${id}`);
       if (!node) return;
       node.hidden = id !== shown;
-      let box = node.querySelector(":scope > .versions");
-      if (ids.length < 2) { if (box) box.remove(); return; }
-      if (!box) { box = el("div", { class: "versions", role: "group", "aria-label": gettext("Versions of this answer") }); node.prepend(box); }
-      const go = (to) => { chosen.set(question, ids[to]); applyVersions(); document.querySelector(`#msg-${ids[to]} .versions button:not([disabled])`)?.focus(); };
-      box.replaceChildren(
-        el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Previous version"), disabled: index === 0, onclick: () => go(index - 1) }, "‹"),
-        el("span", { class: "versions-count" }, fill(gettext("%(n)s/%(total)s"), { n: index + 1, total: ids.length })),
-        el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Next version"), disabled: index === ids.length - 1, onclick: () => go(index + 1) }, "›"));
+      switcher(node, ids, index, gettext("Versions of this question"), (to) => {
+        chosenQuestion.set(root, ids[to]);
+        applyVersions();
+        document.querySelector(`#msg-${ids[to]} .versions button:not([disabled])`)?.focus();
+        const answer = shownAnswer.get(ids[to]);
+        if (answer) remember(answer, ids.flatMap((q) => answers.get(q) || []));
+      });
+    });
+  }
+  for (const [question, ids] of answers) {
+    const shown = shownAnswer.get(question);
+    ids.forEach((id, index) => {
+      const node = document.getElementById(`msg-${id}`);
+      if (!node) return;
+      node.hidden = hiddenQuestions.has(question) || id !== shown;
+      switcher(node, ids, index, gettext("Versions of this answer"), (to) => {
+        chosen.set(question, ids[to]);
+        applyVersions();
+        document.querySelector(`#msg-${ids[to]} .versions button:not([disabled])`)?.focus();
+        remember(ids[to], ids);
+      });
     });
   }
 }
 
-/** After a new version arrives, show it. */
-export function showLatest(question) { chosen.delete(question); applyVersions(); }
+/** After an edited question was sent, show it (its turn's earlier choice is forgotten on the server). */
+export function showLatestQuestion(asked) {
+  const root = (asked.metadata && asked.metadata.version_of) || asked.id;
+  chosenQuestion.delete(root);
+  const turn = new Set(questionGroups().get(root) || []);
+  for (const m of messages.values()) if (m.metadata && turn.has(m.metadata.question_id)) delete m.metadata.chosen;
+  applyVersions();
+}
+
+/** Whether `m` is the conversation's last question (only it can be edited into a new version). */
+export function isLastQuestion(m) {
+  const root = (m.metadata && m.metadata.version_of) || m.id;
+  for (const other of messages.values()) {
+    if (other.role === "user" && other.id > m.id && ((other.metadata && other.metadata.version_of) || other.id) !== root) return false;
+  }
+  return true;
+}
+
+/** Keep the reader's choice on the server (the page already shows it). */
+async function remember(id, ids) {
+  try {
+    await api("POST", `/api/conversations/${convId}/messages/${id}/choose/`);
+    for (const other of ids) {
+      const m = messages.get(other);
+      if (m && m.metadata) { if (other === id) m.metadata.chosen = true; else delete m.metadata.chosen; }
+    }
+  } catch (err) {
+    toast(err.message, "error");
+  }
+}
+
+/** After a new version arrives, show it (the server forgot the earlier choice when it was asked for). */
+export function showLatest(question) {
+  chosen.delete(question);
+  for (const m of messages.values()) if (m.metadata && m.metadata.question_id === question) delete m.metadata.chosen;
+  applyVersions();
+}
 
 /** Whether `m` answers the conversation's last question (the newest message is one of its versions). */
 export function isLastAnswer(m) {

@@ -390,6 +390,7 @@
       } else {
         row.finish("done", gettext("Uploaded ✓"));
         flashRow(body.id);
+        document.dispatchEvent(new CustomEvent("rag:document-uploaded", { detail: body })); // notify.js tells when it is ready
       }
     } else {
       let message = body && body.message;

@@ -1,0 +1,12 @@
+"""PostgreSQL's unaccent extension: the conversation search finds "příspěvek" when asked "prispevek"."""
+from django.contrib.postgres.operations import UnaccentExtension
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("chat", "0014_gap_group_names"),
+    ]
+
+    operations = [UnaccentExtension()]
