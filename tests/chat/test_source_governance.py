@@ -75,3 +75,41 @@ def test_the_gap_inbox_lists_sources_past_their_date_that_the_curator_reads(clie
     assert [d.pk for d in page.context["due"]] == [mine.pk]
     text = page.content.decode()
     assert mine.title in text and "expired" in text and theirs.title not in text
+
+
+def test_expired_documents_leave_retrieval_by_the_collections_policy_but_stay_in_the_library(
+        user, other_user, fake_embedder):
+    from rest_framework.test import APIClient
+
+    from retrieval.search.retriever import retrieve
+
+    port = Collection.objects.create(name="Port", slug="port", visibility="everyone", expired_policy="leave")
+    old_rules = indexed(user, HARBOUR, "harbour-2019.txt", collection=port)
+    pilots = indexed(user, "Pilots board ships longer than 80 metres at the outer buoy.", "pilots.txt",
+                     collection=port)
+    mine = indexed(other_user, "The harbour master assigns berths in my private notes.", "notes.txt")
+
+    def found(reader) -> set[int]:
+        return {s["document_id"] for s in retrieve(reader, "harbour master berths ships").segments}
+
+    assert {old_rules.pk, pilots.pk} <= found(other_user) and mine.pk in found(other_user)
+    # Expired in a "leave" collection: out of every search (retrieve is what chat, REST, /v1, MCP and evaluation use).
+    Document.objects.filter(pk=old_rules.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=1))
+    assert old_rules.pk not in found(other_user) and pilots.pk in found(other_user)
+    api = APIClient()
+    api.force_authenticate(other_user)
+    searched = api.get("/api/search/", {"q": "harbour master berths ships"})
+    assert searched.status_code == 200, searched.content[:300]
+    assert pilots.pk in {s["document_id"] for s in searched.json()["segments"]}
+    assert old_rules.pk not in {s["document_id"] for s in searched.json()["segments"]}
+    # ... and still readable in the library.
+    assert api.get(f"/api/documents/{old_rules.pk}/").status_code == 200
+    # The collection's expiry date counts too; a private document past its date stays (no collection: "stay").
+    Collection.objects.filter(pk=port.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=2))
+    Document.objects.filter(pk=mine.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=2))
+    assert pilots.pk not in found(other_user) and mine.pk in found(other_user)
+    # A document's own policy wins over its collection's; "stay" keeps it (marked in answers).
+    Document.objects.filter(pk=pilots.pk).update(expired_policy="stay")
+    assert pilots.pk in found(other_user)
+    Collection.objects.filter(pk=port.pk).update(expired_policy="stay")
+    assert old_rules.pk in found(other_user)
