@@ -53,3 +53,12 @@ def sources_due(*, user, today: datetime.date | None = None) -> QuerySet[Documen
             .filter(Q(expires__lt=today) | Q(due_review__lte=today))
             .select_related("owner", "collection", "collection__owner")
             .order_by(Coalesce("expires", "due_review").asc(), "id"))
+
+
+def sources_due_for_owner(*, user, today: datetime.date | None = None, limit: int = 50) -> list[Document]:
+    """The documents `user` answers for (a collection's owner: its documents; else who uploaded them)
+    that are due for review or expired, the most overdue first: their library page lists them."""
+    if not user or not user.is_authenticated:
+        return []
+    mine = Q(collection__owner=user) | (Q(owner=user) & (Q(collection__isnull=True) | Q(collection__owner__isnull=True)))
+    return list(sources_due(user=user, today=today).filter(mine)[:limit])

@@ -113,3 +113,38 @@ def test_expired_documents_leave_retrieval_by_the_collections_policy_but_stay_in
     assert pilots.pk in found(other_user)
     Collection.objects.filter(pk=port.pk).update(expired_policy="stay")
     assert old_rules.pk in found(other_user)
+
+
+def test_the_admin_lists_what_is_due_for_review_with_who_answers_for_it_and_owners_see_theirs_in_the_library(
+        admin_client, client, user, other_user):
+    from tests.documents.factories import upload_bytes
+
+    today = timezone.localdate()
+    port = Collection.objects.create(name="Port", slug="port", visibility="everyone", owner=other_user,
+                                     review_by=today - datetime.timedelta(days=5), expired_policy="leave")
+    inherits = upload_bytes(user, b"Berths.", "berths.txt", collection=port)  # the collection's date; Bob answers
+    expired = upload_bytes(user, b"Tariffs 2019.", "tariffs.txt", collection=port)
+    Document.objects.filter(pk=expired.pk).update(valid_until=today - datetime.timedelta(days=1),
+                                                  review_by=today + datetime.timedelta(days=30))
+    notes = upload_bytes(user, b"Alice's notes.", "notes.txt")
+    Document.objects.filter(pk=notes.pk).update(review_by=today - datetime.timedelta(days=9))
+    upload_bytes(user, b"Current.", "current.txt")  # nothing due
+
+    page = admin_client.get(reverse("admin:documents_document_changelist"), {"review": "due"})
+    assert page.status_code == 200
+    # Ordered by the (effective) review date, most overdue first; who answers for each is shown.
+    assert [d.pk for d in page.context["cl"].result_list] == [notes.pk, inherits.pk, expired.pk]
+    text = page.content.decode()
+    assert "left out of retrieval" in text and other_user.username in text
+    leaving = admin_client.get(reverse("admin:documents_document_changelist"), {"review": "leaving"})
+    assert [d.pk for d in leaving.context["cl"].result_list] == [expired.pk]
+
+    # Owners see what they answer for on their library page: Bob the collection's, Alice her own.
+    client.force_login(other_user)
+    bob = client.get(reverse("library")).content.decode()
+    assert 'id="due-for-review"' in bob
+    assert f'data-due-doc-id="{inherits.pk}"' in bob and f'data-due-doc-id="{expired.pk}"' in bob
+    assert f'data-due-doc-id="{notes.pk}"' not in bob
+    client.force_login(user)
+    alice = client.get(reverse("library")).content.decode()
+    assert f'data-due-doc-id="{notes.pk}"' in alice and f'data-due-doc-id="{inherits.pk}"' not in alice
