@@ -27,6 +27,25 @@ def with_dates(queryset: QuerySet[Document]) -> QuerySet[Document]:
                                              Value(ExpiredPolicy.STAY_MARKED)))
 
 
+def current_versions(ids) -> dict[int, int]:
+    """The version that answers now, per document id (one query): a citation of an older one quotes
+    a superseded version."""
+    ids = {int(i) for i in ids if i}
+    return dict(Document.objects.filter(pk__in=ids).values_list("pk", "version")) if ids else {}
+
+
+def mark_superseded(sources: list, versions: dict[int, int]) -> list:
+    """Copies of `sources` where those quoting an older version than `versions` names say
+    `superseded: True` (the page shows "newer version exists")."""
+    marked = []
+    for source in sources or []:
+        quoted, current = source.get("document_version"), versions.get(source.get("document_id") or 0)
+        if quoted and current and int(quoted) < current:
+            source = {**source, "superseded": True}
+        marked.append(source)
+    return marked
+
+
 def retired_document_ids(*, user, today: datetime.date | None = None) -> list[int]:
     """The documents `user` reads that have expired under the policy "leave retrieval": searches
     leave them out. One query; only documents with a date before today (theirs or their collection's) are read."""

@@ -148,3 +148,33 @@ def test_the_admin_lists_what_is_due_for_review_with_who_answers_for_it_and_owne
     client.force_login(user)
     alice = client.get(reverse("library")).content.decode()
     assert f'data-due-doc-id="{notes.pk}"' in alice and f'data-due-doc-id="{inherits.pk}"' not in alice
+
+
+def test_an_answer_citing_a_superseded_version_says_so(user, chat_ai):
+    import io
+
+    from rest_framework.test import APIClient
+
+    from documents.versions import document_version_upload
+    from retrieval.tasks import index_document
+
+    document = indexed(user, HARBOUR, "harbour.txt")
+    chat_ai.script_chat("The harbour master does [S1].")
+    answer = ask(user, "Who assigns berths to arriving ships?")
+    api = APIClient()
+    api.force_authenticate(user)
+    url = f"/api/conversations/{answer.conversation_id}/messages/"
+
+    def cited():
+        rows = api.get(url).json()
+        rows = rows["results"] if isinstance(rows, dict) else rows
+        return next(m for m in rows if m["id"] == answer.pk)["sources"][0]
+
+    assert answer.sources[0]["document_version"] == 1 and "superseded" not in cited()
+    document_version_upload(document_id=document.pk, user=user, filename="harbour.txt",
+                            source=io.BytesIO(HARBOUR.replace("80", "90").encode()))
+    index_document(document.pk)
+    assert Document.objects.get(pk=document.pk).version == 2
+    assert cited()["superseded"] is True  # the list (one query for all its messages) and ...
+    one = api.get(f"{url}{answer.pk}/").json()
+    assert one["sources"][0]["superseded"] is True  # ... one message
