@@ -33,6 +33,7 @@ class Source(TypedDict):
     distance: NotRequired[float | None]  # cosine distance of the vector arm
     similarity: NotRequired[float | None]  # 1 - distance: what the sources panel shows as a percentage
     expired: NotRequired[bool]  # the document's valid_until has passed (documents.governance): "may be outdated"
+    superseded: NotRequired[bool]  # the quoted version is no longer the document's current one (documents.governance)
     category: NotRequired[str]  # approved Q&A pairs: the topic the pair came from
     subcategory: NotRequired[str]
 
@@ -81,6 +82,7 @@ class MessageMetadata(TypedDict, total=False):
     qa_direct_reason: str
     ungrounded_sections: int  # sections with `ungrounded_numbers`: numbers none of their cited passages holds (chat.grounding)
     outdated_sources: int  # cited sources of expired documents (chat.orchestrator._mark_outdated)
+    superseded_sources: int  # cited sources quoting a superseded version when the answer was saved
     model_unavailable: str  # mode extractive because the chat server failed: "timeout" | "error"
     # What was searched: the question, or a follow-up made standalone (chat.followups):
     # {"method": "model" | "heuristic" | "none", "query", "original", "reason", ...}

@@ -29,7 +29,7 @@ from chat.contracts import MessageMetadata, Source
 from chat.events import status_event, writer
 from chat.grounding import mark_ungrounded_sections
 from chat.gaps import gap_check_wanted
-from documents.governance import expired_document_ids
+from documents.governance import current_versions, expired_document_ids, mark_superseded
 from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
@@ -317,6 +317,10 @@ def _finish(job: Job, outcome: Outcome) -> None:
     outdated = _mark_outdated(sources)
     if outdated:
         metadata["outdated_sources"] = outdated
+    sources = mark_superseded(sources, current_versions({s["document_id"] for s in sources if s.get("document_id")}))
+    superseded = sum(bool(s.get("superseded")) for s in sources)
+    if superseded:  # a new version was indexed while this answer was written
+        metadata["superseded_sources"] = superseded
     writer.flush()
     with transaction.atomic():
         message = Message.objects.select_for_update().filter(pk=job.message.pk).first()

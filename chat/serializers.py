@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from core.pagination import StrictCharField
+from documents.governance import current_versions, mark_superseded
 
 from chat.models import (
     FEEDBACK_COMMENT_MAX_CHARS,
@@ -115,9 +116,23 @@ class FeedbackCreateSerializer(serializers.Serializer):
                                 help_text="One of the answer's cited sources (S1…) to rate it alone")
 
 
+def _cited_documents(messages) -> set[int]:
+    return {s.get("document_id") for m in messages for s in (m.sources or []) if isinstance(s, dict) and s.get("document_id")}
+
+
+class MessageListSerializer(serializers.ListSerializer):
+    """Reads the current version of every cited document once for the whole list (no query per message)."""
+
+    def to_representation(self, data):
+        items = list(data.all() if hasattr(data, "all") else data)
+        self.child.context["document_versions"] = current_versions(_cited_documents(items))
+        return super().to_representation(items)
+
+
 class MessageSerializer(serializers.ModelSerializer):
     """`metadata` holds sections, citations, llm_usage, retrieval and timings (segments: see /retrieval/);
-    `feedback` your own ratings of the answer and of its sources."""
+    `feedback` your own ratings of the answer and of its sources. A source quoting a version of its
+    document that a newer one has replaced since says `superseded: true`."""
 
     conversation_id = serializers.IntegerField(read_only=True)
     feedback = FeedbackSerializer(many=True, read_only=True)
@@ -127,9 +142,15 @@ class MessageSerializer(serializers.ModelSerializer):
         fields = ["id", "conversation_id", "role", "status", "content", "sources", "metadata", "error",
                   "feedback", "created_at", "updated_at"]
         read_only_fields = fields
+        list_serializer_class = MessageListSerializer
 
     def to_representation(self, instance):
         data = message_data(instance, segments=self.context.get("segments", False))
+        if data["sources"]:
+            versions = self.context.get("document_versions")
+            if versions is None:
+                versions = current_versions(_cited_documents([instance]))
+            data["sources"] = mark_superseded(data["sources"], versions)
         data["feedback"] = [feedback_data(f) for f in getattr(instance, "my_feedback", [])]
         return data
 

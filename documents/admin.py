@@ -13,12 +13,17 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from documents.collections.admin import CollectionAdmin  # noqa: F401 - registers the collection admin
 from documents.collections import document_set_active
-from documents.models import Chunk, Collection, Document, DocumentStatus
+from documents.governance import with_dates
+from documents.models import Chunk, Collection, Document, DocumentStatus, ExpiredPolicy
 from documents.collections import document_move
 from documents.services import document_reindex
 from documents.versions import document_version_upload, versions_list
@@ -80,18 +85,40 @@ class FirstChunksInline(admin.TabularInline):
         return format_html('<div style="min-width:50em;max-width:90em">{}</div>', content)
 
 
+class ReviewFilter(admin.SimpleListFilter):
+    """Source governance: documents due for review or expired (their own dates, else their collection's),
+    the most overdue first."""
+
+    title = gettext_lazy("review")
+    parameter_name = "review"
+
+    def lookups(self, request, model_admin):
+        return [("due", gettext_lazy("due for review or expired")), ("expired", gettext_lazy("expired")),
+                ("leaving", gettext_lazy("expired, left out of retrieval"))]
+
+    def queryset(self, request, queryset):
+        today = timezone.localdate()
+        if self.value() == "due":
+            queryset = queryset.filter(Q(expires__lt=today) | Q(due_review__lte=today))
+        elif self.value() == "expired":
+            queryset = queryset.filter(expires__lt=today)
+        elif self.value() == "leaving":
+            queryset = queryset.filter(expires__lt=today, policy=ExpiredPolicy.LEAVE)
+        return queryset  # ordered by DocumentAdmin.get_ordering: the most overdue first
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     list_display = ("id", "title", "owner", "collection", "is_active", "status_column", "progress", "chunk_count",
-                    "embedding_model", "category", "subcategory", "created_at")
+                    "embedding_model", "category", "subcategory", "review_column", "answerable_column", "created_at")
     list_display_links = ("id", "title")
-    list_filter = ("status", "is_active", "collection", ("owner", admin.RelatedOnlyFieldListFilter), "embedding_model",
-                   "category", "subcategory", "mime_type")
+    list_filter = (ReviewFilter, "status", "is_active", "collection", ("owner", admin.RelatedOnlyFieldListFilter),
+                   "embedding_model", "category", "subcategory", "mime_type")
     search_fields = ("title", "original_filename", "sha256", "owner__username")
     list_select_related = ("owner", "collection")
     fieldsets = (
         (None, {"fields": ("title", "owner", "collection", "is_active", "original_filename", "file_size", "mime_type", "sha256",
-                           "category", "subcategory", "review_by", "valid_until")}),
+                           "category", "subcategory", "review_by", "valid_until", "expired_policy")}),
         (gettext_lazy("Indexing"), {"fields": ("status_column", "progress", "index_error_shown", "index_warnings_shown",
                                  "empty_pages", "index_attempts", "heartbeat_at", "indexed_at")}),
         (gettext_lazy("Versions"), {"fields": ("versions",)}),
@@ -122,6 +149,34 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
+
+    def get_queryset(self, request):
+        return with_dates(super().get_queryset(request)).select_related("collection__owner")
+
+    def get_ordering(self, request):
+        if request.GET.get(ReviewFilter.parameter_name):
+            return [Coalesce("due_review", "expires").asc(nulls_last=True), "id"]
+        return super().get_ordering(request)
+
+    @admin.display(description=gettext_lazy("review by"), ordering="due_review")
+    def review_column(self, obj):
+        """The effective review date (the document's, else its collection's), and "expired" when past valid_until."""
+        today = timezone.localdate()
+        expired = obj.expires is not None and obj.expires < today
+        if obj.due_review is None and not expired:
+            return "—"
+        when = date_format(obj.due_review, "SHORT_DATE_FORMAT") if obj.due_review else ""
+        if not expired:
+            return when
+        note = gettext("left out of retrieval") if obj.policy == ExpiredPolicy.LEAVE else gettext("may be outdated")
+        return format_html('{} <span class="badge badge-warning">{}</span> ({})', when, gettext("expired"), note)
+
+    @admin.display(description=gettext_lazy("answerable"))
+    def answerable_column(self, obj):
+        """Who answers for the document being current: its collection's owner, else who uploaded it."""
+        if obj.collection_id and obj.collection.owner_id:
+            return obj.collection.owner
+        return obj.owner
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_column(self, obj):

@@ -49,6 +49,13 @@ def readable_collections_sql(user) -> RawSQL:
     return RawSQL("SELECT unnest(ragsite_readable_collections(%s))", [int(user.pk)])
 
 
+class ExpiredPolicy(models.TextChoices):
+    """What happens to a document past its `valid_until` (documents/governance.py)."""
+
+    STAY_MARKED = "stay", _("stay in answers, marked \"may be outdated\"")
+    LEAVE = "leave", _("leave retrieval (still readable in the library)")
+
+
 class CollectionQuerySet(models.QuerySet):
     def readable_by(self, user) -> "CollectionQuerySet":
         """Active collections the user may read (everyone, their groups, curators, superusers)."""
@@ -98,6 +105,9 @@ class Collection(models.Model):
                                  help_text=_("Its documents without a date of their own are due for review then."))
     valid_until = models.DateField(null=True, blank=True, verbose_name=_("valid until"),
                                    help_text=_("Its documents without a date of their own expire after this day."))
+    expired_policy = models.CharField(max_length=10, choices=ExpiredPolicy.choices, default=ExpiredPolicy.STAY_MARKED,
+                                      db_default=ExpiredPolicy.STAY_MARKED, verbose_name=_("expired documents"),
+                                      help_text=_("What answers do with its expired documents (a document may set its own)."))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
     updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
@@ -198,6 +208,9 @@ class Document(models.Model):
     valid_until = models.DateField(null=True, blank=True, verbose_name=_("valid until"),
                                    help_text=_("Expired after this day: answers citing it say it may be outdated "
                                                "(empty: the collection's date)."))
+    expired_policy = models.CharField(max_length=10, choices=ExpiredPolicy.choices, blank=True, default="",
+                                      db_default="", verbose_name=_("when expired"),
+                                      help_text=_("Empty: the collection's policy (a document of no collection stays, marked)."))
     # The last index's work: {"embedded_chunks", "reused_chunks" (vectors from the embeddings cache),
     # "seconds": {"extract", "chunk", "embed", "commit", "total"}}.
     index_stats = models.JSONField(default=dict, blank=True, verbose_name=_("index stats"))

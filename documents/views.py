@@ -7,12 +7,14 @@ from django.http import Http404
 from django.template.defaultfilters import filesizeformat
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from documents.collections import library_collections
 from documents.downloads import audit_download, download_response
+from documents.governance import sources_due_for_owner
 from documents.extraction import upload_accept
 from documents.storage import uses_object_storage
 from documents.models import Chunk, Document, DocumentText, DocumentVersion
@@ -42,6 +44,8 @@ def library(request):
                     "max_upload_label": filesizeformat(settings.MAX_UPLOAD_SIZE),
                     "upload_accept": upload_accept()},  # the "Upload new version" picker's, as the page's own
         "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
+        "due": sources_due_for_owner(user=request.user),  # source governance: what this owner should review
+        "today": timezone.localdate(),
     })
 
 

@@ -14,10 +14,13 @@ from identity.models import AUDIT_CHANNELS, ApiToken, AuditEvent, DirectoryGroup
 
 @admin.register(DirectoryIdentity)
 class DirectoryIdentityAdmin(admin.ModelAdmin):
-    list_display = ["user", "source", "subject", "created_at"]
+    list_display = ["user", "source", "subject", "created_at", "checked_at"]
     list_filter = ["source"]
     search_fields = ["user__username", "subject"]
     autocomplete_fields = ["user"]
+    # The stored OpenID Connect grant is a credential: never shown or edited.
+    fields = ["user", "source", "subject", "checked_at", "signed_out_at"]
+    readonly_fields = ["checked_at", "signed_out_at"]
 
 
 @admin.register(DirectoryGroup)

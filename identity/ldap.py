@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import ldap
 from django.utils.translation import gettext
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django_auth_ldap.backend import LDAPBackend, _LDAPUser
+from django_auth_ldap.backend import LDAPBackend, _LDAPUser, ldap_error
 
 from identity.models import DirectoryIdentity, DirectorySource
 from identity.services import directory_groups_sync
@@ -53,11 +54,29 @@ class DirectoryLDAPBackend(LDAPBackend):
                               rule=settings.LDAP_GROUP_RULE)
 
     def directory_user_exists(self, username: str) -> bool:
-        """Whether the user search still finds `username` (with the service bind)."""
+        """Whether the user search still finds `username` (with the service bind).
+
+        django-auth-ldap reports a failed search as "no such user" (it logs the error and sends
+        `ldap_error`): the errors it reports during the search are raised here as
+        DirectoryUnavailable, so an unreachable server never reads as a deleted user.
+        """
+        errors: list[BaseException] = []
+        thread = threading.get_ident()
+
+        def caught(sender, exception=None, **kwargs):
+            if threading.get_ident() == thread:
+                errors.append(exception)
+
+        ldap_error.connect(caught, weak=False)
         try:
-            return _LDAPUser(self, username=username).attrs is not None
+            found = _LDAPUser(self, username=username).attrs is not None
         except ldap.LDAPError as exc:
             raise DirectoryUnavailable(str(exc)) from exc
+        finally:
+            ldap_error.disconnect(caught)
+        if errors:
+            raise DirectoryUnavailable(str(errors[0]))
+        return found
 
 
 def ldap_recheck(user) -> bool:

@@ -23,6 +23,15 @@ class DirectoryIdentity(models.Model):
     source = models.CharField(max_length=10, choices=DirectorySource.choices, verbose_name=_("source"))
     subject = models.CharField(max_length=255, verbose_name=_("subject"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    # When the directory last vouched for the user (sign-in or re-check, from a session or an API
+    # token): identity/recheck.py asks again once DIRECTORY_RECHECK_SECONDS have passed.
+    checked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("checked at"))
+    # OpenID Connect: the grant of the latest sign-in, one per user, shared by the re-checks of
+    # sessions and API tokens (a provider that rotates refresh tokens refuses an old one). Never shown.
+    refresh_token = models.TextField(blank=True, verbose_name=_("refresh token"))
+    access_token = models.TextField(blank=True, verbose_name=_("access token"))
+    # Set by ragsite's sign-out: the provider ends the grant then, which is not the user being disabled.
+    signed_out_at = models.DateTimeField(null=True, blank=True, verbose_name=_("signed out at"))
 
     class Meta:
         verbose_name = _("directory identity")

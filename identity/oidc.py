@@ -20,7 +20,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import absolutify, import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationRequestView
 
-from identity.models import DirectorySource
+from identity.models import DirectoryIdentity, DirectorySource
 from identity.services import LocalAccountConflict, directory_groups_sync, directory_user_get_or_create
 
 log = logging.getLogger(__name__)
@@ -132,8 +132,7 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
 
     def store_tokens(self, access_token, id_token):
         super().store_tokens(access_token, id_token)
-        # The refresh token lets the re-check (identity.recheck) ask the provider again later.
-        self.request.session["oidc_refresh_token"] = getattr(self, "_refresh_token", "")
+        self._access_token = access_token
 
     def get_userinfo(self, access_token, id_token, payload):
         claims = super().get_userinfo(access_token, id_token, payload)
@@ -170,6 +169,11 @@ class DirectoryOIDCBackend(OIDCAuthenticationBackend):
         if changed:
             user.save(update_fields=["email", "first_name", "last_name"])
         oidc_groups_sync(user=user, claims=claims)
+        # The grant lets the re-checks (identity.recheck) ask the provider again later, for the
+        # user's sessions and API tokens alike: one per user, the latest sign-in's.
+        DirectoryIdentity.objects.filter(user=user, source=DirectorySource.OIDC, subject=str(claims["sub"])).update(
+            refresh_token=getattr(self, "_refresh_token", "") or "",
+            access_token=getattr(self, "_access_token", "") or "", signed_out_at=None)
         return user
 
 
@@ -185,14 +189,21 @@ class ProviderRefused(Exception):
     """The provider refused the refresh token or the user info (user disabled, grant revoked)."""
 
 
-def oidc_recheck(request) -> None:
-    """Ask the provider again: refresh token → new access token → user info → groups.
+class GrantEnded(ProviderRefused):
+    """No grant to ask with, or one ended by ragsite's own sign-out or by an access token's expiry:
+    the user signs in again (not a sign that the provider dropped them)."""
 
-    Raises ProviderRefused when the provider says no, httpx.HTTPError when it cannot be reached.
+
+def oidc_recheck(identity) -> None:
+    """Ask the provider again with the user's stored grant: refresh token → new access token →
+    user info → groups. Call inside `transaction.atomic` with the identity row locked (a rotated
+    refresh token is used once).
+
+    Raises ProviderRefused when the provider says no, GrantEnded when there is nothing to ask with
+    or the refusal follows ragsite's own sign-out, httpx.HTTPError when it cannot be reached.
     """
-    session = request.session
-    refresh_token = session.get("oidc_refresh_token")
-    access_token = session.get("oidc_access_token")
+    refresh_token, access_token = identity.refresh_token, identity.access_token
+    signed_out = identity.signed_out_at is not None
     timeout, verify = settings.OIDC_TIMEOUT, settings.OIDC_VERIFY_SSL
     try:
         if refresh_token:
@@ -201,26 +212,37 @@ def oidc_recheck(request) -> None:
                 "client_id": settings.OIDC_RP_CLIENT_ID, "client_secret": settings.OIDC_RP_CLIENT_SECRET,
             })
             if response.status_code in (400, 401, 403):
-                raise ProviderRefused(f"token endpoint answered {response.status_code}: {response.text[:200]}")
+                refused = GrantEnded if signed_out else ProviderRefused
+                raise refused(f"token endpoint answered {response.status_code}: {response.text[:200]}")
             response.raise_for_status()
             tokens = response.json()
-            session["oidc_refresh_token"] = tokens.get("refresh_token") or refresh_token
-            access_token = session["oidc_access_token"] = tokens["access_token"]
+            access_token = tokens["access_token"]
+            type(identity).objects.filter(pk=identity.pk).update(
+                refresh_token=tokens.get("refresh_token") or refresh_token, access_token=access_token,
+                signed_out_at=None)  # this grant outlives a sign-out: a later refusal means what it says
         elif not access_token:
-            raise ProviderRefused("no refresh or access token in the session")
+            raise GrantEnded("no refresh or access token stored")
         # Without a refresh token the sign-in's access token asks, until it expires (docs/identity.md).
         info = httpx.get(oidc_setting("OIDC_OP_USER_ENDPOINT"), timeout=timeout, verify=verify,
                          headers={"Authorization": f"Bearer {access_token}"})
     except DiscoveryError as exc:
         raise httpx.TransportError(str(exc)) from exc
     if info.status_code in (401, 403):
-        raise ProviderRefused(f"userinfo answered {info.status_code}")
+        refused = ProviderRefused if refresh_token and not signed_out else GrantEnded
+        raise refused(f"userinfo answered {info.status_code}")
     info.raise_for_status()
     claims = info.json()
-    user = request.user
-    if not user.directory_identities.filter(source=DirectorySource.OIDC, subject=str(claims.get("sub"))).exists():
+    if str(claims.get("sub")) != identity.subject:
         raise ProviderRefused("the provider answered for another subject")
-    oidc_groups_sync(user=user, claims=claims)
+    oidc_groups_sync(user=identity.user, claims=claims)
+
+
+def oidc_signed_out(user) -> None:
+    """ragsite's sign-out of an OpenID Connect session: the provider ends the grant now, so a later
+    refusal of it is not the user being disabled (identity.recheck)."""
+    from django.utils import timezone
+
+    DirectoryIdentity.objects.filter(user=user, source=DirectorySource.OIDC).update(signed_out_at=timezone.now())
 
 
 def provider_logout_url(request) -> str:

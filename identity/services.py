@@ -7,9 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from identity.models import DirectoryGroup, DirectoryIdentity
+from identity.models import ApiToken, DirectoryGroup, DirectoryIdentity
 from identity.rules import GroupRule
-from identity.tokens import tokens_revoke_all
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +35,12 @@ def directory_user_get_or_create(*, source: str, subject: str, username: str, em
         user = User.objects.create_user(username=username, email=email or "")
         DirectoryIdentity.objects.create(user=user, source=source, subject=subject)
         return user
+
+
+def tokens_revoke_all(*, user_id: int) -> int:
+    """End every API token of the user; how many there were (identity/tokens.py has the rest)."""
+    deleted, _count = ApiToken.objects.filter(user_id=user_id).delete()
+    return deleted
 
 
 def directory_user_deactivate(*, user_id: int) -> None:

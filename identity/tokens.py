@@ -11,7 +11,8 @@ belongs to the scripts and integrations the user set up (`/v1`, MCP, the REST AP
 server-sent events), which keep working while the person signs in and out of the pages.
 
 Every path that signs in by token calls `token_authenticate`; an open stream asks
-`token_still_valid` again on a short interval. The HTTP endpoints are in `identity/tokens_api.py`,
+`token_still_valid` again on a short interval. Both re-check a directory user against the
+directory once DIRECTORY_RECHECK_SECONDS have passed (identity/recheck.py), as sessions are. The HTTP endpoints are in `identity/tokens_api.py`,
 the page in `identity/views.py`.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from django.utils.translation import gettext as _
 
 from core.errors import ApplicationError, Gone, NotFound
 from identity.models import ApiToken
+from identity.services import tokens_revoke_all
 
 KEY_PREFIX = "rst_"
 DEFAULT_NAME = "default"
@@ -74,12 +76,6 @@ def token_revoke(*, user, token_id: int) -> None:
         raise NotFound(_("No such token."), code="token_not_found")
 
 
-def tokens_revoke_all(*, user_id: int) -> int:
-    """End every token of the user; how many there were."""
-    deleted, _count = ApiToken.objects.filter(user_id=user_id).delete()
-    return deleted
-
-
 def token_rotate(*, user, token_id: int) -> ApiToken:
     """A new key for one of the user's tokens (same name and expiry); the old key stops at once."""
     with transaction.atomic():
@@ -106,14 +102,21 @@ def token_default_rotate(*, user) -> ApiToken:
 
 
 def token_authenticate(key: str | None) -> ApiToken | None:
-    """The live token of this key (with `.user`), or None: unknown, expired, or its user inactive.
+    """The live token of this key (with `.user`), or None: unknown, expired, its user inactive, or a
+    directory user the directory no longer vouches for or could not be asked about (fail closed).
     Records the use (at most once a minute)."""
     if not key:
         return None
+    from identity.recheck import directory_user_recheck, recheck_due
+
     now = timezone.now()
-    token = ApiToken.objects.select_related("user").filter(digest=_digest(key.strip())).first()
+    token = ApiToken.objects.select_related("user").annotate(directory_due=recheck_due(now=now)).filter(
+        digest=_digest(key.strip())).first()
     if token is None or not token.user.is_active or (token.expires_at is not None and token.expires_at <= now):
         return None
+    if token.directory_due and not (directory_user_recheck(user_id=token.user_id)  # type: ignore[attr-defined]
+                                    and _live(token_id=token.pk, digest=token.digest, user_id=token.user_id).exists()):
+        return None  # the directory dropped the user, or could not be asked (fail closed)
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).filter(
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)).update(last_used_at=now)
@@ -121,11 +124,25 @@ def token_authenticate(key: str | None) -> ApiToken | None:
     return token
 
 
+def _live(*, token_id: int, digest: str, user_id: int):
+    return ApiToken.objects.filter(pk=token_id, digest=digest, user_id=user_id, user__is_active=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
+
+
 def token_still_valid(*, token_id: int, digest: str, user_id: int) -> bool:
     """Whether a token an open stream signed in with still holds: not revoked, rotated (`digest` is
-    the key's it signed in with) or expired, and its user active."""
-    return ApiToken.objects.filter(pk=token_id, digest=digest, user_id=user_id, user__is_active=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())).exists()
+    the key's it signed in with) or expired, its user active and, for a directory user, still
+    vouched for by the directory (re-asked once DIRECTORY_RECHECK_SECONDS have passed)."""
+    from identity.recheck import directory_user_recheck, recheck_due
+
+    due = _live(token_id=token_id, digest=digest, user_id=user_id).annotate(
+        directory_due=recheck_due()).values_list("directory_due", flat=True).first()
+    if due is None:
+        return False
+    if due:
+        return directory_user_recheck(user_id=user_id) and _live(token_id=token_id, digest=digest,
+                                                                 user_id=user_id).exists()
+    return True
 
 
 def end_tokens_on_credential_change(sender, instance, raw=False, **kwargs) -> None:

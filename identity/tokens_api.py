@@ -20,9 +20,8 @@ from rest_framework.views import APIView
 from core.signin import signin_record, signin_wait, wait_message
 from identity.audit import audit_record
 from identity.models import ApiToken, AuditAction
-from identity.tokens import (
-    DEFAULT_NAME, token_create, token_default_rotate, token_list, token_revoke, token_rotate, tokens_revoke_all,
-)
+from identity.services import tokens_revoke_all
+from identity.tokens import DEFAULT_NAME, token_create, token_default_rotate, token_list, token_revoke, token_rotate
 
 TokenResponse = inline_serializer("TokenResponse", {"token": serializers.CharField()})
 

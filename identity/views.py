@@ -28,7 +28,10 @@ class DirectoryLogoutView(LogoutView):
         if getattr(settings, "OIDC_ENABLED", False) and request.session.get(BACKEND_SESSION_KEY) == OIDC_BACKEND:
             from identity.oidc import provider_logout_url
 
+            from identity.oidc import oidc_signed_out
+
             provider_url = provider_logout_url(request)  # before logout: it needs the session's id token
+            oidc_signed_out(request.user)
         response = super().post(request, *args, **kwargs)
         return HttpResponseRedirect(provider_url) if provider_url else response
 

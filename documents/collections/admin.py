@@ -29,7 +29,7 @@ class CollectionAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}
     filter_horizontal = ("groups",)
     fields = ("name", "slug", "description", "is_active", "visibility", "groups", "curator_group", "category",
-              "subcategory", "owner", "review_by", "valid_until")
+              "subcategory", "owner", "review_by", "valid_until", "expired_policy")
     raw_id_fields = ("owner",)
     actions = None  # no bulk delete: a collection goes with its documents, through delete_view's confirmation
 

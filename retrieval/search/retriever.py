@@ -14,13 +14,14 @@ the reranker when it answered, else by fused score. `score` is always the fused 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple, cast
 
 import numpy as np
 from django.db import connection
 
+from documents.governance import retired_document_ids
 from documents.models import Collection
 from documents.language import detect_question_language, text_config_for
 from documents.language import analysis_of
@@ -93,6 +94,8 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     category, subcategory = (category or "").strip(), (subcategory or "").strip()
     # The collections are read now, from the user's groups (and again by row-level security).
     scope = with_collections(user, scope or ALL_DOCUMENTS)
+    # Expired documents of the policy "leave retrieval" are not searched, whichever path asks.
+    scope = replace(scope, retired_ids=retired_document_ids(user=user))
     trace: RetrievalTrace = {"question_language": detect_question_language(query) if "fts" in arms else "", "scope": scope.kind, "conversation_id": scope.conversation_id,
                    "attached_document_ids": scope.attached_ids, "not_indexed_document_ids": scope.not_indexed,
                    "own_documents": scope.include_own and scope.kind != "attached",
@@ -301,7 +304,7 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
     trace["tiers"].append(info)
     # Every document of the scope (own + collections): when they are all pinned to one model, no
     # document filter is needed (see vector_arm), so no ids either.
-    whole_library = scope.attached_ids is None and not (category or subcategory)
+    whole_library = scope.attached_ids is None and not (category or subcategory) and not scope.retired_ids
     with reader_transaction(user):
         groups, configs, documents = model_groups(user, scope, category=category, subcategory=subcategory,
                                                   with_ids=not whole_library)

@@ -89,6 +89,8 @@ class Scope:
     include_own: bool = True
     collection_ids: list[int] | None = None
     collections: list[dict] = field(default_factory=list)  # [{"id", "slug", "name"}] for the trace
+    # Expired documents whose policy is "leave retrieval" (documents.governance): never searched.
+    retired_ids: list[int] = field(default_factory=list)
 
 
 ALL = Scope("all")
@@ -195,6 +197,9 @@ def model_groups(user, scope: Scope, *, category: str = "", subcategory: str = "
     """
     condition, params = scope_condition("d", owner_id=user.pk, scope=scope)
     where = [condition, "d.chunk_count > 0"]
+    if scope.retired_ids:
+        where.append("NOT (d.id = ANY(%s))")
+        params.append(scope.retired_ids)
     if scope.attached_ids is not None:
         where.append("d.id = ANY(%s)")
         params.append(scope.attached_ids)

@@ -44,7 +44,8 @@ def test_document_page_shows_facts_read_only_and_the_first_chunks(admin_client, 
     response = admin_client.get(url)
     page = response.content.decode()
     form_fields = set(response.context["adminform"].form.fields)
-    assert form_fields == {"title", "category", "subcategory", "review_by", "valid_until"}  # governance dates (issue #34)
+    assert form_fields == {"title", "category", "subcategory", "review_by", "valid_until",
+                           "expired_policy"}  # governance dates and the policy for expiry (issue #34)
     chunks = Chunk.objects.filter(document=document).order_by("chunk_index")
     assert chunks.count() > 1
     for fact in (document.sha256, ">Indexed</span>", f"{chunks.count()} of fake-embed (384d)"):

@@ -75,3 +75,106 @@ def test_the_gap_inbox_lists_sources_past_their_date_that_the_curator_reads(clie
     assert [d.pk for d in page.context["due"]] == [mine.pk]
     text = page.content.decode()
     assert mine.title in text and "expired" in text and theirs.title not in text
+
+
+def test_expired_documents_leave_retrieval_by_the_collections_policy_but_stay_in_the_library(
+        user, other_user, fake_embedder):
+    from rest_framework.test import APIClient
+
+    from retrieval.search.retriever import retrieve
+
+    port = Collection.objects.create(name="Port", slug="port", visibility="everyone", expired_policy="leave")
+    old_rules = indexed(user, HARBOUR, "harbour-2019.txt", collection=port)
+    pilots = indexed(user, "Pilots board ships longer than 80 metres at the outer buoy.", "pilots.txt",
+                     collection=port)
+    mine = indexed(other_user, "The harbour master assigns berths in my private notes.", "notes.txt")
+
+    def found(reader) -> set[int]:
+        return {s["document_id"] for s in retrieve(reader, "harbour master berths ships").segments}
+
+    assert {old_rules.pk, pilots.pk} <= found(other_user) and mine.pk in found(other_user)
+    # Expired in a "leave" collection: out of every search (retrieve is what chat, REST, /v1, MCP and evaluation use).
+    Document.objects.filter(pk=old_rules.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=1))
+    assert old_rules.pk not in found(other_user) and pilots.pk in found(other_user)
+    api = APIClient()
+    api.force_authenticate(other_user)
+    searched = api.get("/api/search/", {"q": "harbour master berths ships"})
+    assert searched.status_code == 200, searched.content[:300]
+    assert pilots.pk in {s["document_id"] for s in searched.json()["segments"]}
+    assert old_rules.pk not in {s["document_id"] for s in searched.json()["segments"]}
+    # ... and still readable in the library.
+    assert api.get(f"/api/documents/{old_rules.pk}/").status_code == 200
+    # The collection's expiry date counts too; a private document past its date stays (no collection: "stay").
+    Collection.objects.filter(pk=port.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=2))
+    Document.objects.filter(pk=mine.pk).update(valid_until=timezone.localdate() - datetime.timedelta(days=2))
+    assert pilots.pk not in found(other_user) and mine.pk in found(other_user)
+    # A document's own policy wins over its collection's; "stay" keeps it (marked in answers).
+    Document.objects.filter(pk=pilots.pk).update(expired_policy="stay")
+    assert pilots.pk in found(other_user)
+    Collection.objects.filter(pk=port.pk).update(expired_policy="stay")
+    assert old_rules.pk in found(other_user)
+
+
+def test_the_admin_lists_what_is_due_for_review_with_who_answers_for_it_and_owners_see_theirs_in_the_library(
+        admin_client, client, user, other_user):
+    from tests.documents.factories import upload_bytes
+
+    today = timezone.localdate()
+    port = Collection.objects.create(name="Port", slug="port", visibility="everyone", owner=other_user,
+                                     review_by=today - datetime.timedelta(days=5), expired_policy="leave")
+    inherits = upload_bytes(user, b"Berths.", "berths.txt", collection=port)  # the collection's date; Bob answers
+    expired = upload_bytes(user, b"Tariffs 2019.", "tariffs.txt", collection=port)
+    Document.objects.filter(pk=expired.pk).update(valid_until=today - datetime.timedelta(days=1),
+                                                  review_by=today + datetime.timedelta(days=30))
+    notes = upload_bytes(user, b"Alice's notes.", "notes.txt")
+    Document.objects.filter(pk=notes.pk).update(review_by=today - datetime.timedelta(days=9))
+    upload_bytes(user, b"Current.", "current.txt")  # nothing due
+
+    page = admin_client.get(reverse("admin:documents_document_changelist"), {"review": "due"})
+    assert page.status_code == 200
+    # Ordered by the (effective) review date, most overdue first; who answers for each is shown.
+    assert [d.pk for d in page.context["cl"].result_list] == [notes.pk, inherits.pk, expired.pk]
+    text = page.content.decode()
+    assert "left out of retrieval" in text and other_user.username in text
+    leaving = admin_client.get(reverse("admin:documents_document_changelist"), {"review": "leaving"})
+    assert [d.pk for d in leaving.context["cl"].result_list] == [expired.pk]
+
+    # Owners see what they answer for on their library page: Bob the collection's, Alice her own.
+    client.force_login(other_user)
+    bob = client.get(reverse("library")).content.decode()
+    assert 'id="due-for-review"' in bob
+    assert f'data-due-doc-id="{inherits.pk}"' in bob and f'data-due-doc-id="{expired.pk}"' in bob
+    assert f'data-due-doc-id="{notes.pk}"' not in bob
+    client.force_login(user)
+    alice = client.get(reverse("library")).content.decode()
+    assert f'data-due-doc-id="{notes.pk}"' in alice and f'data-due-doc-id="{inherits.pk}"' not in alice
+
+
+def test_an_answer_citing_a_superseded_version_says_so(user, chat_ai):
+    import io
+
+    from rest_framework.test import APIClient
+
+    from documents.versions import document_version_upload
+    from retrieval.tasks import index_document
+
+    document = indexed(user, HARBOUR, "harbour.txt")
+    chat_ai.script_chat("The harbour master does [S1].")
+    answer = ask(user, "Who assigns berths to arriving ships?")
+    api = APIClient()
+    api.force_authenticate(user)
+    url = f"/api/conversations/{answer.conversation_id}/messages/"
+
+    def cited():
+        rows = api.get(url).json()
+        rows = rows["results"] if isinstance(rows, dict) else rows
+        return next(m for m in rows if m["id"] == answer.pk)["sources"][0]
+
+    assert answer.sources[0]["document_version"] == 1 and "superseded" not in cited()
+    document_version_upload(document_id=document.pk, user=user, filename="harbour.txt",
+                            source=io.BytesIO(HARBOUR.replace("80", "90").encode()))
+    index_document(document.pk)
+    assert Document.objects.get(pk=document.pk).version == 2
+    assert cited()["superseded"] is True  # the list (one query for all its messages) and ...
+    one = api.get(f"{url}{answer.pk}/").json()
+    assert one["sources"][0]["superseded"] is True  # ... one message

@@ -115,3 +115,75 @@ def test_ldaps_with_the_ca_file(client, slapd, ldap_env, settings):
     ldap_env(settings, LDAP_SERVER_URI=slapd.ldaps_uri, LDAP_CA_FILE=str(slapd.ca_file))
     assert sign_in(client, "ldapbob", "ldapbob-pw").status_code == 302
     assert User.objects.get(username="ldapbob").directory_identities.get().source == "ldap"
+
+
+def _token_client(key):
+    from rest_framework.test import APIClient
+
+    return APIClient(HTTP_AUTHORIZATION=f"Token {key}")
+
+
+def test_a_token_only_user_loses_the_collection_with_the_group_and_is_refused_when_ldap_is_unreachable(
+        client, slapd, ldap_env, settings, collection_document):
+    from django.contrib.auth.models import User
+
+    from identity.tokens import token_create, token_still_valid
+    from tests.seaweed import free_port
+
+    ldap_env(settings)
+    settings.DIRECTORY_RECHECK_SECONDS = 1
+    assert sign_in(client, "ldapalice", "ldapalice-pw").status_code == 302  # once, to make the account
+    alice = User.objects.get(username="ldapalice")
+    token = token_create(user=alice, name="script")
+    api = _token_client(token.key)  # from here on only the token: no session is re-checked
+    document = f"/api/documents/{collection_document.pk}/"
+    assert api.get(document).status_code == 200
+
+    slapd.remove_member("finance-team", ALICE)
+    try:
+        assert api.get(document).status_code == 200  # within the re-check interval
+        time.sleep(1.2)
+        assert api.get(document).status_code == 404  # re-checked: the group and its collection gone
+        assert api.get("/api/me/").status_code == 200  # the token holds: only the group went
+        slapd.add_member("finance-team", ALICE)
+        time.sleep(1.2)
+        # An open stream's periodic question re-checks as well: the group is back without a request.
+        assert token_still_valid(token_id=token.pk, digest=token.digest, user_id=alice.pk)
+        assert set(alice.groups.values_list("name", flat=True)) == {"ragsite-finance"}
+    finally:
+        slapd.add_member("finance-team", ALICE)
+
+    # A directory that cannot be reached: the token is refused (fail closed), not ended.
+    settings.AUTH_LDAP_SERVER_URI = f"ldap://127.0.0.1:{free_port()}"
+    time.sleep(1.2)
+    assert api.get("/api/me/").status_code == 401
+    assert not token_still_valid(token_id=token.pk, digest=token.digest, user_id=alice.pk)
+    settings.AUTH_LDAP_SERVER_URI = slapd.uri
+    assert api.get("/api/me/").status_code == 200
+
+
+def test_a_token_only_user_the_directory_dropped_loses_the_account_and_the_tokens(client, slapd, ldap_env, settings):
+    from django.contrib.auth.models import User
+
+    from identity.models import ApiToken
+    from identity.tokens import token_create
+
+    ldap_env(settings)
+    settings.DIRECTORY_RECHECK_SECONDS = 1
+    assert sign_in(client, "ldapcarol", "ldapcarol-pw").status_code == 302
+    carol = User.objects.get(username="ldapcarol")
+    script, other = token_create(user=carol, name="script"), token_create(user=carol, name="other")
+    assert _token_client(script.key).get("/api/me/").status_code == 200
+    dn = f"uid=ldapcarol,{s.PEOPLE}"
+    slapd.delete(dn)
+    try:
+        time.sleep(1.2)
+        assert _token_client(script.key).get("/api/me/").status_code == 401  # the token's own request re-checks
+        assert User.objects.get(pk=carol.pk).is_active is False
+        assert not ApiToken.objects.filter(pk__in=[script.pk, other.pk]).exists()
+        assert _token_client(other.key).get("/api/me/").status_code == 401
+    finally:
+        conn = slapd.admin()
+        conn.add_s(dn, [("objectClass", [b"inetOrgPerson"]), ("uid", [b"ldapcarol"]), ("cn", [b"Carol Example"]),
+                        ("sn", [b"Example"]), ("userPassword", [b"ldapcarol-pw"])])
+        conn.unbind_s()

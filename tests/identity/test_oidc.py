@@ -4,6 +4,7 @@ redirects and fills in the provider's sign-in form, as a browser does."""
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
@@ -126,18 +127,59 @@ def test_discovery_reads_the_endpoints_and_an_unreachable_provider_sends_back_to
 
 def test_without_a_refresh_token_the_access_token_rechecks_the_groups(oidc_provider, oidc_ragsite,
                                                                      collection_document):
-    from django.contrib.sessions.backends.db import SessionStore
+    from identity.models import DirectoryIdentity
 
     url = oidc_ragsite.url
     oidc_provider.cli("user", "oidccarol", "carol-pw-4711", "carol@example.org", "Finance Staff")
     client, _ = sign_in(url, "oidccarol", "carol-pw-4711")
     document = f"{url}/api/documents/{collection_document.pk}/"
     assert client.get(document).status_code == 200
-    session = SessionStore(next(c.value for c in client.cookies.jar if c.name == "sessionid"))
-    assert session["oidc_refresh_token"] and session["oidc_access_token"]
-    del session["oidc_refresh_token"]  # as from a provider that gives none
-    session.save()
+    grant = DirectoryIdentity.objects.filter(user__username="oidccarol")  # the user's grant, shared by sessions and tokens
+    assert grant.get().refresh_token and grant.get().access_token
+    grant.update(refresh_token="")  # as from a provider that gives none
     oidc_provider.cli("user", "oidccarol", "carol-pw-4711", "carol@example.org", "")
     wait_for(lambda: client.get(document).status_code == 404, timeout=15, what="access to end",
              process=oidc_ragsite)
     assert client.get(f"{url}/api/me/").status_code == 200
+
+
+def test_a_token_only_user_follows_the_provider_and_a_sign_out_pauses_the_tokens_till_the_next_sign_in(
+        oidc_provider, oidc_ragsite, collection_document):
+    from identity.models import ApiToken
+
+    url = oidc_ragsite.url
+    oidc_provider.cli("user", "oidcdave", "dave-pw-4711", "dave@example.org", "Finance Staff")
+    client, _ = sign_in(url, "oidcdave", "dave-pw-4711")
+    made = client.post(f"{url}/api/auth/tokens/", json={"name": "script"},
+                       headers={"X-CSRFToken": csrf_of(client, url), "Referer": f"{url}/"})
+    assert made.status_code == 201, made.text
+    token = {"Authorization": f"Token {made.json()['token']}"}
+    document, me = f"{url}/api/documents/{collection_document.pk}/", f"{url}/api/me/"
+
+    def models() -> set[str]:
+        return {m["id"] for m in httpx.get(f"{url}/v1/models", headers=token, timeout=30).json()["data"]}
+
+    assert httpx.get(document, headers=token).status_code == 200 and "ragsite/finance" in models()
+
+    # Only the token is used: its own requests re-check with the provider (REST and /v1).
+    oidc_provider.cli("user", "oidcdave", "dave-pw-4711", "dave@example.org", "ragsite-support")
+    wait_for(lambda: httpx.get(document, headers=token).status_code == 404, timeout=15,
+             what="the token to lose the collection", process=oidc_ragsite)
+    assert "ragsite/finance" not in models() and httpx.get(me, headers=token).status_code == 200
+    # The token's re-check rotated the refresh token; the session's re-check goes on with the new one.
+    time.sleep(2.2)
+    assert client.get(me).status_code == 200
+
+    # Signing out ends the provider's grant: the token is refused, not ended, until the next sign-in.
+    client.post(f"{url}/accounts/logout/", data={"csrfmiddlewaretoken": csrf_of(client, url)})
+    wait_for(lambda: httpx.get(me, headers=token).status_code == 401, timeout=15,
+             what="the token to pause", process=oidc_ragsite)
+    assert ApiToken.objects.filter(user__username="oidcdave").count() == 1
+    sign_in(url, "oidcdave", "dave-pw-4711")
+    assert httpx.get(me, headers=token).status_code == 200
+
+    # Disabled at the provider: the token-only user's tokens end at the next request after the interval.
+    oidc_provider.cli("deactivate", "oidcdave")
+    wait_for(lambda: httpx.get(me, headers=token).status_code == 401, timeout=15,
+             what="the token to end", process=oidc_ragsite)
+    assert not ApiToken.objects.filter(user__username="oidcdave").exists()

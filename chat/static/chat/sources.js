@@ -34,7 +34,9 @@ function sourceItem(c, label, ranks, m = null) {
       el("span", { class: "source-name" }, c.document_name || gettext("Approved answer")),
       similarity ? el("span", { class: "source-score", title: gettext("Its rank among the passages found for the question (1: the closest)") }, similarity) : null,
       c.expired ? el("span", { class: "source-outdated", title: gettext("The document's validity date has passed") },
-        gettext("may be outdated")) : null),
+        gettext("may be outdated")) : null,
+      c.superseded ? el("span", { class: "source-outdated", title: gettext("The document has a newer version than the one quoted") },
+        gettext("superseded version")) : null),
     el("div", { class: "source-where" }, labelChip(c), where ? ` ${where.charAt(0).toUpperCase() + where.slice(1)}` : ""),
     el("div", { class: "source-snippet md" }, renderMarkdown(c.snippet))));
 }

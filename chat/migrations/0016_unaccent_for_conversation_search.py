@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("chat", "0014_gap_group_names"),
+        ("chat", "0015_message_error_reason"),
     ]
 
     operations = [UnaccentExtension()]
