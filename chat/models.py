@@ -235,6 +235,23 @@ class GapGroup(models.Model):
         return f"gap {self.pk} ({self.status})"
 
 
+class GapPending(models.Model):
+    """An answer waiting for the gap inbox's batch task (chat.gaps.gap_inbox_run): to be grouped, have its
+    reasons changed, or be taken out. Written when the answer finishes or its rating changes; one row per
+    answer, deleted in the transaction that records it."""
+
+    answer = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="+", verbose_name=_("answer"))
+    wanted_at = models.DateTimeField(auto_now_add=True, verbose_name=_("wanted at"))
+
+    class Meta:
+        ordering = ["id"]
+        verbose_name = _("answer waiting for the gap inbox")
+        verbose_name_plural = _("answers waiting for the gap inbox")
+
+    def __str__(self) -> str:
+        return f"gap inbox: answer {self.answer_id} waiting"
+
+
 class GapQuestion(models.Model):
     """One badly answered question in a gap group: the answer message (one row each), why, and the
     question's vector (default embedding model). No text: it is read from the messages, which cascade."""

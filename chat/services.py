@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from chat.citations import normalize_tag
-from chat.gaps import gap_record_task
+from chat.gaps import gap_wanted
 from chat.models import (
     Conversation,
     ConversationDocument,
@@ -391,4 +391,4 @@ def feedback_withdraw(*, conversation_id, message_id, user, source_id: str | Non
 
 def _gap_check(message: Message) -> None:
     """A rating changed: the gap inbox takes the answer in (thumbs down) or out again (chat.gaps)."""
-    queue(gap_record_task, message.pk, task_name=f"gap inbox: answer {message.pk}", group="gaps")
+    gap_wanted(answer_id=message.pk)
