@@ -191,7 +191,8 @@ class GroupedQuestion:
     numbers: frozenset[str]
 
 
-def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_language: float, cross_language: float) -> float | None:
+def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_language: float,
+          cross_language: float) -> float | None:
     """How far `candidate` is from a group (its farthest question, less that pair's bound), or None when it
     does not join: complete linkage -- every question within the model's bound for its pair of languages --
     and the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"). Pure."""
@@ -199,8 +200,8 @@ def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_la
     for member in members:
         if member.numbers != candidate.numbers:
             return None
-        bound = same_language if not (member.language and candidate.language and member.language != candidate.language) \
-            else cross_language
+        two_languages = bool(member.language and candidate.language and member.language != candidate.language)
+        bound = cross_language if two_languages else same_language
         distance = 1.0 - float(member.vector @ candidate.vector)
         if distance > bound:
             return None
