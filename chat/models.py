@@ -241,12 +241,10 @@ class GapPending(models.Model):
     answer, deleted in the transaction that records it."""
 
     answer = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="+", verbose_name=_("answer"))
-    wanted_at = models.DateTimeField(auto_now_add=True, verbose_name=_("wanted at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
-        ordering = ["id"]
-        verbose_name = _("answer waiting for the gap inbox")
-        verbose_name_plural = _("answers waiting for the gap inbox")
+        ordering = ["id"]  # not shown anywhere: no names of its own to translate
 
     def __str__(self) -> str:
         return f"gap inbox: answer {self.answer_id} waiting"
