@@ -13,7 +13,9 @@ django-q2 worker (`manage.py qcluster`, the default cluster):
    one) and `chat.gaps.gap_check_wanted` queues its task, as the orchestrator does.
 3. Time to appear: from the queueing to its question's row in a group, per question (the worker
    embeds it and groups it; the inbox reads the rows) -- ten questions one at a time (the usual
-   case), then the rest at once (a burst, where each waits for the tasks queued before it).
+   case), then the rest at once (a burst: the first task run takes every waiting question, a
+   batch at a time). Beside it, the floor: the burst's questions embedded in one call in this
+   process, and the machine's load average (other work on the machine slows both alike).
 4. Grouping quality: pairwise precision and recall of "same group" against the known groups, overall
    and for the pairs of questions in two different languages.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -135,9 +138,15 @@ def run(chosen: list[QAQuestion], *, worker_timeout: float) -> dict:
         send([answer])
         wait([answer], worker_timeout)
     one_at_a_time = [appeared[a.pk] for a in singles[1:] if a.pk in appeared]
+    load_before = os.getloadavg()
     send(answers[SINGLES:])
     wait(answers[SINGLES:], worker_timeout)
     burst = [appeared[a.pk] for a in answers[SINGLES:] if a.pk in appeared]
+    load_after = os.getloadavg()
+    # The floor: the same questions embedded in one call here, on the same loaded machine, just after.
+    t0 = time.monotonic()
+    client.embed_queries([q.question for q in chosen[SINGLES:]])
+    embed_alone = time.monotonic() - t0
     group_of = dict(GapQuestion.objects.values_list("answer_id", "group_id"))
     items = [(truth_of(q), q.lang, group_of.get(a.pk, -a.pk)) for q, a in zip(chosen, answers)]
     latencies = list(appeared.values())
@@ -154,6 +163,9 @@ def run(chosen: list[QAQuestion], *, worker_timeout: float) -> dict:
         "appeared": len(appeared),
         "seconds_to_appear_one_at_a_time": summary(one_at_a_time),
         "seconds_to_appear_in_a_burst": {**summary(burst), "questions": len(answers) - SINGLES},
+        "seconds_to_embed_the_burst_alone": round(embed_alone, 3),
+        "load_average_1min": {"before_burst": round(load_before[0], 2), "after_burst": round(load_after[0], 2),
+                              "cpus": os.cpu_count()},
         "all_within_60_s": len(appeared) == len(answers) and max(latencies) <= 60,
     }
 

@@ -3,16 +3,24 @@
 A finished answer is a gap when it was refused, answered "not from your documents" (general), drawn
 from weak matches (its closest passage is farther than the embedding model's calibrated passage
 bound, `bounds.doc`), stated numbers its sources lack (chat.grounding), or was thumbed down.
-`gap_reasons` decides (pure); the orchestrator and the feedback service queue `gap_record_task`
-through core.tasks, which embeds the question with the default embedding model and puts it in the
-nearest open group or a new one.
+`gap_reasons` decides (pure); the orchestrator and the feedback service call `gap_wanted`, which
+marks the answer as waiting (GapPending) and queues `gap_record_task` through core.tasks.
 
-**Grouping.** A question joins the open group whose farthest question is nearest to it, when even
-that one is within `grouping_distance` (complete linkage: single linkage chained a whole domain's
-questions into one group, bench/gaps.py), else it starts a group. The distance is the model's own:
-twice its calibrated direct-answer bound, i.e. the 1st percentile of the distances between unrelated
-questions of one language (retrieval/knowledge/calibration.py) -- two questions closer than 99 % of
-unrelated pairs are taken to ask the same thing. Nothing is fitted to a set; bench/gaps.py measures it.
+**Speed.** One task per question, each embedding one question and grouping under a lock, made a
+burst of 189 questions wait 464 s (p50) for the tasks queued before them: the per-task cost of the
+queue, not the embedding, was the bill. Now whichever run comes first takes every waiting answer,
+`BATCH_SIZE` at a time: one embedding call per batch, one lock, one transaction, and the batch shows
+in the inbox when it commits; the runs after it find nothing left (docs/knowledge-base.md has the
+figures).
+
+**Grouping.** A question joins the open group it `joins` nearest, else it starts one: complete
+linkage (single linkage chained a whole domain's questions into one group), every question of the
+group within the model's own bound for that pair of languages -- the 1st percentile of the distances
+between unrelated questions of one language, or of two languages (the model puts one question in
+two languages farther apart than in one; retrieval/knowledge/calibration.py) -- and the same numbers
+as every question of the group, as the direct answer requires ("nad 18 hodin" is not "pod 5 hodin").
+Nothing is fitted to a set; bench/gaps.py measures it, and docs/knowledge-base.md lists the variants
+that lost.
 
 **Privacy.** Groups hold no text. A question's text is read from its message (a deleted
 conversation cascades its gap rows away) and shown to a curator only when it was asked in a shared
@@ -27,21 +35,21 @@ from datetime import datetime
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Count, Max
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext
-from pgvector.django import CosineDistance
 
-from chat.models import (Feedback, FeedbackRating, GapGroup, GapQuestion, GapReason, GapStatus, Message,
-                         MessageRole, MessageStatus)
+from chat.models import (Feedback, FeedbackRating, GapGroup, GapPending, GapQuestion, GapReason, GapStatus,
+                         Message, MessageRole, MessageStatus)
 from core.errors import Conflict, NotFound
 from core.tasks import queue
 from documents.models import Document
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
+from retrieval.knowledge.agreement import numbers_in
 from retrieval.knowledge.calibrating import Bounds, calibration_wanted, distance_bounds
 from retrieval.knowledge.services import knowledge_entry_create
-from retrieval.models import KnowledgeEntry
+from retrieval.models import EmbeddingModel, KnowledgeEntry
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.vectors import embedding_model_ensure
 
@@ -50,6 +58,7 @@ logger = logging.getLogger(__name__)
 PASSAGE_MODES = ("documents", "extractive", "agent")
 CURATE_PERMISSION = "retrieval.curate_knowledgeentry"
 _LOCK_KEY = 0x6A_0034  # one grouping at a time: two similar questions never start two groups
+BATCH_SIZE = 32  # answers recorded per transaction: a burst appears in steps, each embedded in one call
 
 
 def can_curate(user) -> bool:
@@ -87,9 +96,21 @@ def weak_matches(metadata: dict) -> bool:
 
 
 def grouping_distance(bounds: Bounds) -> float:
-    """Questions closer than this ask the same thing: the 1st percentile of unrelated same-language
-    questions' distances (twice the direct bound, which is half of it; see the module)."""
+    """Questions of one language closer than this ask the same thing: the 1st percentile of unrelated
+    same-language questions' distances (twice the direct bound, which is half of it; see the module)."""
     return 2 * bounds.direct
+
+
+def grouping_distances(model: EmbeddingModel, bounds: Bounds) -> tuple[float, float]:
+    """(same language, across languages): `grouping_distance`, and the 1st percentile of unrelated
+    questions of two languages from the model's calibration (a model's vectors of one question in two
+    languages lie farther apart than in one); the same-language one until the calibration measures it,
+    or when the same-language bound is a staff override."""
+    same = grouping_distance(bounds)
+    cross = ((model.calibration or {}).get("unrelated") or {}).get("cross_language_p1")
+    if cross is None or bounds.source.get("direct") != "calibration":
+        return same, same
+    return same, max(same, float(cross))
 
 
 def answer_document_ids(message: Message) -> list[int]:
@@ -100,23 +121,51 @@ def answer_document_ids(message: Message) -> list[int]:
     return sorted({int(r["document_id"]) for r in rows if isinstance(r, dict) and r.get("document_id")})
 
 
-# --- recording (the task) ---------------------------------------------------------------------------
+# --- recording (one batch task) --------------------------------------------------------------------
 
 
 def gap_check_wanted(message: Message) -> None:
-    """Queue `gap_record_task` for a finished answer that is a gap (called after it is saved)."""
+    """A finished answer (called after it is saved): to the inbox when it is a gap."""
     if gap_reasons(message.metadata or {}):
-        queue(gap_record_task, message.pk, task_name=f"gap inbox: answer {message.pk}", group="gaps")
+        gap_wanted(answer_id=message.pk)
+
+
+def gap_wanted(*, answer_id: int) -> None:
+    """The inbox should look at this answer again (finished, or its rating changed): it waits in
+    GapPending and `gap_record_task` is queued; whichever run of it comes first takes every waiting answer."""
+    GapPending.objects.bulk_create([GapPending(answer_id=answer_id)], ignore_conflicts=True)
+    queue(gap_record_task, answer_id, task_name=f"gap inbox: answer {answer_id}", group="gaps")
 
 
 def gap_record_task(answer_id: int) -> str:
-    """The task: put the answer's question in the inbox, change its reasons, or take it out (idempotent)."""
-    try:
-        return gap_record(answer_id=answer_id)
-    except AiServerError as exc:
-        logger.warning("gap inbox: the question could not be embedded", extra={"message_id": answer_id,
-                                                                                "reason": str(exc)})
-        return "failed"
+    """The task: record every waiting answer, in batches (idempotent; `answer_id` only names the run).
+
+    A burst of questions queues one task each; the first run takes them all, embeds each batch in one
+    call and groups it under one lock, and the runs after it find nothing left (or the rows another
+    worker is recording, which they skip). What this answer came to is returned, for the log."""
+    outcomes = gap_inbox_run()
+    return outcomes.get(answer_id, "done by another run")
+
+
+def gap_inbox_run(*, batch_size: int = BATCH_SIZE) -> dict[int, str]:
+    """Record the waiting answers, `batch_size` at a time, each batch in one transaction (seen by the
+    inbox when it commits); {answer id: what happened}. An answer whose question cannot be embedded
+    (the AI server is down) stays waiting for the next run."""
+    outcomes: dict[int, str] = {}
+    while True:
+        try:
+            with transaction.atomic():
+                waiting = list(GapPending.objects.select_for_update(skip_locked=True).order_by("id")
+                               .values_list("pk", "answer_id")[:batch_size])
+                if not waiting:
+                    return outcomes
+                outcomes.update(gap_record_batch(answer_ids=[answer_id for _pk, answer_id in waiting]))
+                GapPending.objects.filter(pk__in=[pk for pk, _answer_id in waiting]).delete()
+        except AiServerError as exc:
+            logger.warning("gap inbox: questions could not be embedded; they wait for the next run",
+                           extra={"message_ids": [a for _p, a in waiting], "reason": str(exc)})
+            outcomes.update({answer_id: "failed" for _pk, answer_id in waiting})
+            return outcomes
 
 
 def _question_of(answer: Message) -> Message | None:
@@ -128,57 +177,116 @@ def _question_of(answer: Message) -> Message | None:
 
 
 def gap_record(*, answer_id: int) -> str:
-    """Record (or update, or remove) one answer's gap row; see gap_record_task."""
-    answer = (Message.objects.filter(pk=answer_id, role=MessageRole.ASSISTANT, status=MessageStatus.DONE)
-              .select_related("conversation").first())
-    if answer is None:
-        GapQuestion.objects.filter(answer_id=answer_id).delete()
-        return "skipped: gone"
-    thumbs_down = Feedback.objects.filter(message=answer, rating=FeedbackRating.DOWN).exists()
-    reasons = gap_reasons(answer.metadata or {}, thumbs_down=thumbs_down)
-    if not reasons:
-        deleted, _rows = GapQuestion.objects.filter(answer=answer).delete()
-        return "removed" if deleted else "not a gap"
-    if GapQuestion.objects.filter(answer=answer).update(reasons=reasons):
-        return "updated"
-    question = _question_of(answer)
-    if question is None or not question.content.strip():
-        return "skipped: no question"
+    """Record (or update, or remove) one answer's gap row at once (see gap_record_batch)."""
+    with transaction.atomic():
+        return gap_record_batch(answer_ids=[answer_id])[answer_id]
+
+
+@dataclass
+class GroupedQuestion:
+    """A question of an open group, as the grouping compares it."""
+
+    vector: np.ndarray
+    language: str
+    numbers: frozenset[str]
+
+
+def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_language: float,
+          cross_language: float) -> float | None:
+    """How far `candidate` is from a group (its farthest question, less that pair's bound), or None when it
+    does not join: complete linkage -- every question within the model's bound for its pair of languages --
+    and the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"). Pure."""
+    worst = None
+    for member in members:
+        if member.numbers != candidate.numbers:
+            return None
+        two_languages = bool(member.language and candidate.language and member.language != candidate.language)
+        bound = cross_language if two_languages else same_language
+        distance = 1.0 - float(member.vector @ candidate.vector)
+        if distance > bound:
+            return None
+        worst = distance - bound if worst is None else max(worst, distance - bound)
+    return worst
+
+
+def _unit(vector) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float64)
+    return array / max(float(np.linalg.norm(array)), 1e-12)
+
+
+def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
+    """Record, update or remove the gap rows of these answers (call inside `transaction.atomic`).
+
+    The new questions are embedded in one call and put, one after another, in the open group they join
+    (`joins`; the nearest such group) or a new one, under one lock: two similar questions never start
+    two groups. Raises AiServerError when the questions cannot be embedded (nothing is written)."""
+    outcomes: dict[int, str] = {}
+    answers = {a.pk: a for a in Message.objects.filter(pk__in=answer_ids, role=MessageRole.ASSISTANT,
+                                                       status=MessageStatus.DONE).select_related("conversation")}
+    thumbed = set(Feedback.objects.filter(message_id__in=list(answers), rating=FeedbackRating.DOWN)
+                  .values_list("message_id", flat=True))
+    recorded = set(GapQuestion.objects.filter(answer_id__in=list(answers)).values_list("answer_id", flat=True))
+    new: list[tuple[Message, Message, list[str]]] = []
+    for answer_id in answer_ids:
+        answer = answers.get(answer_id)
+        if answer is None:
+            GapQuestion.objects.filter(answer_id=answer_id).delete()
+            outcomes[answer_id] = "skipped: gone"
+            continue
+        reasons = gap_reasons(answer.metadata or {}, thumbs_down=answer_id in thumbed)
+        if not reasons:
+            deleted, _rows = GapQuestion.objects.filter(answer=answer).delete()
+            outcomes[answer_id] = "removed" if deleted else "not a gap"
+        elif answer_id in recorded:
+            GapQuestion.objects.filter(answer=answer).update(reasons=reasons)
+            outcomes[answer_id] = "updated"
+        elif (question := _question_of(answer)) is None or not question.content.strip():
+            outcomes[answer_id] = "skipped: no question"
+        else:
+            new.append((answer, question, reasons))
+    if not new:
+        return outcomes
     server = default_embedding_server()
     if server is None:
-        return "skipped: no embedding server"
+        return {**outcomes, **{answer.pk: "skipped: no embedding server" for answer, _q, _r in new}}
     client = query_embedder_for(server)
-    vector = client.embed_queries([question.content.strip()])[0]
-    model = embedding_model_ensure(name=client.model, dim=len(vector))
-    calibration_wanted(model)  # the grouping distance is the model's own, measured once in the background
-    threshold = grouping_distance(distance_bounds(model, retrieval_settings_get()))
-    conversation = answer.conversation
-    metadata = answer.metadata or {}
-    trace = metadata.get("retrieval") or {}
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
-        if GapQuestion.objects.filter(answer=answer).update(reasons=reasons):
-            return "updated"
-        # Complete linkage: the group whose farthest question is nearest, if even that one is within reach.
-        nearest = (GapQuestion.objects.filter(group__status=GapStatus.OPEN, group__embedding_model=model)
-                   .annotate(distance=CosineDistance("embedding", vector)).values("group_id")
-                   .annotate(farthest=Max("distance")).filter(farthest__lte=threshold)
-                   .order_by("farthest", "group_id").first())
-        if nearest is not None:
-            group = GapGroup.objects.get(pk=nearest["group_id"])
+    vectors = client.embed_queries([question.content.strip() for _a, question, _r in new])
+    model = embedding_model_ensure(name=client.model, dim=len(vectors[0]))
+    calibration_wanted(model)  # the grouping distances are the model's own, measured once in the background
+    same_language, cross_language = grouping_distances(model, distance_bounds(model, retrieval_settings_get()))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
+    groups: dict[int, list[GroupedQuestion]] = {}
+    for group_id, vector, language, text in (
+            GapQuestion.objects.filter(group__status=GapStatus.OPEN, group__embedding_model=model)
+            .order_by("id").values_list("group_id", "embedding", "language", "question__content")):
+        groups.setdefault(group_id, []).append(GroupedQuestion(_unit(vector), language, frozenset(numbers_in(text))))
+    touched: set[int] = set()
+    rows = []
+    for (answer, question, reasons), vector in zip(new, vectors):
+        conversation, metadata = answer.conversation, answer.metadata or {}
+        language = str((metadata.get("retrieval") or {}).get("question_language") or "")[:10]
+        member = GroupedQuestion(_unit(vector), language, frozenset(numbers_in(question.content)))
+        reach = {group_id: joins(members, member, same_language=same_language, cross_language=cross_language)
+                 for group_id, members in groups.items()}
+        reach = {group_id: worst for group_id, worst in reach.items() if worst is not None}
+        if reach:
+            group_id = min(reach, key=lambda g: (reach[g], g))
         else:
-            group = GapGroup.objects.create(
+            group_id = GapGroup.objects.create(
                 embedding_model=model, category=str(metadata.get("category") or conversation.category or "")[:100],
-                subcategory=str(metadata.get("subcategory") or conversation.subcategory or "")[:100])
-        has_attachments = conversation.attachments.exists()
-        GapQuestion.objects.create(
-            answer=answer, question=question, asker_id=conversation.owner_id, group=group, reasons=reasons,
-            language=str(trace.get("question_language") or "")[:10],
-            shared=bool(conversation.collection_id or conversation.category) and not has_attachments,
-            document_ids=answer_document_ids(answer), embedding=vector, asked_at=question.created_at)
-        GapGroup.objects.filter(pk=group.pk).update(updated_at=timezone.now())
-    return "grouped"
+                subcategory=str(metadata.get("subcategory") or conversation.subcategory or "")[:100]).pk
+        groups.setdefault(group_id, []).append(member)
+        touched.add(group_id)
+        shared = bool(conversation.collection_id or conversation.category) and not conversation.attachments.exists()
+        rows.append(GapQuestion(
+            answer=answer, question=question, asker_id=conversation.owner_id, group_id=group_id, reasons=reasons,
+            language=language, shared=shared, document_ids=answer_document_ids(answer),
+            embedding=[float(x) for x in vector], asked_at=question.created_at))
+        outcomes[answer.pk] = "grouped"
+    GapQuestion.objects.bulk_create(rows)
+    GapGroup.objects.filter(pk__in=touched).update(updated_at=timezone.now())
+    return outcomes
 
 
 # --- reading (the inbox) ----------------------------------------------------------------------------

@@ -244,6 +244,21 @@ class GapGroup(models.Model):
         return f"gap {self.pk} ({self.status})"
 
 
+class GapPending(models.Model):
+    """An answer waiting for the gap inbox's batch task (chat.gaps.gap_inbox_run): to be grouped, have its
+    reasons changed, or be taken out. Written when the answer finishes or its rating changes; one row per
+    answer, deleted in the transaction that records it."""
+
+    answer = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="+", verbose_name=_("answer"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+
+    class Meta:
+        ordering = ["id"]  # not shown anywhere: no names of its own to translate
+
+    def __str__(self) -> str:
+        return f"gap inbox: answer {self.answer_id} waiting"
+
+
 class GapQuestion(models.Model):
     """One badly answered question in a gap group: the answer message (one row each), why, and the
     question's vector (default embedding model). No text: it is read from the messages, which cascade."""

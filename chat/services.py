@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 
 from chat.citations import normalize_tag
 from chat.events import status_event, writer
-from chat.gaps import gap_record_task
+from chat.gaps import gap_wanted
 from chat.models import (
     Conversation,
     ConversationDocument,
@@ -27,7 +27,6 @@ from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
-from core.tasks import queue
 from retrieval.topics import topic_validate
 from usage.quotas import answer_check, question_check
 from usage.recorder import question_recorded
@@ -462,4 +461,4 @@ def feedback_withdraw(*, conversation_id, message_id, user, source_id: str | Non
 
 def _gap_check(message: Message) -> None:
     """A rating changed: the gap inbox takes the answer in (thumbs down) or out again (chat.gaps)."""
-    queue(gap_record_task, message.pk, task_name=f"gap inbox: answer {message.pk}", group="gaps")
+    gap_wanted(answer_id=message.pk)

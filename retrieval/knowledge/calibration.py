@@ -21,6 +21,10 @@ this package: generic questions in cs/en/de/ru on subjects no organisation files
 - **passages as sources** (tiers 2-3 with a topic): the largest distance between unrelated
   questions: a passage farther than any two unrelated questions is not about the question.
 
+- **grouping the gap inbox's questions** (chat/gaps.py): the same-language 1st percentile, and the
+  1st percentile of unrelated questions of two languages (`unrelated.cross_language_p1`) for a pair
+  of questions in two languages, which the model keeps farther apart than one language's.
+
 No labels are used: nothing here knows which question a pair answers.
 """
 from __future__ import annotations
@@ -70,6 +74,7 @@ def bounds_from(vectors: np.ndarray, languages: Sequence[str]) -> dict:
         "unrelated": {"same_language_p1": round(p1, 4),
                       "same_language_median": round(float(np.percentile(one_language, 50)), 4),
                       "cross_language_median": round(float(np.percentile(across, 50)), 4),
+                      "cross_language_p1": round(float(np.percentile(across, 1)), 4),
                       "min": round(float(every.min()), 4), "p5": round(float(np.percentile(every, 5)), 4),
                       "median": round(float(np.percentile(every, 50)), 4), "max": round(float(every.max()), 4)},
     }

@@ -26,3 +26,21 @@ def test_choose_takes_whole_groups_then_near_misses_and_unrelated_questions_of_t
     chosen = choose(questions, 4)
     assert [c.id for c in chosen] == ["1", "2", "5", "6"]  # p2 would pass 80 % of 4
     assert [truth_of(c) for c in chosen] == ["p1", "p1", "5", "6"]
+
+
+def test_the_variants_group_online_by_linkage_bound_and_numbers():
+    import numpy as np
+
+    from bench.gaps_variants import group_online
+
+    angles = [0.0, 0.3, 0.6]  # neighbours ~0.045 apart, the ends ~0.175
+    vectors = np.array([[np.cos(a), np.sin(a)] for a in angles])
+    same = dict(same=0.12, cross=0.12)
+    plain = [frozenset()] * 3
+    complete = group_online([0, 1, 2], vectors, ["cs"] * 3, plain, linkage="complete", agree_numbers=False, **same)
+    assert complete[0] == complete[1] != complete[2]  # no chain: the ends are too far apart
+    average = group_online([0, 1, 2], vectors, ["cs"] * 3, plain, linkage="average", agree_numbers=False, **same)
+    assert average[0] == average[1] == average[2]  # the mean of 0.175 and 0.045 is within 0.12: a chain
+    numbered = [frozenset(), frozenset({"18"}), frozenset()]
+    split = group_online([0, 1, 2], vectors, ["cs"] * 3, numbered, linkage="complete", agree_numbers=True, **same)
+    assert split[0] != split[1]

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from chat.gaps import gap_reasons, gap_record, grouping_distance
-from chat.models import Conversation, GapGroup, GapQuestion, Message, MessageRole
+from chat.gaps import GroupedQuestion, gap_reasons, gap_record, grouping_distance, grouping_distances, joins
+from chat.models import Conversation, GapGroup, GapPending, GapQuestion, Message, MessageRole
 from retrieval.knowledge.calibrating import Bounds
 from retrieval.models import EmbeddingModel, KnowledgeEntry
 from tests.admin.conftest import queued_tasks, run_queued
@@ -68,6 +68,31 @@ def test_the_grouping_distance_is_the_models_own():
     assert grouping_distance(Bounds(direct=0.3, qa=0.8, doc=1.0, source={})) == pytest.approx(0.6)
 
 
+def test_the_grouping_distance_across_languages_is_the_calibrated_one():
+    bounds = Bounds(direct=0.08, qa=0.25, doc=0.35, source={"direct": "calibration"})
+    model = EmbeddingModel(name="m", dim=3, calibration={"direct_distance": 0.08,
+                                                         "unrelated": {"cross_language_p1": 0.18}})
+    assert grouping_distances(model, bounds) == pytest.approx((0.16, 0.18))
+    assert grouping_distances(EmbeddingModel(name="old", dim=3, calibration={"direct_distance": 0.08}),
+                              bounds) == pytest.approx((0.16, 0.16))  # calibrated before it was measured
+    overridden = Bounds(direct=0.05, qa=0.25, doc=0.35, source={"direct": "override"})
+    assert grouping_distances(model, overridden) == pytest.approx((0.1, 0.1))
+
+
+def test_a_question_joins_only_a_group_of_its_numbers_within_the_bound_of_its_languages():
+    import numpy as np
+
+    def member(angle: float, language: str = "cs", numbers: tuple = ()) -> GroupedQuestion:
+        return GroupedQuestion(np.array([np.cos(angle), np.sin(angle)]), language, frozenset(numbers))
+
+    group = [member(0.0), member(0.2, "en")]  # cosine distances: 0.2 rad apart is ~0.02
+    assert joins(group, member(0.1), same_language=0.05, cross_language=0.05) is not None
+    assert joins(group, member(0.1, numbers=("18",)), same_language=0.05, cross_language=0.05) is None
+    far = member(0.45)  # ~0.1 from the first, ~0.03 from the English one
+    assert joins(group, far, same_language=0.05, cross_language=0.2) is None
+    assert joins([group[1]], far, same_language=0.01, cross_language=0.05) is not None
+
+
 # --- recording and grouping ---------------------------------------------------------------------------
 
 
@@ -84,11 +109,30 @@ def test_finished_gaps_are_queued_and_grouped_by_meaning(fake_embedder, user, ot
             gap_check_wanted(message)
     assert [t["args"] for t in queued_tasks()] == [(a.pk,), (b.pk,), (c.pk,)]  # the good answer is not queued
     assert {t["func"] for t in queued_tasks()} == {GAP_TASK}
-    assert run_queued() == ["grouped"] * 3
+    fake_embedder.reset()
+    # The first run takes every waiting answer and embeds their questions in one call; the others find none.
+    assert run_queued() == ["grouped", "done by another run", "done by another run"]
+    assert len(fake_embedder.requests_to("/v1/embeddings")) == 1 and not GapPending.objects.exists()
     assert GapQuestion.objects.get(answer=a).group_id == GapQuestion.objects.get(answer=b).group_id
     assert GapQuestion.objects.get(answer=c).group_id != GapQuestion.objects.get(answer=a).group_id
     assert gap_record(answer_id=a.pk) == "updated"  # at least once: a second run changes nothing
     assert GapQuestion.objects.count() == 3 and GapGroup.objects.count() == 2
+
+
+def test_questions_that_cannot_be_embedded_wait_for_the_next_run(fake_embedder, user,
+                                                                  django_capture_on_commit_callbacks):
+    from chat.gaps import gap_check_wanted
+
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = asked(user, "When is garlic planted?")
+        gap_check_wanted(answer)
+    fake_embedder.fail_next("/v1/embeddings", {"status": 400})
+    assert run_queued() == ["failed"]
+    assert not GapQuestion.objects.exists() and GapPending.objects.filter(answer=answer).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        gap_check_wanted(asked(user, "When is garlic planted here?"))
+    assert run_queued() == ["grouped"]
+    assert GapQuestion.objects.count() == 2 and GapGroup.objects.count() == 1 and not GapPending.objects.exists()
 
 
 def test_a_tighter_calibration_of_the_model_splits_the_same_questions(fake_embedder, user):
