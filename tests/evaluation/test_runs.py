@@ -51,6 +51,35 @@ def test_a_run_on_a_copy_measures_per_language_and_kind_and_never_touches_the_li
     assert run.results.count() == 6
 
 
+def test_a_run_embeds_its_questions_in_batches_not_one_request_each(user, test_set, fake_embedder):
+    fake_embedder.requests.clear()
+    run = executed(services.run_start(test_set_id=test_set.pk, user=user))
+    assert run.status == "finished" and run.metrics["overall"]["hit@1"] == 1.0
+    embedded = [r["json"]["input"] for r in fake_embedder.requests if r["path"].endswith("/embeddings")]
+    assert embedded == [[q.question for q in test_set.questions.all()]]  # one request, every question
+
+
+def test_the_background_task_runs_at_a_lower_priority_in_a_thread_of_its_own(user, test_set, settings, monkeypatch):
+    import os
+    import threading
+
+    from evaluation import tasks
+
+    seen = {}
+
+    def spy(run_id, *, pause):  # what the run would execute with (its thread's rows are not this test's)
+        seen.update(thread=threading.current_thread().name, pause=pause,
+                    nice=os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    monkeypatch.setattr(runner, "run_execute", spy)
+    settings.EVALUATION_NICE, settings.EVALUATION_YIELD = 5, 0.1
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    run = services.run_start(test_set_id=test_set.pk, user=user, background=False)
+    tasks.evaluation_run(run.pk)
+    assert seen == {"thread": f"evaluation-run-{run.pk}", "pause": 0.1, "nice": min(19, before + 5)}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the worker's own is unchanged
+
+
 def test_overrides_are_checked_before_anything_is_queued(user, test_set):
     with pytest.raises(Unprocessable, match="cannot be tried on a copy: chunk_size"):
         services.run_start(test_set_id=test_set.pk, user=user, overrides={"chunk_size": 10})
