@@ -22,7 +22,7 @@ from core.errors import ApplicationError
 from evaluation import charts, selectors, services
 from evaluation.models import EvalRun, RunStatus, TestQuestion, TestSet
 from retrieval.admin.registrations import RetrievalSettingsAdmin
-from retrieval.models import RetrievalSettings
+from retrieval.models import AiServer, RetrievalSettings
 from retrieval.selectors import retrieval_settings_get
 
 
@@ -52,7 +52,16 @@ class ImportForm(forms.Form):
 def overrides_form_class():
     """A form with one optional field per setting a run may change on its copy, showing the live values."""
     live = retrieval_settings_get()
-    fields: dict = {"label": forms.CharField(label=gettext_lazy("Label"), required=False, max_length=200)}
+    fields: dict = {"label": forms.CharField(label=gettext_lazy("Label"), required=False, max_length=200),
+                    "answers": forms.BooleanField(
+                        label=gettext_lazy("Answer metrics"), required=False,
+                        help_text=gettext_lazy("Also ask the chat server each question and check its answers: "
+                                               "citations, key facts, numbers, refusals (no judge model needed).")),
+                    "judge": forms.ModelChoiceField(
+                        label=gettext_lazy("Judge model (optional)"), required=False,
+                        queryset=AiServer.objects.filter(is_active=True).order_by("name"),
+                        help_text=gettext_lazy("A chat server that rates each answer's faithfulness to its "
+                                               "sources. Its ratings are shown as model-judged."))}
     for name in services.OVERRIDABLE:
         model_field = RetrievalSettings._meta.get_field(name)
         field = model_field.formfield(required=False)
@@ -135,8 +144,10 @@ class TestSetAdmin(admin.ModelAdmin):
         error = ""
         if request.method == "POST" and form.is_valid():
             try:
+                judge = form.cleaned_data["judge"]
                 run = services.run_start(test_set_id=test_set.pk, user=request.user,
-                                         overrides=overrides_of(form.cleaned_data), label=form.cleaned_data["label"])
+                                         overrides=overrides_of(form.cleaned_data), label=form.cleaned_data["label"],
+                                         answers=form.cleaned_data["answers"], judge_id=judge.pk if judge else None)
             except ApplicationError as exc:
                 error = exc.message
             else:

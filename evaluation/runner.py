@@ -9,9 +9,10 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from chat.generation import chat_server
 from core.errors import Unprocessable
 from documents.models import Chunk
-from evaluation import metrics
+from evaluation import answers, metrics
 from evaluation.copies import settings_copy
 from evaluation.models import EvalResult, EvalRun, RunStatus
 from retrieval.ai.clients import query_embedder_for
@@ -31,6 +32,11 @@ def _segments_with_text(segments: list) -> list[dict]:
     ids = [s["chunk_id"] for s in segments if s.get("chunk_id")]
     texts = dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
     return [{**s, "text": texts.get(s.get("chunk_id"), s.get("excerpt", ""))} for s in segments]
+
+
+def answer_server(rs):
+    """The chat server answers are checked with (the chat's own: None when none is configured)."""
+    return chat_server(rs)
 
 
 def _question_vectors(rs, texts: list[str]) -> dict[int, list]:
@@ -61,7 +67,7 @@ def run_execute(run_id: int, *, pause: float = 0.0) -> None:
     the CPU to live answers). Delivered at least once: a finished or failed run is left alone; any
     other run starts over (its earlier results are replaced)."""
     with transaction.atomic():
-        run = EvalRun.objects.select_for_update(of=("self",)).select_related("test_set", "created_by").filter(pk=run_id).first()
+        run = EvalRun.objects.select_for_update(of=("self",)).select_related("test_set", "created_by", "judge").filter(pk=run_id).first()
         if run is None or run.status in (RunStatus.FINISHED, RunStatus.FAILED):
             return
         run.results.all().delete()
@@ -76,6 +82,9 @@ def run_execute(run_id: int, *, pause: float = 0.0) -> None:
         test_set = run.test_set
         scope = collection_scope(run.created_by, test_set.collection_id) if test_set.collection_id else ALL
         vectors = _question_vectors(rs, [q.question for q in questions])
+        chat = answer_server(rs) if run.answers else None
+        if run.answers and chat is None:
+            raise Unprocessable(_("No chat server is configured, so answers cannot be checked."))
         rows, pending = [], []
         last_flush = time.monotonic()
         for number, question in enumerate(questions):
@@ -89,10 +98,15 @@ def run_execute(run_id: int, *, pause: float = 0.0) -> None:
             row = {"question_id": question.pk, "question": question.question, "language": question.language,
                    "kind": question.kind or metrics.gold_level(gold), "rank": outcome.rank,
                    "recall": outcome.recall, "fact_coverage": outcome.fact_coverage}
+            if chat is not None:
+                row["answer_check"] = answers.answer_and_check(
+                    question=question.question, gold=gold, segments=segments[:test_set.k], rs=rs, server=chat,
+                    judge=run.judge, user=run.created_by).to_dict()
             rows.append(row)
             pending.append(EvalResult(
                 run=run, question=question, question_text=question.question, language=row["language"],
                 kind=row["kind"], rank=outcome.rank, recall=outcome.recall, fact_coverage=outcome.fact_coverage,
+                answer=row.get("answer_check", {}).get("answer", ""), answer_check=row.get("answer_check", {}),
                 retrieved=[{"document": s.get("document_title") or s.get("document_name"), "page": s.get("page_number"),
                             "chunk_id": s.get("chunk_id"), "qa_id": s.get("qa_id"), "score": round(s["score"], 4)}
                            for s in segments]))

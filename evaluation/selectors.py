@@ -8,9 +8,10 @@ from evaluation.models import EvalRun, RunStatus
 def run_rows(run: EvalRun) -> list[dict]:
     """The run's outcomes, one dict a question (the shape evaluation.metrics reads)."""
     return [{"question_id": r["question_id"], "question": r["question_text"], "language": r["language"],
-             "kind": r["kind"], "rank": r["rank"], "recall": r["recall"], "fact_coverage": r["fact_coverage"]}
+             "kind": r["kind"], "rank": r["rank"], "recall": r["recall"], "fact_coverage": r["fact_coverage"],
+             "answer_check": r["answer_check"]}
             for r in run.results.values("question_id", "question_text", "language", "kind", "rank", "recall",
-                                        "fact_coverage")]
+                                        "fact_coverage", "answer_check")]
 
 
 def runs_compare(before: EvalRun, after: EvalRun) -> dict:

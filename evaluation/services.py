@@ -14,7 +14,8 @@ from evaluation.copies import OVERRIDABLE, settings_copy, settings_snapshot
 from evaluation.models import EvalRun, TestQuestion, TestSet
 from evaluation.tasks import evaluation_run
 from retrieval.goldsets import GoldSetError, parse
-from retrieval.models import KnowledgeEntry, RetrievalSettings
+from evaluation.runner import answer_server
+from retrieval.models import AiServer, KnowledgeEntry, RetrievalSettings
 
 __all__ = ["OVERRIDABLE", "gate_apply", "gate_start", "run_start", "settings_copy", "testset_add_approved_pairs",
            "testset_import"]
@@ -70,9 +71,13 @@ def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcate
 # --- runs ----------------------------------------------------------------------------------------
 
 def run_start(*, test_set_id: int, user, overrides: dict | None = None, label: str = "",
-              baseline_id: int | None = None, gate: str = "", background: bool = True) -> EvalRun:
+              baseline_id: int | None = None, gate: str = "", background: bool = True, answers: bool = False,
+              judge_id: int | None = None) -> EvalRun:
     """Create a run of the set (checking the overrides now) and queue it once this transaction commits
-    (`background=False`: the caller executes it with run_execute, as the CI command does)."""
+    (`background=False`: the caller executes it with run_execute, as the CI command does).
+
+    `answers`: also ask the configured chat server and check its answers; `judge_id`: a chat server
+    that rates their faithfulness (model-judged; needs `answers`)."""
     test_set = TestSet.objects.filter(pk=test_set_id).first()
     if test_set is None:
         raise NotFound(_("No such test set."))
@@ -81,12 +86,24 @@ def run_start(*, test_set_id: int, user, overrides: dict | None = None, label: s
     total = test_set.questions.count()
     if not total:
         raise Unprocessable(_("The test set “%(name)s” has no questions yet.") % {"name": test_set.name})
-    run = EvalRun.objects.create(test_set=test_set, label=label[:200], overrides=overrides,
+    judge = _judge(judge_id) if judge_id else None
+    if judge is not None and not answers:
+        raise Unprocessable(_("A judge model rates answers: ask for answer metrics too."))
+    if answers and answer_server(rs) is None:
+        raise Unprocessable(_("No chat server is configured, so answers cannot be checked."))
+    run = EvalRun.objects.create(test_set=test_set, label=label[:200], overrides=overrides, answers=answers, judge=judge,
                                  settings_used=settings_snapshot(rs), questions_total=total, created_by=user,
                                  baseline_id=baseline_id, gate=gate)
     if background:
         queue(evaluation_run, run.pk, task_name=f"evaluation run {run.pk}")
     return run
+
+
+def _judge(server_id: int) -> AiServer:
+    server = AiServer.objects.filter(pk=server_id, is_active=True).first()
+    if server is None or not server.can("chat"):
+        raise Unprocessable(_("The judge model must be an active chat server."))
+    return server
 
 
 # --- the settings gate --------------------------------------------------------------------------
