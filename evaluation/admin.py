@@ -110,6 +110,7 @@ class TestSetAdmin(admin.ModelAdmin):
         return [path("<int:pk>/import/", wrap(self.import_view), name="evaluation_testset_import"),
                 path("<int:pk>/run/", wrap(self.run_view), name="evaluation_testset_run"),
                 path("<int:pk>/chart.svg", wrap(self.chart_view), name="evaluation_testset_chart"),
+                path("<int:pk>/from-answers/", wrap(self.from_answers_view), name="evaluation_testset_from_answers"),
                 ] + super().get_urls()
 
     def _set(self, request, pk: int) -> TestSet:
@@ -156,6 +157,23 @@ class TestSetAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set, "form": form,
             "error": error, "title": _("Run %(name)s") % {"name": test_set.name}})
 
+    def from_answers_view(self, request, pk: int):
+        """Answers users thumbed up, with their cited passages: the curator ticks the ones that become questions."""
+        test_set = self._set(request, pk)
+        if request.method == "POST":
+            chosen = [int(x) for x in request.POST.getlist("message") if x.isdigit()]
+            if not chosen:
+                self.message_user(request, _("Tick the answers to add first."), messages.ERROR)
+                return HttpResponseRedirect(request.path)
+            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen)
+            self.message_user(request, _("%(count)d questions added from thumbed-up answers.") % {"count": added},
+                              messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:evaluation_testset_change", args=[test_set.pk]))
+        return TemplateResponse(request, "admin/evaluation/from_answers.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set,
+            "candidates": selectors.thumbed_up_candidates(test_set),
+            "title": _("Add thumbed-up answers to %(name)s") % {"name": test_set.name}})
+
     def chart_view(self, request, pk: int):
         test_set = self._set(request, pk)
         runs = list(test_set.runs.filter(status=RunStatus.FINISHED).order_by("-created_at", "-id")[:30])[::-1]
@@ -167,6 +185,7 @@ class TestSetAdmin(admin.ModelAdmin):
         extra = {"import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
                  "run_url": reverse("admin:evaluation_testset_run", args=[object_id]),
                  "chart_url": reverse("admin:evaluation_testset_chart", args=[object_id]),
+                 "from_answers_url": reverse("admin:evaluation_testset_from_answers", args=[object_id]),
                  **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra)
 

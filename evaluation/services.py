@@ -10,15 +10,17 @@ from django.utils.translation import gettext as _
 from core.errors import NotFound, Unprocessable
 from core.tasks import queue
 from documents.language import detect_question_language
+from documents.models import Chunk
 from evaluation.copies import OVERRIDABLE, settings_copy, settings_snapshot
 from evaluation.models import EvalRun, TestQuestion, TestSet
 from evaluation.tasks import evaluation_run
 from retrieval.goldsets import GoldSetError, parse
 from evaluation.runner import answer_server
+from evaluation.selectors import THUMBED_UP_KIND, thumbed_up_candidates
 from retrieval.models import AiServer, KnowledgeEntry, RetrievalSettings
 
 __all__ = ["OVERRIDABLE", "gate_apply", "gate_start", "run_start", "settings_copy", "testset_add_approved_pairs",
-           "testset_import"]
+           "testset_add_thumbed_up", "testset_import"]
 
 # --- test sets ---------------------------------------------------------------------------------
 
@@ -64,6 +66,30 @@ def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcate
                             kind="approved pair", gold_qa_ids=[entry.pk])
                for number, entry in enumerate(e for e in entries.order_by("pk")
                                               if (e.question, (e.pk,)) not in present)]
+        TestQuestion.objects.bulk_create(new)
+    return len(new)
+
+
+def testset_add_thumbed_up(*, test_set: TestSet, message_ids: list[int]) -> int:
+    """Add the confirmed thumbed-up answers' questions with their cited passages (and approved pairs) as
+    gold; an answer already in the set, or no longer a candidate, is skipped. Returns how many were added.
+
+    The passages are kept as text, not chunk ids: a document indexed again gets new chunks, and the
+    comparison by text still finds them (evaluation.metrics.passage_in)."""
+    wanted = {int(pk) for pk in message_ids}
+    with transaction.atomic():
+        TestSet.objects.select_for_update().get(pk=test_set.pk)
+        chosen = [c for c in thumbed_up_candidates(test_set, limit=10_000) if c["message_id"] in wanted]
+        texts = dict(Chunk.objects.filter(pk__in=[i for c in chosen for i in c["chunk_ids"]])
+                     .values_list("pk", "content"))
+        start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        new = [TestQuestion(test_set=test_set, external_id=f"answer-{c['message_id']}", question=c["question"],
+                            language=detect_question_language(c["question"])[:12], kind=THUMBED_UP_KIND,
+                            gold_passages=[texts[i] for i in c["chunk_ids"] if i in texts], gold_qa_ids=c["qa_ids"])
+               for c in reversed(chosen)]
+        new = [q for q in new if q.gold_passages or q.gold_qa_ids]  # its passages were deleted since
+        for number, question in enumerate(new):
+            question.position = start + number
         TestQuestion.objects.bulk_create(new)
     return len(new)
 
