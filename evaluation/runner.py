@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import time
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -14,7 +15,9 @@ from core.errors import Unprocessable
 from documents.models import Chunk
 from evaluation import answers, metrics
 from evaluation.copies import settings_copy
-from evaluation.models import EvalResult, EvalRun, RunStatus
+from evaluation.models import EvalResult, EvalRun, RunStatus, TestQuestion
+from retrieval.ai.clients import condenser_for
+from retrieval.search.followup import REWRITE_MAX_TOKENS, standalone_query
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search import retrieve
 from retrieval.search.scope import ALL, collection_scope
@@ -37,6 +40,25 @@ def _segments_with_text(segments: list) -> list[dict]:
 def answer_server(rs):
     """The chat server answers are checked with (the chat's own: None when none is configured)."""
     return chat_server(rs)
+
+
+def search_queries(questions: list[TestQuestion], server) -> list[str]:
+    """What each question is searched as: a dialogue's follow-up turn becomes a standalone query from
+    its earlier turns, as the chat makes it (retrieval.search.followup: the chat server's rewrite when
+    one is configured, else the heuristic); any other question as it is."""
+    rewrite_with = None
+    timeout = float(settings.CHAT_QUERY_REWRITE_TIMEOUT or 0)
+    if server is not None and timeout > 0 and any(q.turns for q in questions):
+        def rewrite_with(messages: list[dict]) -> str:
+            client = condenser_for(server, timeout=timeout)
+            return client.complete(messages, max_tokens=REWRITE_MAX_TOKENS, temperature=0.0).text
+    queries = []
+    for question in questions:
+        history = [{"role": "user", "content": str(turn.get("question") or "")} for turn in question.turns or []
+                   if isinstance(turn, dict)]
+        queries.append(standalone_query(question.question, history, rewrite_with=rewrite_with).query
+                       if history else question.question)
+    return queries
 
 
 def _question_vectors(rs, texts: list[str]) -> dict[int, list]:
@@ -81,7 +103,8 @@ def run_execute(run_id: int, *, pause: float = 0.0) -> None:
         rs = settings_copy(run.overrides)
         test_set = run.test_set
         scope = collection_scope(run.created_by, test_set.collection_id) if test_set.collection_id else ALL
-        vectors = _question_vectors(rs, [q.question for q in questions])
+        searched = search_queries(questions, chat_server(rs))
+        vectors = _question_vectors(rs, searched)
         chat = answer_server(rs) if run.answers else None
         if run.answers and chat is None:
             raise Unprocessable(_("No chat server is configured, so answers cannot be checked."))
@@ -89,7 +112,7 @@ def run_execute(run_id: int, *, pause: float = 0.0) -> None:
         last_flush = time.monotonic()
         for number, question in enumerate(questions):
             asked = time.monotonic()
-            result = retrieve(run.created_by, question.question, scope, subcategory=test_set.topic or None,
+            result = retrieve(run.created_by, searched[number], scope, subcategory=test_set.topic or None,
                               k=test_set.k, retrieval_settings=rs,
                               query_vectors={pk: v[number] for pk, v in vectors.items()})
             segments = _segments_with_text(result.segments)

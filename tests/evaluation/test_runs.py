@@ -246,3 +246,17 @@ def _upload(name: str, data: bytes):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, data)
+
+
+def test_a_dialogue_turn_is_searched_in_its_dialogue_context(user, library, fake_embedder):
+    dialogue = {"id": "d1", "lang": "en", "turns": [
+        {"question": "Who pays the language courses?", "gold_documents": ["training"]},
+        {"question": "Is it paid?", "gold_documents": ["training"]}]}
+    test_set = TestSet.objects.create(name="Dialogues", created_by=user)
+    services.testset_import(test_set=test_set, filename="d.jsonl", data=json.dumps(dialogue).encode())
+    fake_embedder.requests.clear()
+    run = executed(services.run_start(test_set_id=test_set.pk, user=user))
+    embedded = [r["json"]["input"] for r in fake_embedder.requests if r["path"].endswith("/embeddings")]
+    # No chat server: the heuristic adds the earlier question's words to the follow-up (as the chat does).
+    assert embedded == [["Who pays the language courses?", "Is it paid? pays language courses"]]
+    assert run.metrics["by_kind"]["dialogue: follow-up"]["hit@1"] == 1.0
