@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from chat.models import Feedback, FeedbackRating, Message, MessageRole
+from chat.models import FeedbackRating, Message, MessageRole
 from evaluation import metrics
 from evaluation.models import EvalRun, RunStatus, TestSet
 
