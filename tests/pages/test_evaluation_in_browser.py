@@ -6,8 +6,8 @@ chromium; the fake embedding server's vectors are bags of words).
 The bad setting is full text switched off (`fts_weight` 0): with bag-of-words vectors the little words
 of the WEIGHED questions lead the vector arm astray, so it costs them their first place (measured by
 the comparison first). A Q&A distance threshold of 2 with an unrelated approved pair was tried and
-does not do it on the live site: its retrieval found no pair within reach (the threshold then comes
-from the model's calibrated distances, not the setting)."""
+did not do it on the live site (the pair never took a first place there; why was not found in the
+time: the service-level test in tests/evaluation/test_runs.py shows it with the same fixtures)."""
 from __future__ import annotations
 
 import json
