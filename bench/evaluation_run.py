@@ -45,6 +45,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--chunk-size", type=int, default=96, help="tokens per chunk of the set's documents")
     p.add_argument("--distractor-chunk-size", type=int, default=32,
                    help="tokens per chunk of the distractors (small: many chunks for little embedding work)")
+    p.add_argument("--database-url", help="a database of an earlier run (kept with --keep): its library is "
+                                          "reused when it holds --chunks chunks already, so only the run is measured")
     p.add_argument("--json-out", type=Path)
     p.add_argument("--keep", action="store_true")
     return p.parse_args(argv)
@@ -62,10 +64,11 @@ def main(argv=None) -> int:
     czech = SETS_DIR / "czech_retrieval"
     passages = [json.loads(line) for line in (czech / "passages.jsonl").read_text(encoding="utf-8").splitlines()]
     question_lines = (czech / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    with BenchSite(keep=args.keep, prefix="ragsite-bench-evaluation-") as site:
+    with BenchSite(database_url=args.database_url, keep=args.keep, prefix="ragsite-bench-evaluation-") as site:
+        from django.conf import settings
         from django.contrib.auth import get_user_model
 
-        from documents.models import Chunk
+        from documents.models import Chunk, Document
         from evaluation.models import EvalRun, TestSet
         from evaluation.services import run_start, testset_import
         from retrieval.models import RetrievalSettings
@@ -73,8 +76,11 @@ def main(argv=None) -> int:
         from retrieval.tasks import index_document
         from documents.services import document_upload
 
-        RetrievalSettings.objects.filter(pk=1).update(chunk_size=args.chunk_size, chunk_overlap=16)
-        user = get_user_model().objects.create_superuser(username="bench-eval", password="bench-eval-pass-1")
+        user = get_user_model().objects.filter(username="bench-eval").first() or \
+            get_user_model().objects.create_superuser(username="bench-eval", password="bench-eval-pass-1")
+        reused = Chunk.objects.count() >= args.chunks
+        if not reused:
+            RetrievalSettings.objects.filter(pk=1).update(chunk_size=args.chunk_size, chunk_overlap=16)
         texts: dict[str, str] = {}
         for passage in passages:
             texts.setdefault(f"{passage['doc']}.txt", "")
@@ -93,18 +99,22 @@ def main(argv=None) -> int:
             index_document(document.pk)
 
         started = time.monotonic()
-        for name, text in texts.items():
-            ingest(name, text)
-        RetrievalSettings.objects.filter(pk=1).update(chunk_size=args.distractor_chunk_size, chunk_overlap=4)
-        for name, text in distractors.items():
-            if Chunk.objects.count() >= args.chunks:
-                break
-            ingest(name, text)
-            texts[name] = text
+        if reused:  # the library of an earlier run (--database-url)
+            texts = {name: "" for name in Document.objects.values_list("original_filename", flat=True)}
+        else:
+            for name, text in texts.items():
+                ingest(name, text)
+            RetrievalSettings.objects.filter(pk=1).update(chunk_size=args.distractor_chunk_size, chunk_overlap=4)
+            for name, text in distractors.items():
+                if Chunk.objects.count() >= args.chunks:
+                    break
+                ingest(name, text)
+                texts[name] = text
         ingest_s = time.monotonic() - started
         chunks = Chunk.objects.count()
-        log(f"{len(texts)} documents, {chunks} chunks indexed in {ingest_s:.0f} s")
+        log(f"{len(texts)} documents, {chunks} chunks {'reused' if reused else 'indexed'} in {ingest_s:.0f} s")
 
+        TestSet.objects.filter(name="czech_retrieval").delete()
         test_set = TestSet.objects.create(name="czech_retrieval", created_by=user)
         data = "\n".join(question_lines[:args.questions]).encode("utf-8")
         testset_import(test_set=test_set, filename="questions.jsonl", data=data,
@@ -147,8 +157,11 @@ def main(argv=None) -> int:
             raise SystemExit(f"the run failed: {run.error}")
         result = {
             "documents": len(texts), "chunks": chunks, "chunk_size": args.chunk_size,
-            "distractor_chunk_size": args.distractor_chunk_size, "load_average_before": load_before, "questions": run.questions_total,
-            "ingest_seconds": round(ingest_s, 1), "run_seconds": run.duration_seconds, "wall_seconds": round(wall_s, 1),
+            "distractor_chunk_size": args.distractor_chunk_size, "load_average_before": load_before,
+            "load_average_after": [round(x, 1) for x in os.getloadavg()], "questions": run.questions_total,
+            "library_reused": reused, "ingest_seconds": None if reused else round(ingest_s, 1),
+            "embed_threads": os.environ.get("OMP_NUM_THREADS", ""), "evaluation_yield": settings.EVALUATION_YIELD,
+            "evaluation_nice": settings.EVALUATION_NICE, "run_seconds": run.duration_seconds, "wall_seconds": round(wall_s, 1),
             "target_seconds": 180, "metrics": run.metrics,
             "live_retrieve_ms": {"idle_p50": round(statistics.median(idle), 1), "idle_p95": p95(idle),
                                  "during_p50": round(statistics.median(during), 1) if during else None,

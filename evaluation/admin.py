@@ -22,7 +22,7 @@ from core.errors import ApplicationError
 from evaluation import charts, selectors, services
 from evaluation.models import EvalRun, RunStatus, TestQuestion, TestSet
 from retrieval.admin.registrations import RetrievalSettingsAdmin
-from retrieval.models import RetrievalSettings
+from retrieval.models import AiServer, RetrievalSettings
 from retrieval.selectors import retrieval_settings_get
 
 
@@ -52,7 +52,16 @@ class ImportForm(forms.Form):
 def overrides_form_class():
     """A form with one optional field per setting a run may change on its copy, showing the live values."""
     live = retrieval_settings_get()
-    fields: dict = {"label": forms.CharField(label=gettext_lazy("Label"), required=False, max_length=200)}
+    fields: dict = {"label": forms.CharField(label=gettext_lazy("Label"), required=False, max_length=200),
+                    "answers": forms.BooleanField(
+                        label=gettext_lazy("Answer metrics"), required=False,
+                        help_text=gettext_lazy("Also ask the chat server each question and check its answers: "
+                                               "citations, key facts, numbers, refusals (no judge model needed).")),
+                    "judge": forms.ModelChoiceField(
+                        label=gettext_lazy("Judge model (optional)"), required=False,
+                        queryset=AiServer.objects.filter(is_active=True).order_by("name"),
+                        help_text=gettext_lazy("A chat server that rates each answer's faithfulness to its "
+                                               "sources. Its ratings are shown as model-judged."))}
     for name in services.OVERRIDABLE:
         model_field = RetrievalSettings._meta.get_field(name)
         field = model_field.formfield(required=False)
@@ -101,6 +110,7 @@ class TestSetAdmin(admin.ModelAdmin):
         return [path("<int:pk>/import/", wrap(self.import_view), name="evaluation_testset_import"),
                 path("<int:pk>/run/", wrap(self.run_view), name="evaluation_testset_run"),
                 path("<int:pk>/chart.svg", wrap(self.chart_view), name="evaluation_testset_chart"),
+                path("<int:pk>/from-answers/", wrap(self.from_answers_view), name="evaluation_testset_from_answers"),
                 ] + super().get_urls()
 
     def _set(self, request, pk: int) -> TestSet:
@@ -135,8 +145,10 @@ class TestSetAdmin(admin.ModelAdmin):
         error = ""
         if request.method == "POST" and form.is_valid():
             try:
+                judge = form.cleaned_data["judge"]
                 run = services.run_start(test_set_id=test_set.pk, user=request.user,
-                                         overrides=overrides_of(form.cleaned_data), label=form.cleaned_data["label"])
+                                         overrides=overrides_of(form.cleaned_data), label=form.cleaned_data["label"],
+                                         answers=form.cleaned_data["answers"], judge_id=judge.pk if judge else None)
             except ApplicationError as exc:
                 error = exc.message
             else:
@@ -144,6 +156,23 @@ class TestSetAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/evaluation/run_form.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set, "form": form,
             "error": error, "title": _("Run %(name)s") % {"name": test_set.name}})
+
+    def from_answers_view(self, request, pk: int):
+        """Answers users thumbed up, with their cited passages: the curator ticks the ones that become questions."""
+        test_set = self._set(request, pk)
+        if request.method == "POST":
+            chosen = [int(x) for x in request.POST.getlist("message") if x.isdigit()]
+            if not chosen:
+                self.message_user(request, _("Tick the answers to add first."), messages.ERROR)
+                return HttpResponseRedirect(request.path)
+            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen)
+            self.message_user(request, _("%(count)d questions added from thumbed-up answers.") % {"count": added},
+                              messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:evaluation_testset_change", args=[test_set.pk]))
+        return TemplateResponse(request, "admin/evaluation/from_answers.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set,
+            "candidates": selectors.thumbed_up_candidates(test_set),
+            "title": _("Add thumbed-up answers to %(name)s") % {"name": test_set.name}})
 
     def chart_view(self, request, pk: int):
         test_set = self._set(request, pk)
@@ -156,6 +185,7 @@ class TestSetAdmin(admin.ModelAdmin):
         extra = {"import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
                  "run_url": reverse("admin:evaluation_testset_run", args=[object_id]),
                  "chart_url": reverse("admin:evaluation_testset_chart", args=[object_id]),
+                 "from_answers_url": reverse("admin:evaluation_testset_from_answers", args=[object_id]),
                  **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra)
 

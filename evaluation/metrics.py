@@ -128,7 +128,31 @@ def _summary(rows: list[dict]) -> dict:
               "recall": round(sum(r["recall"] for r in rows) / n, 4)}
     if covered:
         result["fact_coverage"] = round(sum(covered) / len(covered), 4)
+    result.update(_answer_summary([r["answer_check"] for r in rows if r.get("answer_check")]))
     return result
+
+
+# The answer metrics' keys in a summary (evaluation/answers.py); "faithfulness" is model-judged.
+ANSWER_KEYS = ("citation_correct", "answer_fact_coverage", "numbers_grounded", "refusal_rate", "faithfulness")
+
+
+def _share(values: list) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _answer_summary(checks: list[dict]) -> dict:
+    """Shares over the questions each metric applies to: citations over answers that cite, key facts over
+    questions with facts, numbers over answers that state one; refusals over all answered questions."""
+    if not checks:
+        return {}
+    found = {"answers": len(checks),
+             "citation_correct": _share([c.get("citation_correct") for c in checks]),
+             "answer_fact_coverage": _share([c.get("fact_coverage") for c in checks]),
+             "numbers_grounded": _share([c.get("numbers_grounded") for c in checks]),
+             "refusal_rate": _share([bool(c.get("refused")) for c in checks]),
+             "faithfulness": _share([c.get("faithfulness") for c in checks])}
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def summarise(rows: Iterable[dict]) -> dict:
@@ -158,7 +182,9 @@ def compare(before: list[dict], after: list[dict], *, margin: float = 0.02) -> d
         change = {"question_id": row["question_id"], "question": row.get("question", ""),
                   "language": row.get("language", ""), "kind": row.get("kind", ""),
                   "rank_before": old["rank"], "rank_after": row["rank"],
-                  "recall_before": old["recall"], "recall_after": row["recall"]}
+                  "recall_before": old["recall"], "recall_after": row["recall"],
+                  "answer_before": (old.get("answer_check") or {}).get("answer", ""),
+                  "answer_after": (row.get("answer_check") or {}).get("answer", "")}
         if new_key > old_key:
             better.append(change)
         elif new_key < old_key:
@@ -168,7 +194,7 @@ def compare(before: list[dict], after: list[dict], *, margin: float = 0.02) -> d
     b = summarise(row for row in after if row["question_id"] in first)
 
     def delta(x: dict, y: dict) -> dict:
-        return {key: round(y[key] - x[key], 4) for key in ("hit@1", "hit@5", "mrr", "recall")
+        return {key: round(y[key] - x[key], 4) for key in ("hit@1", "hit@5", "mrr", "recall", *ANSWER_KEYS)
                 if key in x and key in y}
 
     recall_delta = delta(a["overall"], b["overall"]).get("recall", 0.0)

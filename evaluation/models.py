@@ -97,6 +97,13 @@ class EvalRun(models.Model):
     settings_used = models.JSONField(default=dict, blank=True)
     baseline = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
                                  verbose_name=_("compared with"))
+    answers = models.BooleanField(_("answer metrics"), default=False,
+                                  help_text=_("Also ask the chat server each question and check its answers "
+                                              "(citations, key facts, numbers, refusals)."))
+    judge = models.ForeignKey("retrieval.AiServer", on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+", verbose_name=_("judge model"),
+                              help_text=_("Optional: a chat server that rates each answer's faithfulness to its "
+                                          "sources (model-judged)."))
     gate = models.CharField(max_length=40, blank=True, db_index=True,
                             help_text=_("The settings check this run belongs to."))
     questions_total = models.PositiveIntegerField(default=0)
@@ -130,6 +137,8 @@ class EvalResult(models.Model):
     recall = models.FloatField(default=0.0)
     fact_coverage = models.FloatField(null=True)
     retrieved = models.JSONField(default=list)  # the top k: document, page, chunk, score
+    answer = models.TextField(_("answer"), blank=True)
+    answer_check = models.JSONField(_("answer checks"), default=dict, blank=True)  # evaluation.answers.AnswerCheck
 
     class Meta:
         ordering = ["run", "id"]

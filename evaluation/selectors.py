@@ -1,16 +1,55 @@
 """Reads of test sets and runs: a run's rows, two runs compared, a settings check's report."""
 from __future__ import annotations
 
+from django.db.models import OuterRef, Subquery
+
+from chat.models import FeedbackRating, Message, MessageRole
 from evaluation import metrics
-from evaluation.models import EvalRun, RunStatus
+from evaluation.models import EvalRun, RunStatus, TestSet
+
+THUMBED_UP_KIND = "thumbed-up answer"
+
+
+def thumbed_up_candidates(test_set: TestSet, *, limit: int = 100) -> list[dict]:
+    """Answers users rated 👍 (the whole answer) that cite passages, newest first, with the question
+    asked and the cited sources' ids; not yet in the set, and rated 👎 by nobody. The curator confirms
+    which become test questions (services.testset_add_thumbed_up)."""
+    present = {int(x.removeprefix("answer-")) for x in test_set.questions.filter(external_id__startswith="answer-")
+               .values_list("external_id", flat=True) if x.removeprefix("answer-").isdigit()}
+    asked = (Message.objects.filter(conversation_id=OuterRef("conversation_id"), role=MessageRole.USER,
+                                    created_at__lte=OuterRef("created_at")).order_by("-created_at", "-id")
+             .values("content")[:1])
+    answers = (Message.objects.filter(role=MessageRole.ASSISTANT, feedback__rating=FeedbackRating.UP,
+                                      feedback__source_id="")
+               .exclude(feedback__rating=FeedbackRating.DOWN).exclude(pk__in=present)
+               .annotate(asked=Subquery(asked)).distinct().order_by("-created_at", "-id"))
+    found = []
+    for message in answers[:limit]:
+        cited = _cited(message)
+        if message.asked and (cited["chunk_ids"] or cited["qa_ids"]):
+            found.append({"message_id": message.pk, "question": message.asked, "answer": message.content,
+                          "created_at": message.created_at, **cited})
+    return found
+
+
+def _cited(message: Message) -> dict:
+    """The answer's cited passages and approved pairs (ids), and their documents' names to show."""
+    sources = {s.get("source_id"): s for s in message.sources or [] if isinstance(s, dict)}
+    citations = [c for c in (message.metadata or {}).get("citations") or [] if isinstance(c, dict)]
+    rows = [{**sources.get(c.get("source_id"), {}), **c} for c in citations] or list(sources.values())
+    chunk_ids = list(dict.fromkeys(int(c["chunk_id"]) for c in rows if c.get("chunk_id")))
+    qa_ids = list(dict.fromkeys(int(c["qa_id"]) for c in rows if c.get("qa_id")))
+    names = list(dict.fromkeys(str(c.get("document_name") or "") for c in rows if c.get("chunk_id")))
+    return {"chunk_ids": chunk_ids, "qa_ids": qa_ids, "documents": [n for n in names if n]}
 
 
 def run_rows(run: EvalRun) -> list[dict]:
     """The run's outcomes, one dict a question (the shape evaluation.metrics reads)."""
     return [{"question_id": r["question_id"], "question": r["question_text"], "language": r["language"],
-             "kind": r["kind"], "rank": r["rank"], "recall": r["recall"], "fact_coverage": r["fact_coverage"]}
+             "kind": r["kind"], "rank": r["rank"], "recall": r["recall"], "fact_coverage": r["fact_coverage"],
+             "answer_check": r["answer_check"]}
             for r in run.results.values("question_id", "question_text", "language", "kind", "rank", "recall",
-                                        "fact_coverage")]
+                                        "fact_coverage", "answer_check")]
 
 
 def runs_compare(before: EvalRun, after: EvalRun) -> dict:

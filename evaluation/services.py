@@ -10,14 +10,17 @@ from django.utils.translation import gettext as _
 from core.errors import NotFound, Unprocessable
 from core.tasks import queue
 from documents.language import detect_question_language
+from documents.models import Chunk
 from evaluation.copies import OVERRIDABLE, settings_copy, settings_snapshot
 from evaluation.models import EvalRun, TestQuestion, TestSet
 from evaluation.tasks import evaluation_run
 from retrieval.goldsets import GoldSetError, parse
-from retrieval.models import KnowledgeEntry, RetrievalSettings
+from evaluation.runner import answer_server
+from evaluation.selectors import THUMBED_UP_KIND, thumbed_up_candidates
+from retrieval.models import AiServer, KnowledgeEntry, RetrievalSettings
 
 __all__ = ["OVERRIDABLE", "gate_apply", "gate_start", "run_start", "settings_copy", "testset_add_approved_pairs",
-           "testset_import"]
+           "testset_add_thumbed_up", "testset_import"]
 
 # --- test sets ---------------------------------------------------------------------------------
 
@@ -67,12 +70,40 @@ def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcate
     return len(new)
 
 
+def testset_add_thumbed_up(*, test_set: TestSet, message_ids: list[int]) -> int:
+    """Add the confirmed thumbed-up answers' questions with their cited passages (and approved pairs) as
+    gold; an answer already in the set, or no longer a candidate, is skipped. Returns how many were added.
+
+    The passages are kept as text, not chunk ids: a document indexed again gets new chunks, and the
+    comparison by text still finds them (evaluation.metrics.passage_in)."""
+    wanted = {int(pk) for pk in message_ids}
+    with transaction.atomic():
+        TestSet.objects.select_for_update().get(pk=test_set.pk)
+        chosen = [c for c in thumbed_up_candidates(test_set, limit=10_000) if c["message_id"] in wanted]
+        texts = dict(Chunk.objects.filter(pk__in=[i for c in chosen for i in c["chunk_ids"]])
+                     .values_list("pk", "content"))
+        start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
+        new = [TestQuestion(test_set=test_set, external_id=f"answer-{c['message_id']}", question=c["question"],
+                            language=detect_question_language(c["question"])[:12], kind=THUMBED_UP_KIND,
+                            gold_passages=[texts[i] for i in c["chunk_ids"] if i in texts], gold_qa_ids=c["qa_ids"])
+               for c in reversed(chosen)]
+        new = [q for q in new if q.gold_passages or q.gold_qa_ids]  # its passages were deleted since
+        for number, question in enumerate(new):
+            question.position = start + number
+        TestQuestion.objects.bulk_create(new)
+    return len(new)
+
+
 # --- runs ----------------------------------------------------------------------------------------
 
 def run_start(*, test_set_id: int, user, overrides: dict | None = None, label: str = "",
-              baseline_id: int | None = None, gate: str = "", background: bool = True) -> EvalRun:
+              baseline_id: int | None = None, gate: str = "", background: bool = True, answers: bool = False,
+              judge_id: int | None = None) -> EvalRun:
     """Create a run of the set (checking the overrides now) and queue it once this transaction commits
-    (`background=False`: the caller executes it with run_execute, as the CI command does)."""
+    (`background=False`: the caller executes it with run_execute, as the CI command does).
+
+    `answers`: also ask the configured chat server and check its answers; `judge_id`: a chat server
+    that rates their faithfulness (model-judged; needs `answers`)."""
     test_set = TestSet.objects.filter(pk=test_set_id).first()
     if test_set is None:
         raise NotFound(_("No such test set."))
@@ -81,12 +112,24 @@ def run_start(*, test_set_id: int, user, overrides: dict | None = None, label: s
     total = test_set.questions.count()
     if not total:
         raise Unprocessable(_("The test set “%(name)s” has no questions yet.") % {"name": test_set.name})
-    run = EvalRun.objects.create(test_set=test_set, label=label[:200], overrides=overrides,
+    judge = _judge(judge_id) if judge_id else None
+    if judge is not None and not answers:
+        raise Unprocessable(_("A judge model rates answers: ask for answer metrics too."))
+    if answers and answer_server(rs) is None:
+        raise Unprocessable(_("No chat server is configured, so answers cannot be checked."))
+    run = EvalRun.objects.create(test_set=test_set, label=label[:200], overrides=overrides, answers=answers, judge=judge,
                                  settings_used=settings_snapshot(rs), questions_total=total, created_by=user,
                                  baseline_id=baseline_id, gate=gate)
     if background:
         queue(evaluation_run, run.pk, task_name=f"evaluation run {run.pk}")
     return run
+
+
+def _judge(server_id: int) -> AiServer:
+    server = AiServer.objects.filter(pk=server_id, is_active=True).first()
+    if server is None or not server.can("chat"):
+        raise Unprocessable(_("The judge model must be an active chat server."))
+    return server
 
 
 # --- the settings gate --------------------------------------------------------------------------

