@@ -80,8 +80,10 @@ def main() -> None:
         _reuse_query_vectors(args.query_vectors)
     user = get_user_model().objects.get(username=evaluation.eval_username())
     scope = evaluation.eval_scope(user, ids)
+    fts_scores = _capture_fts_scores()
     runs, languages, decisions = [], Counter(), Counter()
     for q in questions:
+        fts_scores.clear()
         result = retrieve(user, q.text, scope, k=80, rerank=False)
         segments = result.segments
         tier = result.trace["tiers"][-1] if result.trace["tiers"] else {}
@@ -96,6 +98,7 @@ def main() -> None:
             "vector": [s["chunk_id"] for s in vector], "fts": [s["chunk_id"] for s in fts],
             "hybrid": [s["chunk_id"] for s in segments],
             "distances": {s["chunk_id"]: s["distance"] for s in segments}, "coverage": tier.get("fts_coverage"),
+            "fts_scores": dict(fts_scores),
             "weights": {"vector": tier.get("vector_weight"), "fts": tier.get("fts_weight")},
         })
     if args.runs:
@@ -108,6 +111,22 @@ def main() -> None:
 
 
 _VECTORS: dict = {}
+
+
+def _capture_fts_scores() -> dict:
+    """The full-text arm's own rank values of the current question (chunk id -> ts_rank), for --runs."""
+    from retrieval.search import arms, retriever
+
+    scores: dict = {}
+    fts_arm = arms.fts_arm
+
+    def capturing(**kwargs):
+        hits = fts_arm(**kwargs)
+        scores.update(hits)
+        return hits
+
+    retriever.search_arms.fts_arm = capturing
+    return scores
 
 
 def _reuse_query_vectors(path: Path) -> None:

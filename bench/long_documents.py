@@ -1,5 +1,5 @@
 """Build the long-document development set (bench/sets/long_documents/): three PDFs of 50+ pages and
-their questions with document-, page- and passage-level gold (issue #31).
+their questions with document-, page- and passage-level gold (issue #31), and four distractor PDFs.
 
     python bench/long_documents.py build [--out artifacts/long_documents] [--xquad ../shared/data/xquad]
 
@@ -36,6 +36,18 @@ DOCUMENTS = [
     ("sbirka-vnitrnich-predpisu.pdf", "Sbírka vnitřních předpisů", "cs", "czech_retrieval"),
     ("encyclopedia-en.pdf", "Selected encyclopedia articles", "en", "xquad.en:0-23"),
     ("ausgewaehlte-artikel-de.pdf", "Ausgewählte Lexikonartikel", "de", "xquad.de:24-47"),
+]
+# Documents no question is about, searched beside the three (eval_retrieval --gold asks over every file
+# of the folder), so "the right document in the top 5" is a choice among seven. Eight XQuAD articles
+# each, all translations of articles the set asks about: English and Spanish 24-31 (the German
+# document's), German and Romanian 0-7 (the English document's): the same facts in another
+# language, which the vector arm can confuse and the full-text arm (language-filtered) cannot.
+DISTRACTORS = [
+    # file, title, language, XQuAD file, first and last article
+    ("more-encyclopedia-articles-en.pdf", "More encyclopedia articles", "en", "xquad.en.json", 24, 31),
+    ("weitere-lexikonartikel-de.pdf", "Weitere Lexikonartikel", "de", "xquad.de.json", 0, 7),
+    ("articulos-seleccionados-es.pdf", "Artículos seleccionados", "es", "xquad.es.json", 24, 31),
+    ("articole-selectate-ro.pdf", "Articole selectate", "ro", "xquad.ro.json", 0, 7),
 ]
 CZECH_EVERY = 6  # every 6th question of the Czech retrieval set (243 → 41)
 
@@ -170,6 +182,12 @@ def build(out: Path, xquad: Path) -> dict:
                 print(f"warning: evidence of {q['id']} not found in {name}", file=sys.stderr)
                 continue
             questions.append({**q, "gold_documents": [name], "gold_pages": found})
+    for name, title, lang, source, first, last in DISTRACTORS:
+        body, _ = xquad_document(xquad / source, first, last, lang)
+        target = out / name
+        render(_page(body, title), target)
+        documents.append({"file": name, "title": title, "lang": lang, "source": f"{source}:{first}-{last}",
+                          "pages": len(pages_of(target)), "distractor": True})
     lines = [json.dumps(q, ensure_ascii=False) for q in questions]
     (SET_DIR / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     manifest = {"renderer": version, "documents": documents, "questions": len(questions)}

@@ -147,6 +147,11 @@ def ingest_files(paths: list[Path], *, log=print, strategy: str | None = None) -
     return ids
 
 
+def folder_files(folder: Path) -> list[Path]:
+    """The files a gold set is asked over: every visible file of the folder, by name."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
 def locate(questions: list[GoldQuestion], ids: dict[str, int]) -> tuple[list[Located], dict[int, list]]:
     """Each question's gold in the stored documents; and each document's pages ([page, start, end], …)."""
     texts = {row.document_id: row for row in DocumentText.objects.filter(document_id__in=ids.values())}

@@ -76,6 +76,20 @@ def test_eval_retrieval_reports_document_evidence_and_page_hits(fake_embedder, t
     assert result["_run"]["evidence_not_found"] == []
 
 
+@pytest.mark.django_db
+def test_eval_retrieval_gold_searches_every_file_of_the_folder(fake_embedder, tmp_path):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "manual.pdf").write_bytes(text_pdf([["Quinces are harvested in late October, after the pears."]]))
+    (folder / "distractor.pdf").write_bytes(text_pdf([["Quinces, quinces, quinces: a quince jelly recipe."]]))
+    gold = write(tmp_path, {"id": "q1", "question": "quinces", "gold_documents": ["manual.pdf"]})
+    out = io.StringIO()
+    call_command("eval_retrieval", "--gold", str(gold), "--files", str(folder), "--arms", "fts", "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert sorted(result["_run"]["documents"]) == ["distractor.pdf", "manual.pdf"]
+    assert result["fts"]["document"]["hit@1"] == 0.0 and result["fts"]["document"]["hit@5"] == 1.0
+
+
 def test_eval_retrieval_gold_needs_its_files(tmp_path):
     gold = write(tmp_path, {"id": "q1", "question": "x", "gold_documents": ["missing.pdf"]})
     with pytest.raises(CommandError, match="needs --files"):

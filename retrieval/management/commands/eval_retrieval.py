@@ -158,8 +158,8 @@ class Command(BaseCommand):
         log = (lambda msg: print(msg, file=sys.stderr)) if json else self.stdout.write
         strategy = strategy or evaluation.default_strategy()
         started = time.monotonic()
-        names = sorted({name for q in asked for name in q.gold_documents})
-        ids = gold_evaluation.ingest_files([files / name for name in names], log=log, strategy=strategy)
+        # Every file of the folder is searched: the ones no question names are the distractors.
+        ids = gold_evaluation.ingest_files(gold_evaluation.folder_files(files), log=log, strategy=strategy)
         ingest_s = time.monotonic() - started
         located, pages = gold_evaluation.locate(asked, ids)
         user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
