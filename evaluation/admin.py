@@ -161,7 +161,7 @@ class TestSetAdmin(admin.ModelAdmin):
         """Answers users thumbed up, with their cited passages: the curator ticks the ones that become questions."""
         test_set = self._set(request, pk)
         if request.method == "POST":
-            chosen = [int(x) for x in request.POST.getlist("message") if x.isdigit()]
+            chosen = [int(x) for x in request.POST.getlist("message") if x.isascii() and x.isdigit()]
             if not chosen:
                 self.message_user(request, _("Tick the answers to add first."), messages.ERROR)
                 return HttpResponseRedirect(request.path)

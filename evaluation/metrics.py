@@ -43,7 +43,7 @@ def passage_in(passage: str, text: str) -> bool:
 def document_is(ref: str, segment: dict) -> bool:
     """True when the document named `ref` (id, title, file name with or without extension) is the segment's."""
     ref = str(ref).strip()
-    if ref.isdigit():
+    if ref.isascii() and ref.isdigit():
         return segment.get("document_id") == int(ref)
     name = str(segment.get("document_name") or "")
     names = {normalise(name), normalise(PurePath(name).stem), normalise(segment.get("document_title") or "")}

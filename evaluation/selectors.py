@@ -15,7 +15,7 @@ def thumbed_up_candidates(test_set: TestSet, *, limit: int = 100) -> list[dict]:
     asked and the cited sources' ids; not yet in the set, and rated 👎 by nobody. The curator confirms
     which become test questions (services.testset_add_thumbed_up)."""
     present = {int(x.removeprefix("answer-")) for x in test_set.questions.filter(external_id__startswith="answer-")
-               .values_list("external_id", flat=True) if x.removeprefix("answer-").isdigit()}
+               .values_list("external_id", flat=True) if x.removeprefix("answer-").isascii() and x.removeprefix("answer-").isdigit()}
     asked = (Message.objects.filter(conversation_id=OuterRef("conversation_id"), role=MessageRole.USER,
                                     created_at__lte=OuterRef("created_at")).order_by("-created_at", "-id")
              .values("content")[:1])

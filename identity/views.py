@@ -55,7 +55,7 @@ def api_tokens_page(request):
                     raise ApplicationError(gettext("Choose an expiry from the list."), code="token_expiry_invalid")
                 expires_at = timezone.now() + datetime.timedelta(days=int(days)) if days else None
                 token = token_create(user=request.user, name=request.POST.get("name", ""), expires_at=expires_at)
-            elif action in ("rotate", "revoke") and request.POST.get("token_id", "").isdigit():
+            elif action in ("rotate", "revoke") and request.POST.get("token_id", "").isascii() and request.POST.get("token_id", "").isdigit():
                 token_id = int(request.POST["token_id"])
                 if action == "revoke":
                     token_revoke(user=request.user, token_id=token_id)

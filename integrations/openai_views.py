@@ -190,7 +190,7 @@ def _message_ref(value):
     """A message id: the number, or the completion's id `chatcmpl-<n>` as /v1/chat/completions gave it."""
     if isinstance(value, str) and value.startswith(COMPLETION_PREFIX):
         value = value[len(COMPLETION_PREFIX):]
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isascii() and value.isdigit())):
         raise fmt.RequestError(gettext("'message_id' must be a completion id (chatcmpl-…) or a number."),
                                param="message_id")
     return int(value)

@@ -54,6 +54,11 @@ def _date(value: str | None, field: str, default: date) -> date:
     return parsed
 
 
+def _is_id(ref: str) -> bool:
+    """A row id, not a name: ASCII digits only ("²" is a digit to str.isdigit but no int)."""
+    return ref.isascii() and ref.isdigit()
+
+
 def usage_filter_parse(params) -> UsageFilter:
     """A UsageFilter from query parameters `from`, `to` (YYYY-MM-DD; default the last 30 days), `group`
     (id or name), `user` (id or user name), `collection` (id or slug); ApplicationError on bad input."""
@@ -66,18 +71,18 @@ def usage_filter_parse(params) -> UsageFilter:
         raise _invalid(gettext("At most %(days)s days at once.") % {"days": MAX_DAYS}, "from")
     group = user = collection_id = None
     if ref := str(params.get("group") or "").strip():
-        group = Group.objects.filter(pk=int(ref)).first() if ref.isdigit() else Group.objects.filter(name=ref).first()
+        group = Group.objects.filter(pk=int(ref)).first() if _is_id(ref) else Group.objects.filter(name=ref).first()
         if group is None:
             raise _invalid(gettext("No group '%(ref)s'.") % {"ref": ref}, "group")
     if ref := str(params.get("user") or "").strip():
         users = get_user_model().objects
-        user = users.filter(pk=int(ref)).first() if ref.isdigit() else users.filter(username=ref).first()
+        user = users.filter(pk=int(ref)).first() if _is_id(ref) else users.filter(username=ref).first()
         if user is None:
             raise _invalid(gettext("No user '%(ref)s'.") % {"ref": ref}, "user")
     if ref := str(params.get("collection") or "").strip():
         # By the app registry: documents sits above this app (.importlinter), its model is looked up by name.
         collections = apps.get_model("documents", "Collection").objects
-        found = collections.filter(pk=int(ref)).first() if ref.isdigit() else collections.filter(slug=ref).first()
+        found = collections.filter(pk=int(ref)).first() if _is_id(ref) else collections.filter(slug=ref).first()
         if found is None:
             raise _invalid(gettext("No collection '%(ref)s'.") % {"ref": ref}, "collection")
         collection_id = found.pk

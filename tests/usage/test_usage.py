@@ -226,6 +226,8 @@ def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_
     for ref in ("rules", str(rules.pk)):
         assert staff.get("/api/usage/", {"collection": ref}).json()["totals"]["questions"] == 2
     assert staff.get("/api/usage/", {"collection": "nope"}).status_code == 400
+    for name in ("collection", "group", "user"):  # "²" is a digit to str.isdigit, but no id
+        assert staff.get("/api/usage/", {name: "²"}).status_code == 400, name
 
     bad = staff.get("/api/usage/", {"from": "yesterday"})
     assert bad.status_code == 400 and bad.json()["code"] == "invalid" and "from" in bad.json()["extra"]["fields"]

@@ -50,7 +50,7 @@ class Command(BaseCommand):
         if collection:
             # The command runs with the database's own rights: any collection, whoever --user is.
             self.collection = Collection.objects.filter(slug=collection).first() or (
-                Collection.objects.filter(pk=int(collection)).first() if collection.isdigit() else None)
+                Collection.objects.filter(pk=int(collection)).first() if collection.isascii() and collection.isdigit() else None)
             if self.collection is None:
                 raise CommandError(gettext("No collection %(collection)r; create it in the admin or POST /api/collections/.")
                                    % {"collection": collection})
