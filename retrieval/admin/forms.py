@@ -37,7 +37,10 @@ class AiServerForm(forms.ModelForm):
     )
     clear_api_key = forms.BooleanField(required=False, label=gettext_lazy("Clear API key"))
 
-    embeddings = forms.BooleanField(required=False, label=gettext_lazy("Embeds text"))
+    embeddings = forms.BooleanField(
+        required=False, label=gettext_lazy("Embeds text"),
+        help_text=gettext_lazy("Turns text into embeddings: lists of numbers that capture meaning, so that documents are "
+                               "found by what they mean, not only by their words."))
     embedding_model = forms.CharField(required=False, max_length=200,
                                       help_text=gettext_lazy("Model name sent to the server, e.g. bge-m3 or nomic-embed-text"))
     embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label=gettext_lazy("Embedding dimension"),
@@ -47,7 +50,9 @@ class AiServerForm(forms.ModelForm):
         help_text=gettext_lazy("The model's window; late chunking embeds long documents in windows of this size (default 512)"))
     chat = forms.BooleanField(required=False, label=gettext_lazy("Answers chats"))
     chat_model = forms.CharField(required=False, max_length=200, help_text=gettext_lazy("e.g. llama3.1:8b or gpt-4o-mini"))
-    context_window = forms.IntegerField(required=False, min_value=256, help_text=gettext_lazy("Tokens"))
+    context_window = forms.IntegerField(
+        required=False, min_value=256,
+        help_text=gettext_lazy("How much text the chat model reads at once, in tokens (a token is a word or a piece of one)"))
     tools = forms.BooleanField(required=False, label=gettext_lazy("Tool calling"),
                                help_text=gettext_lazy("The chat model calls tools (OpenAI-style function calling); needed by "
                                          "the agentic chat mode"))
@@ -59,11 +64,16 @@ class AiServerForm(forms.ModelForm):
                                    help_text=gettext_lazy("This server's sampling temperature; empty: the retrieval settings' (0.4)"))
     max_tokens = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Max answer tokens"),
                                     help_text=gettext_lazy("This server's longest answer; empty: the retrieval settings'"))
-    rerank = forms.BooleanField(required=False, label=gettext_lazy("Reranks"))
+    rerank = forms.BooleanField(
+        required=False, label=gettext_lazy("Reranks"),
+        help_text=gettext_lazy("Reads the question with each found passage and puts the passages in a better order "
+                               "(slower, often more precise)."))
     rerank_model = forms.CharField(required=False, max_length=200)
     token_embeddings = forms.BooleanField(
         required=False, label=gettext_lazy("Token embeddings (late chunking)"),
-        help_text=gettext_lazy("A text-embeddings-inference server with /tokenize and /embed_all and a mean-pooling model"))
+        help_text=gettext_lazy("Late chunking: the whole document is read before it is cut, so that each chunk keeps "
+                               "its context. Needs a text-embeddings-inference server with /tokenize and /embed_all "
+                               "and a mean-pooling model"))
 
     class Meta:
         model = AiServer
