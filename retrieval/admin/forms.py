@@ -192,21 +192,11 @@ class RetrievalSettingsForm(forms.ModelForm):
             "doc_limit": gettext_lazy("Document limit"), "max_chunks_per_document": gettext_lazy("Max chunks per document"),
         }
         help_texts = {
-            "vector_top_k": gettext_lazy("Passages the vector arm (HNSW, cosine) hands to the fusion"),
-            "fts_top_k": gettext_lazy("Passages the full-text arm hands to the fusion"),
-            "vector_weight": gettext_lazy("Weight of the vector arm in reciprocal rank fusion (0 turns it off)"),
-            "fts_weight": gettext_lazy("Weight of the full-text arm in reciprocal rank fusion (0 turns it off)"),
+            # The search fields' help is the models' (plain words, retrieval/models.py); these add details.
             "fts_ranking": gettext_lazy("How the full-text arm orders its passages. ts_rank (default): passages holding more of "
                            "the question's words first; ts_rank_cd (cover density) counts every occurrence of any "
                            "question word, so one repeated common word can outrank the rest (XQuAD hit@1 of the "
                            "arm: 0.930 against 0.769)"),
-            "final_top_n": gettext_lazy("Passages given to the chat"),
-            "rrf_k": gettext_lazy("Reciprocal rank fusion constant: larger values flatten the ranks"),
-            "qa_distance_threshold": gettext_lazy("Approved answers farther than this cosine distance from the question are not used"),
-            "doc_distance_threshold": gettext_lazy("Passages farther than this cosine distance are dropped (then the general "
-                                      "subcategory is tried)"),
-            "qa_limit": gettext_lazy("Approved Q&A pairs considered per question"),
-            "doc_limit": gettext_lazy("Document passages kept per tier when a category is given"),
             "rerank_server": gettext_lazy("An active OpenAI-compatible server with the rerank capability (text-embeddings-inference "
                              "/rerank, or a Jina/Cohere-compatible /v1/rerank). Empty: no reranking."),
             "rerank_candidates": gettext_lazy("The best fused passages of a tier sent to the reranker; the tier is then cut to "

@@ -159,3 +159,4 @@ def test_the_settings_page_puts_the_persona_first_and_explains_its_terms(admin_c
     page = admin_client.get(URL).content.decode()
     assert page.index('name="persona"') < page.index('name="rag_enabled"') < page.index('name="rrf_k"')
     assert "reciprocal rank fusion" in page and "lists of numbers that capture meaning" in page
+    assert "How many passages the search by meaning (embeddings) brings" in page  # the model's plain help shows
