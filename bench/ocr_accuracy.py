@@ -52,12 +52,13 @@ def main(argv=None) -> int:
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    from documents.extraction.errors import english
     from documents.extraction.ocr import ocr_status
     from tests.scans import SAMPLES
 
     status = ocr_status()
     if not status.available:
-        raise SystemExit(status.reason)
+        raise SystemExit(english(status.reason))
     report = {"benchmark": "ocr_accuracy", "pages_per_scan": args.pages,
               "note": "seconds measured on a shared, busy machine", "results": {}}
     with tempfile.TemporaryDirectory() as tmp:

@@ -210,7 +210,7 @@ def answer_message(message_id: int) -> str | None:
     return None
 
 
-def _database_problem(job: Job, exc: Exception, problem: str) -> str:
+def _database_problem(job: Job, exc: Exception, problem: dict) -> str:
     """A temporary database error (connection lost, server restarted, deadlock): answer again from
     the start on a new session, up to MAX_ATTEMPTS answers; clients replace the text from offset 0.
 

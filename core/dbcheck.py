@@ -1,6 +1,10 @@
 """Checks that the database is one ragsite can run on."""
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
+from core.reasons import reason
+
 MIN_PGVECTOR = (0, 8, 0)
 
 
@@ -45,18 +49,20 @@ def check_pgvector_version(apps, schema_editor) -> None:
 # SQLSTATEs of database errors that are over once the connection is new or the transaction runs
 # again: connection exceptions (class 08), serialization failure, deadlock, too many clients,
 # the server terminating or shutting down (pg_terminate_backend, a restart).
+# The reasons are phrases of the catalogue (core.reasons), read in the reader's language.
 _TRANSIENT_SQLSTATES = {
-    "40001": "a serialization conflict with another transaction",
-    "40P01": "a deadlock with another transaction",
-    "53300": "the database has no free connection (too many clients)",
-    "57P01": "the database connection was closed by the server",
-    "57P02": "the database server restarted",
-    "57P03": "the database server was starting up or shutting down",
+    "40001": gettext_noop("a serialization conflict with another transaction"),
+    "40P01": gettext_noop("a deadlock with another transaction"),
+    "53300": gettext_noop("the database has no free connection (too many clients)"),
+    "57P01": gettext_noop("the database connection was closed by the server"),
+    "57P02": gettext_noop("the database server restarted"),
+    "57P03": gettext_noop("the database server was starting up or shutting down"),
 }
+_CONNECTION_LOST = gettext_noop("the connection to the database was lost")
 
 
-def transient_database_error(exc: BaseException) -> str | None:
-    """A readable reason when `exc` is a temporary database problem worth retrying, else None.
+def transient_database_error(exc: BaseException) -> dict | None:
+    """A readable reason (core.reasons, a phrase to put inside a sentence) when `exc` is a temporary database problem worth retrying, else None.
 
     Only Django's OperationalError/InterfaceError count (never a programming or data error):
     with a SQLSTATE from the list above or class 08, or with none at all — psycopg raises those
@@ -70,7 +76,7 @@ def transient_database_error(exc: BaseException) -> str | None:
     cause = exc.__cause__ if exc.__cause__ is not None else exc
     sqlstate = getattr(cause, "sqlstate", None)
     if sqlstate in _TRANSIENT_SQLSTATES:
-        return _TRANSIENT_SQLSTATES[sqlstate]
+        return reason(f"database.{sqlstate}", _TRANSIENT_SQLSTATES[sqlstate])
     if sqlstate is None or sqlstate.startswith("08"):
-        return "the connection to the database was lost"
+        return reason("database.connection_lost", _CONNECTION_LOST)
     return None

@@ -10,7 +10,7 @@ The stored value is JSON, `{"code": "index.timeout", "text": "Indexing took long
 "params": {"limit": "10 minutes"}}`: `code` is for machines (stable), `text` is the catalogue's key (the
 same way Django's admin log stores its change messages), `params` fill its placeholders. A parameter may
 itself be a reason (rendered in the same language); a whole number is written the reader's way
-(1 000 / 1,000). Rendering needs no registry, so a reason written by one layer reads in any other.
+(1 000 / 1,000), a decimal one with the reader's separator (1,5 / 1.5). Rendering needs no registry, so a reason written by one layer reads in any other.
 A value written before reasons existed is free English text: it is shown as it is.
 """
 from __future__ import annotations
@@ -65,4 +65,6 @@ def _param(value: Any) -> Any:
         return render(value, fallback=str(value))
     if isinstance(value, int) and not isinstance(value, bool):
         return number_format(value, force_grouping=True)
+    if isinstance(value, float):  # 1.5 MB: "1,5" in Czech
+        return number_format(value)
     return value

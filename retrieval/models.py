@@ -220,6 +220,15 @@ class KnowledgeEntry(models.Model):
         return self.question[:80]
 
 
+
+class KnowledgeDraft(KnowledgeEntry):
+    """A Q&A pair waiting for approval: the same rows, listed apart from the approved ones in the admin."""
+
+    class Meta:
+        proxy = True
+        verbose_name = _("Q&A draft")
+        verbose_name_plural = _("Q&A drafts (waiting for approval)")
+
 class KnowledgeEmbedding(models.Model):
     """A Q&A pair's question vector under one embedding model (exact scan: Q&A sets are small)."""
 
@@ -282,8 +291,12 @@ class RetrievalSettings(models.Model):
         AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("default embedding server")
     )
     default_chat_server = models.ForeignKey(AiServer, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("default chat server"))
-    chunking_strategy = models.CharField(max_length=20, default=ChunkingStrategy.TOKENS, choices=ChunkingStrategy.choices, verbose_name=_("chunking strategy"))
-    chunk_size = models.PositiveIntegerField(default=512, help_text=_("Tokens per chunk (tokens and late strategies)"), verbose_name=_("chunk size"))
+    chunking_strategy = models.CharField(max_length=20, default=ChunkingStrategy.TOKENS, choices=ChunkingStrategy.choices, verbose_name=_("chunking strategy"),
+        help_text=_("How documents are cut into chunks: the short passages that are searched and cited. Late "
+                    "chunking reads the whole document before it turns each chunk into numbers, so that a chunk keeps "
+                    "its context (it needs an AI server that supports it)."))
+    chunk_size = models.PositiveIntegerField(default=512, help_text=_("Tokens per chunk (tokens and late strategies); a token is a word or a piece of "
+                                                                      "one, about four characters"), verbose_name=_("chunk size"))
     chunk_overlap = models.PositiveIntegerField(default=64, help_text=_("Tokens shared by neighbouring chunks"), verbose_name=_("chunk overlap"))
     # The fixed strategy counts characters, so it has sizes of its own: a token count (512) read as
     # characters made chunks half the size the strategy promises.
@@ -291,21 +304,40 @@ class RetrievalSettings(models.Model):
     fixed_chunk_overlap = models.PositiveIntegerField(default=200, help_text=_("Characters shared by neighbouring "
                                                                              "chunks (fixed strategy)"), verbose_name=_("fixed chunk overlap"))
     tokenizer = models.CharField(max_length=20, default="o200k_base",
-                                 choices=[("o200k_base", "o200k_base"), ("cl100k_base", "cl100k_base")], verbose_name=_("tokenizer"))
-    max_chunks_per_document = models.PositiveIntegerField(default=50000, verbose_name=_("max chunks per document"))
-    embed_batch_size = models.PositiveIntegerField(default=64, verbose_name=_("embed batch size"))
-    vector_top_k = models.PositiveIntegerField(default=40, verbose_name=_("vector top k"))
-    fts_top_k = models.PositiveIntegerField(default=40, verbose_name=_("full-text top k"))
-    vector_weight = models.FloatField(default=1.0, verbose_name=_("vector weight"))
+                                 choices=[("o200k_base", "o200k_base"), ("cl100k_base", "cl100k_base")], verbose_name=_("tokenizer"),
+                                 help_text=_("The rule that splits text into tokens when chunk sizes are counted; "
+                                             "the default suits every language."))
+    max_chunks_per_document = models.PositiveIntegerField(default=50000, verbose_name=_("max chunks per document"),
+        help_text=_("A document that would give more chunks than this is refused (it protects the server)."))
+    embed_batch_size = models.PositiveIntegerField(default=64, verbose_name=_("embed batch size"),
+        help_text=_("How many chunks are sent to the AI server at once to be turned into embeddings: lists of numbers "
+                    "that capture meaning, so that passages are found by what they mean, not only by their words."))
+    vector_top_k = models.PositiveIntegerField(default=40, verbose_name=_("vector top k"),
+        help_text=_("How many passages the search by meaning (embeddings) brings for each question."))
+    fts_top_k = models.PositiveIntegerField(default=40, verbose_name=_("full-text top k"),
+        help_text=_("How many passages the search by words (full text) brings for each question."))
+    vector_weight = models.FloatField(default=1.0, verbose_name=_("vector weight"),
+        help_text=_("How much the search by meaning counts when the two result lists are merged (0 turns it off)."))
     # Measured on XQuAD en/de/es with the built-in model and ts_rank (README): 1.5 is the best weight
     # in every language and beats both arms alone (with ts_rank_cd, 0.5 was).
-    fts_weight = models.FloatField(default=1.5, verbose_name=_("full-text weight"))
-    final_top_n = models.PositiveIntegerField(default=8, verbose_name=_("final top n"))
-    rrf_k = models.PositiveIntegerField(default=60, verbose_name=_("RRF k"))
-    qa_distance_threshold = models.FloatField(default=0.6, verbose_name=_("Q&A distance threshold"))
-    qa_limit = models.PositiveIntegerField(default=20, verbose_name=_("Q&A limit"))
-    doc_distance_threshold = models.FloatField(default=0.75, verbose_name=_("doc distance threshold"))
-    doc_limit = models.PositiveIntegerField(default=30, verbose_name=_("doc limit"))
+    fts_weight = models.FloatField(default=1.5, verbose_name=_("full-text weight"),
+        help_text=_("How much the search by words counts when the two result lists are merged (0 turns it off)."))
+    final_top_n = models.PositiveIntegerField(default=8, verbose_name=_("final top n"),
+        help_text=_("How many passages, best first, the AI model reads to answer."))
+    rrf_k = models.PositiveIntegerField(default=60, verbose_name=_("RRF k"),
+        help_text=_("RRF (reciprocal rank fusion) merges the two result lists by each passage's place in them; a "
+                    "larger k lets passages further down the lists count more. 60 is the usual value."))
+    qa_distance_threshold = models.FloatField(default=0.6, verbose_name=_("Q&A distance threshold"),
+        help_text=_("How close in meaning (0: the same, larger: further apart) an approved question must be to the "
+                    "question asked to be used."))
+    qa_limit = models.PositiveIntegerField(default=20, verbose_name=_("Q&A limit"),
+        help_text=_("How many approved Q&A pairs are considered for each question."))
+    doc_distance_threshold = models.FloatField(default=0.75, verbose_name=_("doc distance threshold"),
+        help_text=_("How close in meaning (0: the same, larger: further apart) a passage must be to the question to "
+                    "be kept; when none is, the general subcategory is tried."))
+    doc_limit = models.PositiveIntegerField(default=30, verbose_name=_("doc limit"),
+        help_text=_("How many document passages are kept at each level of topics when the question has a "
+                    "category."))
     # How the full-text arm orders the passages it matched (see migration retrieval 0008).
     fts_ranking = models.CharField(
         max_length=20, default="ts_rank", choices=FTS_RANKINGS,

@@ -28,6 +28,7 @@ from documents.extraction.errors import (
     TooLargeError,
     UnsupportedTypeError,
     gettext_noop,
+    phrase,
 )
 from documents.extraction.types import (
     BLOCK_KINDS,
@@ -50,7 +51,7 @@ from documents.extraction.types import (
     ProgressCallback,
     StatusCallback,
     human_size,
-    upload_types_label,
+    upload_types_phrase,
 )
 from documents.extraction.email import EmlExtraction, looks_like_email
 from documents.extraction.epub import EpubExtraction
@@ -84,34 +85,40 @@ _READERS: dict[str, Callable[..., Extraction]] = {
 }
 HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
 NOT_A_VALID_ZIP = gettext_noop("This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened.")
-_TYPES = upload_types_label(suffixes=True)
+_TYPES = upload_types_phrase()
 _MARKDOWN_SUFFIXES = next(t.suffixes for t in FILE_TYPES if t.mime_type == MIME_MARKDOWN)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
-# magic prefix -> what to call it in the error message
-_KNOWN_BINARIES: tuple[tuple[bytes, str | None], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"GIF87a", "a GIF image"),
-    (b"GIF89a", "a GIF image"),
-    (b"II*\x00", "a TIFF image"),
-    (b"MM\x00*", "a TIFF image"),
+# magic prefix -> what to call it in the error message (a phrase, translated where the reason is shown)
+
+
+def _kind(text: str) -> dict:
+    return phrase("kind.other", text)
+
+
+_KNOWN_BINARIES: tuple[tuple[bytes, dict | None], ...] = (
+    (b"\x89PNG\r\n\x1a\n", _kind(gettext_noop("a PNG image"))),
+    (b"\xff\xd8\xff", _kind(gettext_noop("a JPEG image"))),
+    (b"GIF87a", _kind(gettext_noop("a GIF image"))),
+    (b"GIF89a", _kind(gettext_noop("a GIF image"))),
+    (b"II*\x00", _kind(gettext_noop("a TIFF image"))),
+    (b"MM\x00*", _kind(gettext_noop("a TIFF image"))),
     (b"BM", None),  # too short to trust on its own; only if the rest is binary
-    (b"\x1f\x8b", "a gzip-compressed file"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (b"Rar!\x1a\x07", "a RAR archive"),
-    (b"\x7fELF", "a program (executable)"),
+    (b"\x1f\x8b", _kind(gettext_noop("a gzip-compressed file"))),
+    (b"7z\xbc\xaf\x27\x1c", _kind(gettext_noop("a 7-Zip archive"))),
+    (b"Rar!\x1a\x07", _kind(gettext_noop("a RAR archive"))),
+    (b"\x7fELF", _kind(gettext_noop("a program (executable)"))),
     (b"MZ", None),
-    (b"%!PS", "a PostScript file"),
-    (b"{\\rtf", "an RTF document"),
-    (b"ID3", "an MP3 audio file"),
-    (b"OggS", "an Ogg audio/video file"),
-    (b"fLaC", "a FLAC audio file"),
+    (b"%!PS", _kind(gettext_noop("a PostScript file"))),
+    (b"{\\rtf", _kind(gettext_noop("an RTF document"))),
+    (b"ID3", _kind(gettext_noop("an MP3 audio file"))),
+    (b"OggS", _kind(gettext_noop("an Ogg audio/video file"))),
+    (b"fLaC", _kind(gettext_noop("a FLAC audio file"))),
 )
 
 
-def _unsupported(what: str | None) -> UnsupportedTypeError:
+def _unsupported(what: dict | None) -> UnsupportedTypeError:
     if what:
         return UnsupportedTypeError(gettext_noop("This file looks like %(what)s; only %(types)s files are supported."),
                                     what=what, types=_TYPES)
@@ -133,10 +140,10 @@ def _classify_zip_names(names: set[str] | list[str], mimetype: str | None = None
     if "content.xml" in names and (mimetype or "").strip() == MIME_ODT:
         return MIME_ODT
     if "mimetype" in names or "content.xml" in names:
-        raise _unsupported("an OpenDocument file other than text (.ods/.odp); save it as .xlsx, .pptx or PDF first")
+        raise _unsupported(_kind(gettext_noop("an OpenDocument file other than text (.ods/.odp); save it as .xlsx, .pptx or PDF first")))
     if any(n.startswith("word/") for n in names):
-        raise CorruptFileError("This file is not a valid Word document (its main text part is missing).")
-    raise _unsupported("a ZIP archive but not a Word document (.docx)")
+        raise CorruptFileError(gettext_noop("This file is not a valid Word document (its main text part is missing)."))
+    raise _unsupported(_kind(gettext_noop("a ZIP archive but not a Word document (.docx)")))
 
 
 def _zip_local_names(head: bytes, limit: int = 64) -> list[str]:
@@ -172,7 +179,7 @@ def _detect_zip_head(head: bytes) -> str:
         return MIME_PPTX
     if "[Content_Types].xml" in names or any(n.startswith(("_rels/", "docProps/")) for n in names):
         return MIME_DOCX  # an Office file whose word/ part lies beyond the head
-    raise _unsupported("a ZIP archive but not a Word document (.docx)")
+    raise _unsupported(_kind(gettext_noop("a ZIP archive but not a Word document (.docx)")))
 
 
 
@@ -195,9 +202,9 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
     if head.startswith(_OLE_MAGIC):
         if "EncryptedPackage".encode("utf-16-le") in head:
             raise EncryptedError(gettext_noop("This Office file is password-protected; upload it without a password."))
-        raise _unsupported("an old-format Office file (.doc/.xls/.ppt); save it as .docx or PDF first")
+        raise _unsupported(_kind(gettext_noop("an old-format Office file (.doc/.xls/.ppt); save it as .docx or PDF first")))
     if head[8:12] == b"WEBP" and head.startswith(b"RIFF"):
-        raise _unsupported("a WebP image")
+        raise _unsupported(_kind(gettext_noop("a WebP image")))
     decoded = decode_sample(head, complete=complete)
     if decoded is None:
         for magic, what in _KNOWN_BINARIES:

@@ -8,7 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.extraction.errors import CorruptFileError, NoTextError, ZipBombError, gettext_noop
-from documents.extraction.types import MIME_DOCX, Block, Extraction, Limits, clean_text, human_size, table_row
+from documents.extraction.types import (
+    MIME_DOCX,
+    WORD_FILE,
+    Block,
+    Extraction,
+    Limits,
+    clean_text,
+    human_size,
+    table_row,
+)
 
 NOT_A_ZIP_MESSAGE = gettext_noop("This file is not a valid Word document (it is not a ZIP archive).")
 
@@ -30,10 +39,10 @@ def encrypted_office(path: Path) -> bool:
     return "EncryptedPackage".encode("utf-16-le") in data
 
 
-def check_zip(path: Path, limits: Limits, *, what: str = "Word file", main_part: str | None = "word/") -> None:
+def check_zip(path: Path, limits: Limits, *, what: dict = WORD_FILE, main_part: str | None = "word/") -> None:
     """Refuse non-zips and zip bombs using only the central directory (nothing is inflated).
 
-    ``what`` names the file in messages ("Excel file"...); ``main_part`` is the folder a valid
+    ``what`` names the file in messages (a phrase: EXCEL_FILE…); ``main_part`` is the folder a valid
     file must have (None: no check)."""
     try:
         with zipfile.ZipFile(path) as zf:

@@ -8,7 +8,7 @@ from documents.extraction.docx import check_zip
 from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
 from documents.extraction.html import html_blocks
-from documents.extraction.types import MIME_EPUB, Block, Extraction, Limits
+from documents.extraction.types import EPUB_BOOK, MIME_EPUB, Block, Extraction, Limits
 
 
 class EpubExtraction(Extraction):
@@ -17,7 +17,7 @@ class EpubExtraction(Extraction):
     def __init__(self, path: Path, *, limits: Limits, on_progress=None):
         super().__init__(on_progress=on_progress, limits=limits)
         self.path = Path(path)
-        check_zip(self.path, limits, what="EPUB book", main_part=None)
+        check_zip(self.path, limits, what=EPUB_BOOK, main_part=None)
         try:
             from ebooklib import epub
 

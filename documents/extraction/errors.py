@@ -17,6 +17,13 @@ def gettext_noop(text: str) -> str:
     return text
 
 
+def phrase(code: str, text: str, **params: Any) -> dict:
+    """A phrase inside a reason's sentence — a kind of file, a size, a list of pages — kept as a nested
+    reason (core.reasons renders a parameter that is a reason in the same language): `text` is marked
+    with `gettext_noop`, `code` says what it is ("kind.word", "size.mb")."""
+    return {"code": code, "text": text, "params": params}
+
+
 TOO_MANY_CHUNKS = gettext_noop("This document would produce more than %(limit)s chunks (the limit is %(limit)s); "
                                "split it or raise MAX_CHUNKS_PER_DOCUMENT.")
 
@@ -72,7 +79,15 @@ class ExtractionError(Exception):
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
 
+def english(value: Any) -> Any:
+    """A phrase (or any parameter) as English words: logs, commands, the `message` of an error."""
+    return _english(value)
+
+
 def _english(value: Any) -> Any:
+    if isinstance(value, dict) and isinstance(value.get("text"), str):  # a phrase: its English words
+        params = {k: _english(v) for k, v in (value.get("params") or {}).items()}
+        return value["text"] % params if params else value["text"]
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
 
 

@@ -27,7 +27,7 @@ def read_text_file(path: Path, limits: Limits, extraction: Extraction) -> str:
     return clean_text(text)
 
 
-def open_office(path: Path, limits: Limits, what: str, opener):
+def open_office(path: Path, limits: Limits, what: dict, opener):
     """``opener(path)`` after the zip-bomb check; anything it raises becomes a `CorruptFileError`."""
     check_zip(path, limits, what=what, main_part=None)
     try:

@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from documents.extraction.errors import gettext_noop, phrase
+
 logger = logging.getLogger(__name__)
 
 WRAPPER = Path(__file__).resolve().parents[1] / "bin" / "tesseract-capped"
@@ -57,7 +59,7 @@ class OcrConfig:
 class OcrStatus:
     available: bool
     languages: frozenset[str] = frozenset()
-    reason: str = ""  # why OCR is not available, for users
+    reason: dict | None = None  # why OCR is not available, for users: a phrase (errors.phrase)
 
 
 @dataclass(slots=True)
@@ -91,7 +93,8 @@ def ocr_status(config: OcrConfig = OcrConfig()) -> OcrStatus:
 
 def _probe(command: str) -> OcrStatus:
     if shutil.which(command) is None:
-        return OcrStatus(False, reason="OCR is not available on this server (Tesseract is not installed)")
+        return OcrStatus(False, reason=phrase("ocr.missing", gettext_noop(
+            "OCR is not available on this server (Tesseract is not installed)")))
     try:
         import pytesseract
 
@@ -99,9 +102,11 @@ def _probe(command: str) -> OcrStatus:
         langs = frozenset(pytesseract.get_languages(config="")) - {"osd"}
     except Exception as exc:  # noqa: BLE001 - a broken install is "not available", not a crash
         logger.warning("Tesseract unusable: %s", exc)
-        return OcrStatus(False, reason="OCR is not available on this server (Tesseract does not run)")
+        return OcrStatus(False, reason=phrase("ocr.broken", gettext_noop(
+            "OCR is not available on this server (Tesseract does not run)")))
     if not langs:
-        return OcrStatus(False, reason="OCR is not available on this server (no Tesseract language data)")
+        return OcrStatus(False, reason=phrase("ocr.no_languages", gettext_noop(
+            "OCR is not available on this server (no Tesseract language data)")))
     return OcrStatus(True, langs)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from documents.extraction.docx import check_zip
 from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import squeeze_spaces
-from documents.extraction.types import MIME_ODT, Block, Extraction, Limits, table_row
+from documents.extraction.types import MIME_ODT, OPENDOCUMENT_FILE, Block, Extraction, Limits, table_row
 
 
 class OdtExtraction(Extraction):
@@ -17,7 +17,7 @@ class OdtExtraction(Extraction):
     def __init__(self, path: Path, *, limits: Limits, on_progress=None):
         super().__init__(on_progress=on_progress, limits=limits)
         self.path = Path(path)
-        check_zip(self.path, limits, what="OpenDocument file", main_part=None)
+        check_zip(self.path, limits, what=OPENDOCUMENT_FILE, main_part=None)
         try:
             from odf.opendocument import load
 

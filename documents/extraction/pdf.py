@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from documents.extraction.errors import (CorruptFileError, EncryptedError, NoTextError, Note, TooLargeError,
-                                         gettext_noop)
+                                         gettext_noop, phrase)
 from documents.extraction.ocr import OcrConfig
 from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
@@ -46,15 +46,16 @@ def _corrupt(exc: BaseException) -> CorruptFileError:
     text = str(exc) or type(exc).__name__
     lowered = text.lower()
     if "ended unexpectedly" in lowered or "eof" in lowered or "truncat" in lowered:
-        reason = "the file is incomplete — it may have been cut off while uploading"
+        reason = phrase("pdf.truncated", gettext_noop("the file is incomplete — it may have been cut off while uploading"))
     elif "xref" in lowered or "startxref" in lowered or "trailer" in lowered:
-        reason = "its table of contents (cross-reference table) is broken"
+        reason = phrase("pdf.xref", gettext_noop("its table of contents (cross-reference table) is broken"))
     elif "/pages" in lowered or "page tree" in lowered or "/kids" in lowered:
-        reason = "its list of pages is broken"
+        reason = phrase("pdf.pages", gettext_noop("its list of pages is broken"))
     elif "header" in lowered and "pdf" in lowered:
-        reason = "it does not start like a PDF file"
+        reason = phrase("pdf.header", gettext_noop("it does not start like a PDF file"))
     else:
-        reason = text if len(text) <= 120 else text[:117] + "..."
+        return CorruptFileError(gettext_noop("This PDF is damaged and cannot be read (%(reason)s)."),
+                                reason=text if len(text) <= 120 else text[:117] + "...")
     return CorruptFileError(gettext_noop("This PDF is damaged and cannot be read (%(reason)s)."), reason=reason)
 
 
@@ -380,7 +381,8 @@ class PdfExtraction(Extraction):
         one = total == 1
         ocr = self._pdf_ocr
         if ocr is None or not ocr.available:
-            reason = ocr.status.reason if ocr is not None else "OCR is not available"
+            reason: dict | str = (ocr.status.reason or "") if ocr is not None else phrase("ocr.unavailable", gettext_noop(
+                "OCR is not available"))
             return NoTextError(gettext_noop("No text layer on the only page — scanned PDF? %(reason)s.") if one else
                                gettext_noop("No text layer on any of the %(count)s pages — scanned PDF? %(reason)s."),
                                count=total, reason=reason)

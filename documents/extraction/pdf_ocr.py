@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from documents.extraction.errors import Note, gettext_noop
+from documents.extraction.errors import Note, gettext_noop, phrase
 from documents.extraction.types import format_page_list
 from documents.extraction.ocr import OcrConfig, OcrEngine, OcrPage, OcrStatus, ocr_status
 from documents.extraction.pdf_tables import MIN_PATHS
@@ -112,7 +112,8 @@ class PdfOcr:
         try:
             import pypdfium2 as pdfium
         except ImportError:
-            self.status = OcrStatus(False, reason="OCR is not available on this server (pypdfium2 is missing)")
+            self.status = OcrStatus(False, reason=phrase("ocr.no_pdfium", gettext_noop(
+                "OCR is not available on this server (pypdfium2 is missing)")))
             return
         try:
             self._pdfium = pdfium.PdfDocument(str(self.path))

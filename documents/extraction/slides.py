@@ -11,7 +11,7 @@ from pathlib import Path
 
 from documents.extraction.errors import CorruptFileError, NoTextError, gettext_noop
 from documents.extraction.helpers import open_office, squeeze_spaces
-from documents.extraction.types import MIME_PPTX, Block, Extraction, Limits, table_row
+from documents.extraction.types import MIME_PPTX, POWERPOINT_FILE, Block, Extraction, Limits, table_row
 
 
 class PptxExtraction(Extraction):
@@ -21,7 +21,7 @@ class PptxExtraction(Extraction):
         super().__init__(on_progress=on_progress, limits=limits)
         import pptx
 
-        self._deck = open_office(Path(path), limits, "PowerPoint file", pptx.Presentation)
+        self._deck = open_office(Path(path), limits, POWERPOINT_FILE, pptx.Presentation)
         self.pages_total = len(self._deck.slides)
 
     def _iter_blocks(self) -> Iterator[Block]:

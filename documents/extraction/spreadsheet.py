@@ -13,7 +13,7 @@ from pathlib import Path
 
 from documents.extraction.errors import CorruptFileError, NoTextError, Note, gettext_noop
 from documents.extraction.helpers import open_office, read_text_file, squeeze_spaces
-from documents.extraction.types import MIME_CSV, MIME_XLSX, Block, Extraction, Limits, table_row
+from documents.extraction.types import EXCEL_FILE, MIME_CSV, MIME_XLSX, Block, Extraction, Limits, table_row
 
 
 MAX_SHEET_CELLS = 2_000_000  # cells read per workbook; a bigger one is cut with a warning
@@ -34,7 +34,7 @@ class XlsxExtraction(Extraction):
         super().__init__(on_progress=on_progress, limits=limits)
         import openpyxl
 
-        self._book = open_office(Path(path), limits, "Excel file",
+        self._book = open_office(Path(path), limits, EXCEL_FILE,
                                   lambda p: openpyxl.load_workbook(p, read_only=True, data_only=True))
         self.pages_total = len(self._book.worksheets)
 

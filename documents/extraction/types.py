@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from documents.extraction.errors import CorruptFileError, ExtractionError, NoTextError, gettext_noop
+from documents.extraction.errors import CorruptFileError, ExtractionError, NoTextError, gettext_noop, phrase
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,12 @@ def upload_accept() -> str:
     return ",".join([s for t in FILE_TYPES for s in t.suffixes] + [t.mime_type for t in FILE_TYPES])
 
 
+def upload_types_phrase() -> dict:
+    """"PDF (.pdf), Word (.docx), … and Markdown (.md, …)" as a phrase for reasons (the "and" translated)."""
+    names = [f"{t.label} ({', '.join(t.suffixes)})" for t in FILE_TYPES]
+    return phrase("types.list", gettext_noop("%(types)s and %(last)s"), types=", ".join(names[:-1]), last=names[-1])
+
+
 def upload_types_label(*, suffixes: bool = False) -> str:
     """"PDF, Word, …, text, Markdown"; with `suffixes`: "PDF (.pdf), Word (.docx), …"."""
     names = [f"{t.label} ({', '.join(t.suffixes)})" if suffixes else t.label for t in FILE_TYPES]
@@ -65,6 +71,13 @@ def upload_types_label(*, suffixes: bool = False) -> str:
 BLOCK_KINDS = ("paragraph", "heading", "table", "code", "page")
 
 MB = 1024 * 1024
+
+# What error messages call a file of each kind ("This %(what)s is damaged…"), as phrases for the catalogue.
+WORD_FILE = phrase("kind.docx", gettext_noop("Word file"))
+EXCEL_FILE = phrase("kind.xlsx", gettext_noop("Excel file"))
+POWERPOINT_FILE = phrase("kind.pptx", gettext_noop("PowerPoint file"))
+EPUB_BOOK = phrase("kind.epub", gettext_noop("EPUB book"))
+OPENDOCUMENT_FILE = phrase("kind.odt", gettext_noop("OpenDocument file"))
 
 ProgressCallback = Callable[[int, int], None]
 StatusCallback = Callable[[str], None]  # a stage for people: "OCR 12 of 40 pages"
@@ -172,19 +185,20 @@ def table_rows(rows: list[list[str]]) -> list[str]:
     return [table_row(r) for r in rows if any((c or "").strip() for c in r)]
 
 
-def human_size(n: int) -> str:
-    """`209715200` -> "200 MB"."""
+def human_size(n: int) -> dict:
+    """`209715200` -> a phrase reading "200 MB" (the number and unit written the reader's way)."""
     if n >= MB:
         value = n / MB
-        return f"{value:.0f} MB" if value >= 10 or value.is_integer() else f"{value:.1f} MB"
+        size: int | float = round(value) if value >= 10 or value.is_integer() else round(value, 1)
+        return phrase("size.mb", gettext_noop("%(size)s MB"), size=size)
     if n >= 1024:
-        return f"{n / 1024:.0f} KB"
-    return f"{n} bytes"
+        return phrase("size.kb", gettext_noop("%(size)s KB"), size=round(n / 1024))
+    return phrase("size.bytes", gettext_noop("%(size)s bytes"), size=n)
 
 
-def format_page_list(pages: list[int], limit: int = 20) -> str:
-    """`[3, 7]` -> "3, 7"; long lists are shortened."""
+def format_page_list(pages: list[int], limit: int = 20) -> str | dict:
+    """`[3, 7]` -> "3, 7"; a long list is shortened to a phrase "3, 7, … and 12 more"."""
     shown = ", ".join(str(p) for p in pages[:limit])
     if len(pages) > limit:
-        shown += f" and {len(pages) - limit} more"
+        return phrase("pages.more", gettext_noop("%(pages)s and %(more)s more"), pages=shown, more=len(pages) - limit)
     return shown

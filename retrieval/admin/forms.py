@@ -37,7 +37,10 @@ class AiServerForm(forms.ModelForm):
     )
     clear_api_key = forms.BooleanField(required=False, label=gettext_lazy("Clear API key"))
 
-    embeddings = forms.BooleanField(required=False, label=gettext_lazy("Embeds text"))
+    embeddings = forms.BooleanField(
+        required=False, label=gettext_lazy("Embeds text"),
+        help_text=gettext_lazy("Turns text into embeddings: lists of numbers that capture meaning, so that documents are "
+                               "found by what they mean, not only by their words."))
     embedding_model = forms.CharField(required=False, max_length=200,
                                       help_text=gettext_lazy("Model name sent to the server, e.g. bge-m3 or nomic-embed-text"))
     embedding_dim = forms.IntegerField(required=False, min_value=1, max_value=16000, label=gettext_lazy("Embedding dimension"),
@@ -47,7 +50,9 @@ class AiServerForm(forms.ModelForm):
         help_text=gettext_lazy("The model's window; late chunking embeds long documents in windows of this size (default 512)"))
     chat = forms.BooleanField(required=False, label=gettext_lazy("Answers chats"))
     chat_model = forms.CharField(required=False, max_length=200, help_text=gettext_lazy("e.g. llama3.1:8b or gpt-4o-mini"))
-    context_window = forms.IntegerField(required=False, min_value=256, help_text=gettext_lazy("Tokens"))
+    context_window = forms.IntegerField(
+        required=False, min_value=256,
+        help_text=gettext_lazy("How much text the chat model reads at once, in tokens (a token is a word or a piece of one)"))
     tools = forms.BooleanField(required=False, label=gettext_lazy("Tool calling"),
                                help_text=gettext_lazy("The chat model calls tools (OpenAI-style function calling); needed by "
                                          "the agentic chat mode"))
@@ -59,11 +64,16 @@ class AiServerForm(forms.ModelForm):
                                    help_text=gettext_lazy("This server's sampling temperature; empty: the retrieval settings' (0.4)"))
     max_tokens = forms.IntegerField(required=False, min_value=1, label=gettext_lazy("Max answer tokens"),
                                     help_text=gettext_lazy("This server's longest answer; empty: the retrieval settings'"))
-    rerank = forms.BooleanField(required=False, label=gettext_lazy("Reranks"))
+    rerank = forms.BooleanField(
+        required=False, label=gettext_lazy("Reranks"),
+        help_text=gettext_lazy("Reads the question with each found passage and puts the passages in a better order "
+                               "(slower, often more precise)."))
     rerank_model = forms.CharField(required=False, max_length=200)
     token_embeddings = forms.BooleanField(
         required=False, label=gettext_lazy("Token embeddings (late chunking)"),
-        help_text=gettext_lazy("A text-embeddings-inference server with /tokenize and /embed_all and a mean-pooling model"))
+        help_text=gettext_lazy("Late chunking: the whole document is read before it is cut, so that each chunk keeps "
+                               "its context. Needs a text-embeddings-inference server with /tokenize and /embed_all "
+                               "and a mean-pooling model"))
 
     class Meta:
         model = AiServer
@@ -182,21 +192,11 @@ class RetrievalSettingsForm(forms.ModelForm):
             "doc_limit": gettext_lazy("Document limit"), "max_chunks_per_document": gettext_lazy("Max chunks per document"),
         }
         help_texts = {
-            "vector_top_k": gettext_lazy("Passages the vector arm (HNSW, cosine) hands to the fusion"),
-            "fts_top_k": gettext_lazy("Passages the full-text arm hands to the fusion"),
-            "vector_weight": gettext_lazy("Weight of the vector arm in reciprocal rank fusion (0 turns it off)"),
-            "fts_weight": gettext_lazy("Weight of the full-text arm in reciprocal rank fusion (0 turns it off)"),
+            # The search fields' help is the models' (plain words, retrieval/models.py); these add details.
             "fts_ranking": gettext_lazy("How the full-text arm orders its passages. ts_rank (default): passages holding more of "
                            "the question's words first; ts_rank_cd (cover density) counts every occurrence of any "
                            "question word, so one repeated common word can outrank the rest (XQuAD hit@1 of the "
                            "arm: 0.930 against 0.769)"),
-            "final_top_n": gettext_lazy("Passages given to the chat"),
-            "rrf_k": gettext_lazy("Reciprocal rank fusion constant: larger values flatten the ranks"),
-            "qa_distance_threshold": gettext_lazy("Approved answers farther than this cosine distance from the question are not used"),
-            "doc_distance_threshold": gettext_lazy("Passages farther than this cosine distance are dropped (then the general "
-                                      "subcategory is tried)"),
-            "qa_limit": gettext_lazy("Approved Q&A pairs considered per question"),
-            "doc_limit": gettext_lazy("Document passages kept per tier when a category is given"),
             "rerank_server": gettext_lazy("An active OpenAI-compatible server with the rerank capability (text-embeddings-inference "
                              "/rerank, or a Jina/Cohere-compatible /v1/rerank). Empty: no reranking."),
             "rerank_candidates": gettext_lazy("The best fused passages of a tier sent to the reranker; the tier is then cut to "

@@ -28,6 +28,7 @@ from retrieval.models import (
     AiServerKind,
     EmbeddingModel,
     EmbeddingState,
+    KnowledgeDraft,
     KnowledgeEntry,
     RetrievalSettings,
     SubcategoryMapping,
@@ -200,7 +201,7 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
 
 
 class ApprovedFilter(admin.SimpleListFilter):
-    title = "approval"
+    title = gettext_lazy("approval")
     parameter_name = "approved"
 
     def lookups(self, request, model_admin):
@@ -269,10 +270,10 @@ class KnowledgeEntryAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("live"))
     def live(self, obj):
         if not obj.is_active:
-            return badge("retired", "off")
+            return badge(gettext("retired"), "off")
         if obj.approved_at is None:
-            return badge("awaiting approval", "warn")
-        return badge("live", "ok")
+            return badge(gettext("awaiting approval"), "warn")
+        return badge(gettext("live"), "ok")
 
     @admin.display(description=gettext_lazy("embedding"), ordering="embedding_state")
     def embedding(self, obj):
@@ -365,12 +366,29 @@ CHUNKING_FIELDS = ("chunking_strategy", "chunk_size", "chunk_overlap", "fixed_ch
                    "tokenizer", "max_chunks_per_document")
 
 
+
+@admin.register(KnowledgeDraft)
+class KnowledgeDraftAdmin(KnowledgeEntryAdmin):
+    """The Q&A pairs waiting for approval (drafts), apart from the approved ones: the same rows and actions."""
+
+    list_filter = ("category", "subcategory", "is_active", "embedding_state")
+
+    def get_urls(self):
+        return admin.ModelAdmin.get_urls(self)  # the import page stays with the approved pairs
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(approved_at__isnull=True)
+
 @admin.register(RetrievalSettings)
 class RetrievalSettingsAdmin(admin.ModelAdmin):
     form = RetrievalSettingsForm
     list_display = ("__str__", "rag_enabled", "external_ai_disabled", "default_embedding_server", "default_chat_server",
                     "chunking_strategy", "final_top_n", "updated_at")
-    fieldsets = (
+    fieldsets = (  # the persona first: it is what a curator changes most; the engineering settings follow
+        (gettext_lazy("Persona"), {"fields": ("persona",),
+                     "description": gettext_lazy("The start of the system prompt. ragsite always appends its fixed rules: the "
+                                    "passages are untrusted data, answer from them, cite their tags. "
+                                    "“Preview the prompt” below shows the whole prompt for a sample question.")}),
         (gettext_lazy("Switches"), {"fields": ("rag_enabled", "external_ai_disabled")}),
         (gettext_lazy("Default servers"), {"fields": ("default_embedding_server", "default_chat_server"),
                              "description": gettext_lazy("New and re-indexed documents and Q&A pairs use the default embedding "
@@ -383,10 +401,6 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
                                               "doc_limit")}),
         (gettext_lazy("Reranking (optional second stage)"), {"fields": ("rerank_server", "rerank_candidates", "rerank_timeout")}),
         (gettext_lazy("Chat"), {"fields": ("chat_mode", "agent_max_searches", "no_passages_policy", "temperature", "max_tokens")}),
-        (gettext_lazy("Persona"), {"fields": ("persona",),
-                     "description": gettext_lazy("The start of the system prompt. ragsite always appends its fixed rules: the "
-                                    "passages are untrusted data, answer from them, cite their tags. "
-                                    "“Preview the prompt” below shows the whole prompt for a sample question.")}),
     )
 
     def get_urls(self):

@@ -95,7 +95,7 @@ class KnowledgeImport(AdminPage):
     """Bulk import from CSV or JSON; the report lists every row accepted and rejected."""
 
     template_name = "admin/retrieval/knowledgeentry/import.html"
-    title = "Import Q&A pairs"
+    title = gettext_lazy("Import Q&A pairs")
 
     def dispatch(self, request, *args, **kwargs):
         if not self.model_admin.has_curate_permission(request):

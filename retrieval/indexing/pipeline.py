@@ -519,7 +519,7 @@ def _announce_finished(document_id: int) -> None:
         logger.exception("index_finished listener failed", extra={"document_id": document_id})
 
 
-def _database_problem(document: Document, attempt: int, exc: Exception, problem: str, strategy: str | None,
+def _database_problem(document: Document, attempt: int, exc: Exception, problem: dict, strategy: str | None,
                       reschedule: Reschedule, version: DocumentVersion | None) -> str:
     """A temporary database error: retry like a busy AI server, fail readably after the last attempt.
 
@@ -531,7 +531,8 @@ def _database_problem(document: Document, attempt: int, exc: Exception, problem:
     if not connection.in_atomic_block:
         connection.close()
     if attempt < settings.INDEX_MAX_ATTEMPTS:
-        _retry_later(document, attempt, _as_is(f"{problem}."), strategy, reschedule)
+        _retry_later(document, attempt, reason("index.database_retry", "%(reason)s.", reason=problem), strategy,
+                     reschedule)
         return "retrying: database unavailable"
     _fail(document, attempt, reason("index.database", gettext_noop(
         "Indexing stopped because %(reason)s (after %(attempts)s attempts). Try re-indexing the document later."),

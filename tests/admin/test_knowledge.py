@@ -348,3 +348,18 @@ def test_the_admin_and_the_rest_api_re_embed_through_the_one_service(client, cur
         client.post(change, entry_form(question="When are raspberries ripe?", answer="Midsummer."))
         api.patch(f"/api/knowledge/{item.pk}/", {"answer": "July."}, format="json")
     assert reembedded == [item.pk, item.pk] and queued_tasks() == []
+
+
+def test_drafts_are_listed_apart_from_the_approved_pairs(client, curator):
+    from django.utils import timezone
+
+    entry("How deep do I plant garlic?", approved_at=timezone.now())
+    draft = entry("When do raspberries fruit?")
+    client.force_login(curator)
+    drafts = client.get(reverse("admin:retrieval_knowledgedraft_changelist"))
+    assert listed(drafts) == {"When do raspberries fruit?"}
+    assert "Q&amp;A drafts (waiting for approval)" in client.get(reverse("admin:index")).content.decode()
+    # Approving from the drafts list takes the pair out of it.
+    client.post(reverse("admin:retrieval_knowledgedraft_changelist"),
+                {"action": "approve_entries", "_selected_action": [draft.pk]})
+    assert listed(client.get(reverse("admin:retrieval_knowledgedraft_changelist"))) == set()

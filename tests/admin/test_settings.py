@@ -153,3 +153,10 @@ def test_agentic_mode_needs_a_default_chat_server_that_calls_tools(admin_client)
                       follow=True)
     saved = RetrievalSettings.objects.get()
     assert (saved.chat_mode, saved.default_chat_server, saved.agent_max_searches) == ("agentic", plain, 5)
+
+
+def test_the_settings_page_puts_the_persona_first_and_explains_its_terms(admin_client):
+    page = admin_client.get(URL).content.decode()
+    assert page.index('name="persona"') < page.index('name="rag_enabled"') < page.index('name="rrf_k"')
+    assert "reciprocal rank fusion" in page and "lists of numbers that capture meaning" in page
+    assert "How many passages the search by meaning (embeddings) brings" in page  # the model's plain help shows

@@ -123,3 +123,25 @@ def test_why_late_chunking_fell_back_reads_in_the_asked_language(api, user, fake
         "Pozdní dělení potřebuje vektory tokenů; server „fake embeddings“ je nenabízí, proto byla použita "
         "strategie „tokens“.")
     assert api.get(url, HTTP_ACCEPT_LANGUAGE="en").json()["chunking_note"] == document.chunking_note
+
+
+def test_the_phrases_inside_an_error_read_in_the_asked_language_too():
+    """A file's kind, the list of types, sizes and "and N more" are phrases of the catalogue, not English
+    words frozen inside a translated sentence."""
+    from documents.extraction import ExtractionError, detect_type
+    from documents.extraction.types import format_page_list, human_size
+
+    with pytest.raises(ExtractionError) as caught:
+        detect_type(b"ID3\x04\x00\x00" + bytes(range(256)) * 4, filename="song.pdf", complete=True)
+    error = caught.value
+    assert error.message.startswith("This file looks like an MP3 audio file; only PDF (.pdf), Word (.docx), ")
+    assert " and Markdown (.md" in error.message
+    with translation.override("cs"):
+        czech = render(error.reason)
+        assert czech.startswith("Tento soubor vypadá jako zvukový soubor MP3; podporovány jsou jen soubory PDF (.pdf)")
+        assert " a Markdown (.md" in czech and " and " not in czech
+        assert render(human_size(1572864)) == "1,5 MB"
+        assert render(human_size(512)) == "512 B"
+        assert render(format_page_list(list(range(1, 31)))) == ", ".join(map(str, range(1, 21))) + " a další (10)"
+    assert in_english(human_size(1572864)) == "1.5 MB"
+    assert in_english(format_page_list(list(range(1, 31)))).endswith("20 and 10 more")

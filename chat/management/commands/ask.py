@@ -6,7 +6,7 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -18,15 +18,15 @@ from core.errors import ApplicationError
 
 
 class Command(BaseCommand):
-    help = "Ask a question (as --user, in a new conversation or --conversation ID) and print the answer as JSON."
+    help = gettext_lazy("Ask a question (as --user, in a new conversation or --conversation ID) and print the answer as JSON.")
 
     def add_arguments(self, parser):
         parser.add_argument("question")
-        parser.add_argument("--user", required=True, help="username")
-        parser.add_argument("--conversation", type=int, help="an existing conversation of the user")
+        parser.add_argument("--user", required=True, help=gettext("username"))
+        parser.add_argument("--conversation", type=int, help=gettext("an existing conversation of the user"))
         parser.add_argument("--category", default=None)
         parser.add_argument("--subcategory", default=None)
-        parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the answer")
+        parser.add_argument("--timeout", type=float, default=600, help=gettext("seconds to wait for the answer"))
 
     def handle(self, *args, question, user, conversation, category, subcategory, timeout, **options):
         account = get_user_model().objects.filter(username=user).first()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -12,11 +12,11 @@ from documents.storage import bucket_ensure, uses_object_storage
 
 
 class Command(BaseCommand):
-    help = "Create the S3 bucket when missing and set its CORS rule for S3_CORS_ORIGINS."
+    help = gettext_lazy("Create the S3 bucket when missing and set its CORS rule for S3_CORS_ORIGINS.")
 
     def add_arguments(self, parser):
         parser.add_argument("--origin", action="append", dest="origins",
-                            help="An origin to allow (repeatable); default: S3_CORS_ORIGINS.")
+                            help=gettext("An origin to allow (repeatable); default: S3_CORS_ORIGINS."))
 
     def handle(self, *args, origins=None, **options):
         if not uses_object_storage():

@@ -27,10 +27,10 @@ class Command(RetrievalCommand):
             if action.dest == "squad":
                 action.required = False
         parser.add_argument("--baseline", type=int, metavar="RUN",
-                            help="An evaluation run's id (admin → Evaluation runs): run its test set now and compare")
+                            help=gettext("An evaluation run's id (admin → Evaluation runs): run its test set now and compare"))
         parser.add_argument("--fail-under", type=float, metavar="X",
-                            help="With --baseline: fail when recall drops by more than X (default: the set's "
-                                 "warning margin)")
+                            help=gettext("With --baseline: fail when recall drops by more than X (default: the set's "
+                                 "warning margin)"))
 
     def handle(self, *args, **options):
         if options.get("baseline") is None:

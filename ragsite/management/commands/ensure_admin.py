@@ -2,13 +2,13 @@ import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Create an admin user if there is none (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password)."
+    help = gettext_lazy("Create an admin user if there is none (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password).")
 
     def handle(self, *args, **options):
         User = get_user_model()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import connection
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from core.commands import BaseCommand
 from core.dbcheck import UnsupportedDatabase, require_pgvector
@@ -45,12 +45,12 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class Command(BaseCommand):
-    help = "Serve ragsite at http://HOST:PORT with its background workers, restarting any that dies; Ctrl-C stops all."
+    help = gettext_lazy("Serve ragsite at http://HOST:PORT with its background workers, restarting any that dies; Ctrl-C stops all.")
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("BIND_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=settings.PORT)
-        parser.add_argument("--no-worker", action="store_true", help="Run the web server only.")
+        parser.add_argument("--no-worker", action="store_true", help=gettext("Run the web server only."))
 
     def _queue_outdated_search_vectors(self) -> None:
         """After an upgrade that changed the full-text analysis (e.g. Czech lemmas), rebuild the older

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -14,11 +14,11 @@ from retrieval.models import EmbeddingModel
 
 
 class Command(BaseCommand):
-    help = "Calibrate the direct-answer and tier distances of each embedding model (prints JSON)."
+    help = gettext_lazy("Calibrate the direct-answer and tier distances of each embedding model (prints JSON).")
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", default="", help="Only the embedding model of this name")
-        parser.add_argument("--force", action="store_true", help="Measure again even when calibrated")
+        parser.add_argument("--model", default="", help=gettext("Only the embedding model of this name"))
+        parser.add_argument("--force", action="store_true", help=gettext("Measure again even when calibrated"))
 
     def handle(self, *args, model: str, force: bool, **options):
         models = EmbeddingModel.objects.filter(**({"name": model} if model else {}))

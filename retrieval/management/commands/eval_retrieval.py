@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -23,35 +23,35 @@ SETS = Path(__file__).resolve().parents[3] / "bench" / "sets"
 
 
 class Command(BaseCommand):
-    help = ("Ingest the articles of a SQuAD-format file for an evaluation user (reused on later runs), ask its "
-            "questions (or another language's, with --questions) and print hit@1, hit@5 and MRR@k per arm.")
+    help = (gettext_lazy("Ingest the articles of a SQuAD-format file for an evaluation user (reused on later runs), ask its "
+            "questions (or another language's, with --questions) and print hit@1, hit@5 and MRR@k per arm."))
 
     def add_arguments(self, parser):
-        parser.add_argument("--squad", type=Path, help="Articles (and questions) in SQuAD v1.1 format")
+        parser.add_argument("--squad", type=Path, help=gettext("Articles (and questions) in SQuAD v1.1 format"))
         parser.add_argument("--dialogues", type=Path, nargs="?", const=SETS / "dialogues" / "dialogues.jsonl",
-                            help="Evaluate a dialogue set instead (default bench/sets/dialogues/dialogues.jsonl): "
-                                 "each turn searched as typed, with the follow-up rewrite and as the set rewrote it")
+                            help=gettext("Evaluate a dialogue set instead (default bench/sets/dialogues/dialogues.jsonl): "
+                                 "each turn searched as typed, with the follow-up rewrite and as the set rewrote it"))
         parser.add_argument("--passages", type=Path, default=SETS / "czech_retrieval" / "passages.jsonl",
-                            help="The dialogue set's passages (JSONL: id, title, text)")
+                            help=gettext("The dialogue set's passages (JSONL: id, title, text)"))
         parser.add_argument("--rewrite-server", metavar="SERVER",
-                            help="With --dialogues: also rewrite follow-ups with this chat server (by name)")
+                            help=gettext("With --dialogues: also rewrite follow-ups with this chat server (by name)"))
         parser.add_argument("--rewrite-timeout", type=float, default=8.0,
-                            help="Seconds the chat server has for one rewrite (then the heuristic is used)")
-        parser.add_argument("--gold", type=Path, help="Questions with document/page/passage gold (JSONL; see "
-                                                      "docs/evaluation.md), asked over the files of --files")
-        parser.add_argument("--files", type=Path, help="With --gold: the folder holding the gold documents' files")
-        parser.add_argument("--questions", type=Path, help="Ask these questions instead (same ids, another language)")
+                            help=gettext("Seconds the chat server has for one rewrite (then the heuristic is used)"))
+        parser.add_argument("--gold", type=Path, help=gettext("Questions with document/page/passage gold (JSONL; see "
+                                                      "docs/evaluation.md), asked over the files of --files"))
+        parser.add_argument("--files", type=Path, help=gettext("With --gold: the folder holding the gold documents' files"))
+        parser.add_argument("--questions", type=Path, help=gettext("Ask these questions instead (same ids, another language)"))
         parser.add_argument("--k", type=int, default=10)
         parser.add_argument("--arms", default="vector,fts,hybrid")
-        parser.add_argument("--limit", type=int, help="Only the first N questions")
-        parser.add_argument("--articles", type=int, help="Only the first N articles")
-        parser.add_argument("--json", action="store_true", help="Print only the JSON result")
+        parser.add_argument("--limit", type=int, help=gettext("Only the first N questions"))
+        parser.add_argument("--articles", type=int, help=gettext("Only the first N articles"))
+        parser.add_argument("--json", action="store_true", help=gettext("Print only the JSON result"))
         parser.add_argument("--rerank", nargs="?", const="", metavar="SERVER",
-                            help="Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
-                                 "the AI server of this name")
+                            help=gettext("Add the arm hybrid+rerank: hybrid reranked by the settings' rerank server, or by "
+                                 "the AI server of this name"))
         parser.add_argument("--strategy", choices=STRATEGIES,
-                            help="Chunking strategy of the evaluation documents (default: the retrieval settings'); "
-                                 "each strategy has its own evaluation user and documents")
+                            help=gettext("Chunking strategy of the evaluation documents (default: the retrieval settings'); "
+                                 "each strategy has its own evaluation user and documents"))
 
     def handle(self, *args, squad, questions, k, arms, limit, articles, json: bool, strategy=None, **options):
         if options.get("dialogues"):

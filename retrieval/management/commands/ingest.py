@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -18,20 +18,20 @@ WAITING = {DocumentStatus.UPLOADED, DocumentStatus.PROCESSING, DocumentStatus.RE
 
 
 class Command(BaseCommand):
-    help = ("Upload files (folders are walked) as documents of --user, or into the collection --collection. "
-            "With --wait, index them and print one JSON line per document.")
+    help = (gettext_lazy("Upload files (folders are walked) as documents of --user, or into the collection --collection. "
+            "With --wait, index them and print one JSON line per document."))
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)
-        parser.add_argument("--user", help="Owner of private documents; with --collection, the uploader recorded "
-                                           "(default: the first superuser)")
-        parser.add_argument("--collection", help="Slug (or id) of the collection the documents are shared in")
+        parser.add_argument("--user", help=gettext("Owner of private documents; with --collection, the uploader recorded "
+                                           "(default: the first superuser)"))
+        parser.add_argument("--collection", help=gettext("Slug (or id) of the collection the documents are shared in"))
         parser.add_argument("--category", default="")
         parser.add_argument("--subcategory", default="")
-        parser.add_argument("--language", default="", help="ISO 639-1 code; detected when empty")
+        parser.add_argument("--language", default="", help=gettext("ISO 639-1 code; detected when empty"))
         parser.add_argument("--wait", action="store_true",
-                            help="Index now in this process (or wait for the worker that took the job).")
-        parser.add_argument("--timeout", type=float, default=3600, help="Seconds to wait for each document.")
+                            help=gettext("Index now in this process (or wait for the worker that took the job)."))
+        parser.add_argument("--timeout", type=float, default=3600, help=gettext("Seconds to wait for each document."))
 
     def handle(self, *args, paths, user, collection, category, subcategory, language, wait, timeout, **options):
         users = get_user_model().objects

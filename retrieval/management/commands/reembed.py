@@ -2,7 +2,7 @@ import json
 import time
 
 from django.core.management.base import CommandError
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 from core.commands import BaseCommand
 
@@ -12,12 +12,12 @@ from retrieval.indexing.reembed import reembed_progress
 
 
 class Command(BaseCommand):
-    help = ("Make --server the default embedding server and re-embed every document with it in the background; "
-            "each document keeps answering from its old vectors until its new ones are complete.")
+    help = (gettext_lazy("Make --server the default embedding server and re-embed every document with it in the background; "
+            "each document keeps answering from its old vectors until its new ones are complete."))
 
     def add_arguments(self, parser):
-        parser.add_argument("--server", required=True, help="AI server name (see the admin)")
-        parser.add_argument("--wait", action="store_true", help="Print progress until every document is done")
+        parser.add_argument("--server", required=True, help=gettext("AI server name (see the admin)"))
+        parser.add_argument("--wait", action="store_true", help=gettext("Print progress until every document is done"))
         parser.add_argument("--timeout", type=float, default=24 * 3600)
 
     def handle(self, *args, server, wait, timeout, **options):
