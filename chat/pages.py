@@ -59,14 +59,19 @@ def _is_id(value: str) -> bool:
     return value.isascii() and value.isdigit() and len(value) <= 18
 
 
+def _conversation_or_404(request, conversation_id: int):
+    """The user's conversation; 404 for one that is not theirs or does not exist (no telling which)."""
+    try:
+        return selectors.conversation_get(conversation_id=conversation_id, user=request.user)
+    except ApplicationError:
+        raise Http404("No such conversation.") from None
+
+
 @login_required
 @require_GET
 def chat(request, conversation_id: int):
     """One conversation: its history, attached documents and the composer; answers stream in live."""
-    try:
-        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
-    except ApplicationError:
-        raise Http404("No such conversation.") from None
+    conversation = _conversation_or_404(request, conversation_id)
     return _chat_page(request, conversation, selectors.conversation_documents(conversation=conversation))
 
 
@@ -74,10 +79,7 @@ def chat(request, conversation_id: int):
 @require_GET
 def conversation_export(request, conversation_id: int):
     """The conversation as a Markdown file, with the sources its answers cited (chat.exporting)."""
-    try:
-        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
-    except ApplicationError:
-        raise Http404("No such conversation.") from None
+    conversation = _conversation_or_404(request, conversation_id)
     response = HttpResponse(conversation_markdown(conversation=conversation, user=request.user),
                             content_type="text/markdown; charset=utf-8")
     name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
@@ -89,10 +91,7 @@ def conversation_export(request, conversation_id: int):
 @require_GET
 def conversation_export_pdf(request, conversation_id: int):
     """The conversation as a PDF, with the sources its answers cited (chat.exporting)."""
-    try:
-        conversation = selectors.conversation_get(conversation_id=conversation_id, user=request.user)
-    except ApplicationError:
-        raise Http404("No such conversation.") from None
+    conversation = _conversation_or_404(request, conversation_id)
     try:
         body = conversation_pdf(conversation=conversation, user=request.user)
     except ApplicationError as exc:  # the fonts are missing: say which, in words
