@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from chat import gaps
 from chat.gaps import can_curate
 from chat.models import Conversation, ConversationDocument, GapGroup, GapReason, GapStatus, Message
+from core.admin import ReadOnlyModelAdmin
 from core.errors import ApplicationError
 from documents.governance import sources_due
 from documents.models import Document
@@ -83,7 +84,7 @@ class GapDocumentForm(forms.Form):
 
 
 @admin.register(GapGroup)
-class GapGroupAdmin(admin.ModelAdmin):
+class GapGroupAdmin(ReadOnlyModelAdmin):
     """The gap inbox: a custom changelist of chat.gaps' groups, with one-click ways to close each."""
 
     def has_module_permission(self, request):
@@ -91,15 +92,6 @@ class GapGroupAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return can_curate(request.user)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_urls(self):
         wrap = self.admin_site.admin_view

@@ -6,9 +6,9 @@ import json
 from django.contrib import admin
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext_lazy
-
 from rest_framework.authtoken.models import TokenProxy
 
+from core.admin import ReadOnlyModelAdmin
 from identity.models import AUDIT_CHANNELS, ApiToken, AuditEvent, DirectoryGroup, DirectoryIdentity
 
 
@@ -98,7 +98,7 @@ class ChannelFilter(admin.SimpleListFilter):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyModelAdmin):
     """The audit log: searched, filtered and exported (CSV), never changed — not even by a
     superuser (and the database refuses UPDATE and DELETE too: migration 0005)."""
 
@@ -110,15 +110,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     actions = ["export_csv"]
     list_per_page = 100
     show_full_result_count = False  # a count(*) of a long log on every page is slow
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description=gettext_lazy("channel"), ordering="via")
     def channel(self, obj):

@@ -13,6 +13,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from core.admin import ReadOnlyModelAdmin
 from core.charts import lines_svg
 from core.errors import ApplicationError
 from usage.models import ANSWER_MODES, GroupQuota, UsageDay
@@ -48,17 +49,8 @@ def _params(request) -> dict:
 
 
 @admin.register(UsageDay)
-class UsageDayAdmin(admin.ModelAdmin):
+class UsageDayAdmin(ReadOnlyModelAdmin):
     """Read-only: the changelist is the report (rows are written only by usage/recorder.py)."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
