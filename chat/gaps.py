@@ -17,8 +17,9 @@ figures).
 linkage (single linkage chained a whole domain's questions into one group), every question of the
 group within the model's own bound for that pair of languages -- the 1st percentile of the distances
 between unrelated questions of one language, or of two languages (the model puts one question in
-two languages farther apart than in one; retrieval/knowledge/calibration.py) -- and the same numbers
-as every question of the group, as the direct answer requires ("nad 18 hodin" is not "pod 5 hodin").
+two languages farther apart than in one; retrieval/knowledge/calibration.py) -- the same numbers
+as every question of the group, as the direct answer requires ("nad 18 hodin" is not "pod 5 hodin"),
+and the same negation as every question of its own language ("bez dokladu" is not "s dokladem").
 Nothing is fitted to a set; bench/gaps.py measures it, and docs/knowledge-base.md lists the variants
 that lost.
 
@@ -46,7 +47,7 @@ from core.tasks import queue
 from documents.models import Document
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
-from retrieval.knowledge.agreement import numbers_in
+from retrieval.knowledge.agreement import is_negated, numbers_in
 from retrieval.knowledge.calibrating import Bounds, calibration_wanted, distance_bounds
 from retrieval.knowledge.services import knowledge_entry_create
 from retrieval.models import EmbeddingModel, KnowledgeEntry
@@ -189,18 +190,28 @@ class GroupedQuestion:
     vector: np.ndarray
     language: str
     numbers: frozenset[str]
+    negated: bool = False
+
+    @classmethod
+    def of(cls, vector, language: str, text: str) -> "GroupedQuestion":
+        """The question `text` (in `language`, "" unknown) with its embedding `vector`."""
+        return cls(_unit(vector), language, frozenset(numbers_in(text)), is_negated(text, language))
 
 
 def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_language: float,
           cross_language: float) -> float | None:
     """How far `candidate` is from a group (its farthest question, less that pair's bound), or None when it
-    does not join: complete linkage -- every question within the model's bound for its pair of languages --
-    and the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"). Pure."""
+    does not join: complete linkage -- every question within the model's bound for its pair of languages --,
+    the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"), and the same
+    negation as every question of its language ("s dokladem" is not "bez dokladu"; across languages
+    negation is not comparable: "neplacené volno" is negated in Czech, "unpaid leave" is not). Pure."""
     worst = None
     for member in members:
         if member.numbers != candidate.numbers:
             return None
         two_languages = bool(member.language and candidate.language and member.language != candidate.language)
+        if not two_languages and member.negated != candidate.negated:
+            return None
         bound = cross_language if two_languages else same_language
         distance = 1.0 - float(member.vector @ candidate.vector)
         if distance > bound:
@@ -260,13 +271,13 @@ def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
     for group_id, vector, language, text in (
             GapQuestion.objects.filter(group__status=GapStatus.OPEN, group__embedding_model=model)
             .order_by("id").values_list("group_id", "embedding", "language", "question__content")):
-        groups.setdefault(group_id, []).append(GroupedQuestion(_unit(vector), language, frozenset(numbers_in(text))))
+        groups.setdefault(group_id, []).append(GroupedQuestion.of(vector, language, text))
     touched: set[int] = set()
     rows = []
     for (answer, question, reasons), vector in zip(new, vectors):
         conversation, metadata = answer.conversation, answer.metadata or {}
         language = str((metadata.get("retrieval") or {}).get("question_language") or "")[:10]
-        member = GroupedQuestion(_unit(vector), language, frozenset(numbers_in(question.content)))
+        member = GroupedQuestion.of(vector, language, question.content)
         reach = {group_id: joins(members, member, same_language=same_language, cross_language=cross_language)
                  for group_id, members in groups.items()}
         reach = {group_id: worst for group_id, worst in reach.items() if worst is not None}

@@ -93,6 +93,24 @@ def test_a_question_joins_only_a_group_of_its_numbers_within_the_bound_of_its_la
     assert joins([group[1]], far, same_language=0.01, cross_language=0.05) is not None
 
 
+def test_a_question_joins_only_a_group_of_its_negation_in_its_own_language():
+    import numpy as np
+
+    def member(text: str, language: str, angle: float = 0.0) -> GroupedQuestion:
+        return GroupedQuestion.of(np.array([np.cos(angle), np.sin(angle)]), language, text)
+
+    bounds = dict(same_language=0.05, cross_language=0.05)
+    with_receipt = [member("Proplatí mi cestovné s účtenkou?", "cs")]
+    assert joins(with_receipt, member("Proplatí mi cestovné, když mám účtenku?", "cs", 0.1), **bounds) is not None
+    assert joins(with_receipt, member("Proplatí mi cestovné bez účtenky?", "cs", 0.1), **bounds) is None
+    assert joins(with_receipt, member("Nemám účtenku, proplatí mi cestovné?", "cs", 0.1), **bounds) is None
+    assert joins([member("Is travel paid without a receipt?", "en")],
+                 member("Is travel paid with a receipt?", "en", 0.1), **bounds) is None
+    # Across languages negation is not comparable ("neplacené volno" / "unpaid leave"): the bound decides.
+    unpaid = [member("Can I take two weeks of unpaid leave?", "en")]
+    assert joins(unpaid, member("Dostanu neplacené volno na dva týdny?", "cs", 0.1), **bounds) is not None
+
+
 # --- recording and grouping ---------------------------------------------------------------------------
 
 
@@ -154,6 +172,17 @@ def test_a_question_joins_a_group_only_when_every_question_of_it_is_within_reach
         gap_record(answer_id=asked(user, text).pk)
     groups = {text: GapQuestion.objects.get(question__content=text).group_id for text in (a, b, c)}
     assert groups[a] == groups[b] != groups[c]
+
+
+def test_a_negated_question_starts_its_own_group(fake_embedder, user):
+    """The fake model puts the two within reach (one word apart); the negation keeps them apart."""
+    texts = ("Are travel costs refunded with a receipt from the hotel?",
+             "Are travel costs refunded without a receipt from the hotel?",
+             "Are the travel costs refunded with a receipt from the hotel?")
+    for text in texts:
+        assert gap_record(answer_id=asked(user, text).pk) == "grouped"
+    groups = [GapQuestion.objects.get(question__content=text).group_id for text in texts]
+    assert groups[0] == groups[2] != groups[1]
 
 
 def test_a_thumbs_down_puts_an_answer_in_the_inbox_and_withdrawing_it_takes_it_out(fake_embedder, api, user,
