@@ -125,16 +125,20 @@ def answer_document_ids(message: Message) -> list[int]:
 # --- recording (one batch task) --------------------------------------------------------------------
 
 
-def gap_check_wanted(message: Message) -> None:
-    """A finished answer (called after it is saved): to the inbox when it is a gap."""
+def gap_check_wanted(message: Message, *, question_vector: tuple[str, list[float]] | None = None) -> None:
+    """A finished answer (called after it is saved): to the inbox when it is a gap. `question_vector`:
+    (embedding model, vector) of its question when the answer path embedded it already."""
     if gap_reasons(message.metadata or {}):
-        gap_wanted(answer_id=message.pk)
+        gap_wanted(answer_id=message.pk, question_vector=question_vector)
 
 
-def gap_wanted(*, answer_id: int) -> None:
+def gap_wanted(*, answer_id: int, question_vector: tuple[str, list[float]] | None = None) -> None:
     """The inbox should look at this answer again (finished, or its rating changed): it waits in
-    GapPending and `gap_record_task` is queued; whichever run of it comes first takes every waiting answer."""
-    GapPending.objects.bulk_create([GapPending(answer_id=answer_id)], ignore_conflicts=True)
+    GapPending (with its question's vector, when given) and `gap_record_task` is queued; whichever run
+    of it comes first takes every waiting answer."""
+    model, vector = question_vector or ("", None)
+    GapPending.objects.bulk_create([GapPending(answer_id=answer_id, embedding=vector, embedding_model=model[:200])],
+                                   ignore_conflicts=True)
     queue(gap_record_task, answer_id, task_name=f"gap inbox: answer {answer_id}", group="gaps")
 
 
@@ -156,11 +160,14 @@ def gap_inbox_run(*, batch_size: int = BATCH_SIZE) -> dict[int, str]:
     while True:
         try:
             with transaction.atomic():
-                waiting = list(GapPending.objects.select_for_update(skip_locked=True).order_by("id")
-                               .values_list("pk", "answer_id")[:batch_size])
+                rows = list(GapPending.objects.select_for_update(skip_locked=True).order_by("id")
+                            .values_list("pk", "answer_id", "embedding_model", "embedding")[:batch_size])
+                waiting = [(pk, answer_id) for pk, answer_id, _m, _v in rows]
                 if not waiting:
                     return outcomes
-                outcomes.update(gap_record_batch(answer_ids=[answer_id for _pk, answer_id in waiting]))
+                given = {answer_id: (model, vector) for _pk, answer_id, model, vector in rows
+                         if model and vector is not None}
+                outcomes.update(gap_record_batch(answer_ids=[answer_id for _pk, answer_id in waiting], vectors=given))
                 GapPending.objects.filter(pk__in=[pk for pk, _answer_id in waiting]).delete()
         except AiServerError as exc:
             logger.warning("gap inbox: questions could not be embedded; they wait for the next run",
@@ -225,10 +232,12 @@ def _unit(vector) -> np.ndarray:
     return array / max(float(np.linalg.norm(array)), 1e-12)
 
 
-def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
+def gap_record_batch(*, answer_ids: list[int], vectors: dict[int, tuple[str, object]] | None = None) -> dict[int, str]:
     """Record, update or remove the gap rows of these answers (call inside `transaction.atomic`).
 
-    The new questions are embedded in one call and put, one after another, in the open group they join
+    `vectors`: {answer id: (embedding model, its question's vector)} the answer path embedded already;
+    one of the default embedding server's model is used as is, the other questions are embedded in one
+    call. Each new question is put, one after another, in the open group they join
     (`joins`; the nearest such group) or a new one, under one lock: two similar questions never start
     two groups. Raises AiServerError when the questions cannot be embedded (nothing is written)."""
     outcomes: dict[int, str] = {}
@@ -261,8 +270,11 @@ def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
     if server is None:
         return {**outcomes, **{answer.pk: "skipped: no embedding server" for answer, _q, _r in new}}
     client = query_embedder_for(server)
-    vectors = client.embed_queries([question.content.strip() for _a, question, _r in new])
-    model = embedding_model_ensure(name=client.model, dim=len(vectors[0]))
+    reused = {answer_id: vector for answer_id, (name, vector) in (vectors or {}).items() if name == client.model}
+    missing = [question.content.strip() for answer, question, _r in new if answer.pk not in reused]
+    embedded = iter(client.embed_queries(missing) if missing else [])
+    question_vectors = [reused[answer.pk] if answer.pk in reused else next(embedded) for answer, _q, _r in new]
+    model = embedding_model_ensure(name=client.model, dim=len(question_vectors[0]))
     calibration_wanted(model)  # the grouping distances are the model's own, measured once in the background
     same_language, cross_language = grouping_distances(model, distance_bounds(model, retrieval_settings_get()))
     with connection.cursor() as cursor:
@@ -274,7 +286,7 @@ def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
         groups.setdefault(group_id, []).append(GroupedQuestion.of(vector, language, text))
     touched: set[int] = set()
     rows = []
-    for (answer, question, reasons), vector in zip(new, vectors):
+    for (answer, question, reasons), vector in zip(new, question_vectors):
         conversation, metadata = answer.conversation, answer.metadata or {}
         language = str((metadata.get("retrieval") or {}).get("question_language") or "")[:10]
         member = GroupedQuestion.of(vector, language, question.content)

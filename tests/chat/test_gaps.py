@@ -185,6 +185,48 @@ def test_a_negated_question_starts_its_own_group(fake_embedder, user):
     assert groups[0] == groups[2] != groups[1]
 
 
+def test_the_inbox_reuses_the_vector_the_answer_path_embedded_for_retrieval(user, chat_ai):
+    from chat.gaps import gap_inbox_run
+    from chat.orchestrator import answer_conversation
+    from chat.services import conversation_create, message_send
+    from retrieval.models import RetrievalSettings
+    from tests.chat.helpers import indexed
+
+    indexed(user, "The harbour master assigns berths to arriving ships.", "harbour.txt", category="port",
+            subcategory="berths")
+    RetrievalSettings.objects.filter(pk=1).update(doc_distance_threshold=0.05, no_passages_policy="refuse")
+    question = "When are tulip bulbs planted?"
+    chat_ai.reset()
+    conversation = conversation_create(user=user, category="port", subcategory="berths")
+    _q, answer = message_send(conversation_id=conversation.pk, user=user, content=question, enqueue=False)
+    answer_conversation(answer.conversation_id)
+    answer.refresh_from_db()
+    assert answer.metadata["mode"] == "refused"
+    embedded = [r["json"]["input"] for r in chat_ai.requests_to("/v1/embeddings")]
+    assert len(embedded) == 1 and question in str(embedded[0])  # once, for retrieval: no extra call
+    assert answer.metadata["retrieval"]["timings_ms"]["query_embedding"] > 0
+    pending = GapPending.objects.get(answer=answer)
+    assert pending.embedding_model == "fake-embed" and pending.embedding is not None
+    chat_ai.reset()
+    assert gap_inbox_run() == {answer.pk: "grouped"}
+    assert not chat_ai.requests_to("/v1/embeddings")  # the inbox embedded nothing
+    assert list(GapQuestion.objects.get(answer=answer).embedding) == pytest.approx(list(pending.embedding))
+
+
+def test_a_vector_of_another_model_is_embedded_again(fake_embedder, user):
+    from chat.gaps import gap_check_wanted, gap_inbox_run
+
+    reused = asked(user, "When is garlic planted?")
+    other = asked(user, "When is garlic planted here?")
+    gap_check_wanted(reused, question_vector=("fake-embed", [1.0] + [0.0] * 383))
+    gap_check_wanted(other, question_vector=("another-model", [1.0] + [0.0] * 383))
+    fake_embedder.reset()
+    assert gap_inbox_run() == {reused.pk: "grouped", other.pk: "grouped"}
+    [request] = fake_embedder.requests_to("/v1/embeddings")
+    assert "garlic planted here" in str(request["json"]["input"]) and "garlic planted?" not in str(request["json"]["input"])
+    assert list(GapQuestion.objects.get(answer=reused).embedding)[:2] == [1.0, 0.0]
+
+
 def test_a_thumbs_down_puts_an_answer_in_the_inbox_and_withdrawing_it_takes_it_out(fake_embedder, api, user,
                                                                                    django_capture_on_commit_callbacks):
     answer = asked(user, "How deep is garlic planted?", mode="documents", content="5 cm deep.")
