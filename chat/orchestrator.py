@@ -340,6 +340,7 @@ def _finish(job: Job, outcome: Outcome) -> None:
         usage = outcome.usage or {}
         answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id,
                         mode=outcome.mode, chat_model=str(usage.get("model") or ""),
+                        chat_server_id=int(usage.get("server_id") or 0),
                         tokens_in=int(usage.get("prompt_tokens") or 0), tokens_out=int(usage.get("completion_tokens") or 0),
                         cited_documents=len({s["document_id"] for s in sources if s.get("document_id")}))
     writer.send(message.conversation_id, status_event(message_data(message)))
