@@ -10,8 +10,10 @@ marks the answer as waiting (GapPending) and queues `gap_record_task` through co
 burst of 189 questions wait 464 s (p50) for the tasks queued before them: the per-task cost of the
 queue, not the embedding, was the bill. Now whichever run comes first takes every waiting answer,
 `BATCH_SIZE` at a time: one embedding call per batch, one lock, one transaction, and the batch shows
-in the inbox when it commits; the runs after it find nothing left (docs/knowledge-base.md has the
-figures).
+in the inbox when it commits; the runs after it find nothing left. And the embedding call is mostly
+gone: the answer path hands over the vector it embedded the question with for retrieval
+(`gap_check_wanted(question_vector=...)`, kept in GapPending), so a run embeds only the questions
+without one (docs/knowledge-base.md has the figures).
 
 **Grouping.** A question joins the open group it `joins` nearest, else it starts one: complete
 linkage (single linkage chained a whole domain's questions into one group), every question of the
