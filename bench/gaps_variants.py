@@ -18,7 +18,9 @@ of approved answers), or p1 per pair of languages; with or without number agreem
 of the grouping before, negation agreement (retrieval/knowledge/agreement.is_negated; in any two
 questions, or only in two of one language) and density-adaptive bounds (local scaling as in
 self-tuning spectral clustering, with its published K = 7; mutual K nearest neighbours; the group of
-the nearest question).
+the nearest question), and what retrieval would find: the passages of bench/sets/czech_retrieval (the
+same domain) ranked for each question by the vector arm alone, the best one the same for every
+member, or each one's best among the other's best three.
 
 A third selection, `siblings`, holds the set's number and negation variants with every question of
 the pair each one names: the near siblings the embedding cannot tell apart (shown, not chosen on).
@@ -40,7 +42,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gaps import choose, pairwise, truth_of
-from bench.setdata import load_approved_qa
+from bench.setdata import load_approved_qa, load_czech_retrieval
 from retrieval.knowledge.agreement import is_negated, numbers_in
 from retrieval.knowledge.calibration import bounds_from, calibration_questions
 
@@ -60,7 +62,8 @@ def local_scales(distances: np.ndarray, seen: list[int], k: int = K_NEIGHBOURS) 
 
 def group_online(order: list[int], vectors: np.ndarray, languages: list[str], numbers: list[frozenset], *,
                  linkage: str, same: float, cross: float, agree_numbers: bool, negated: list[bool] | None = None,
-                 density: str = "", negation_across: bool = True) -> dict[int, int]:
+                 density: str = "", negation_across: bool = True,
+                 best_passage: list[tuple[int, ...]] | None = None, passage_rule: str = "") -> dict[int, int]:
     """{question index: group number}, each question put in the group it joins nearest (see the module).
 
     `negated`: also the same negation as every member (`negation_across`: in two languages too).
@@ -108,6 +111,11 @@ def group_online(order: list[int], vectors: np.ndarray, languages: list[str], nu
                 continue
             if density == "nearest" and number != nearest_group:
                 continue
+            if passage_rule == "same" and any(best_passage[j][0] != best_passage[i][0] for j in members):
+                continue
+            if passage_rule == "overlap" and any(best_passage[j][0] not in best_passage[i]
+                                                 and best_passage[i][0] not in best_passage[j] for j in members):
+                continue
             d = distances[members, i]
             bounds = np.array([cross if languages[j] != languages[i] else same for j in members])
             if linkage == "complete":
@@ -149,6 +157,12 @@ def main(argv=None) -> int:
     languages = [q.lang for q in questions]
     numbers = [frozenset(numbers_in(q.question)) for q in questions]
     negated = [is_negated(q.question, q.lang) for q in questions]
+    # What retrieval would find for each question: the passages of bench/sets/czech_retrieval (the same
+    # domain: travel allowances, sick days, leave), nearest first, by the vector arm alone.
+    passages = load_czech_retrieval().passages
+    passage_vectors = np.asarray(builtin.passage([f"{p.title}\n{p.text}" for p in passages]), dtype=np.float64)
+    passage_vectors /= np.linalg.norm(passage_vectors, axis=1, keepdims=True)
+    best_passage = [tuple(int(k) for k in np.argsort(-(passage_vectors @ v), kind="stable")[:3]) for v in vectors]
     bench = choose(questions, 200)
     taken_pairs, taken = {q.pair_id for q in bench}, {q.id for q in bench}
     held_out = choose([q for q in questions if q.id not in taken and q.pair_id not in taken_pairs], 200)
@@ -186,6 +200,12 @@ def main(argv=None) -> int:
         "before + negation + local scaling to the nearest member, normalised": dict(
             linkage="complete", same=p1, cross=p1_cross, agree_numbers=True, density="local_scaling any normalised",
             negated=negated),
+        "kept + the same best passage (vector arm, czech_retrieval)": dict(
+            linkage="complete", same=p1, cross=p1_cross, agree_numbers=True, negated=negated, negation_across=False,
+            best_passage=best_passage, passage_rule="same"),
+        "kept + each one's best passage among the other's best three": dict(
+            linkage="complete", same=p1, cross=p1_cross, agree_numbers=True, negated=negated, negation_across=False,
+            best_passage=best_passage, passage_rule="overlap"),
         "before + the nearest question's group": dict(linkage="complete", same=p1, cross=p1_cross, agree_numbers=True,
                                                     density="nearest"),
     }
