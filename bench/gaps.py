@@ -1,6 +1,6 @@
 """The gap inbox groups questions by meaning, in any language, and shows them quickly (issue #34): JSON.
 
-    python bench/gaps.py [--questions 200] [--json-out FILE] [--keep]
+    python bench/gaps.py [--questions 200] [--json-out FILE] [--keep] [--reuse-vectors]
 
 On a throw-away ragsite (bench/common.py's BenchSite) with the built-in embedding model
 (multilingual-e5-small), calibrated on its shipped unrelated questions (never this set), and a real
@@ -90,7 +90,7 @@ def summary(values: list[float]) -> dict:
             "max": round(max(values), 3)}
 
 
-def run(chosen: list[QAQuestion], *, worker_timeout: float) -> dict:
+def run(chosen: list[QAQuestion], *, worker_timeout: float, reuse_vectors: bool = False) -> dict:
     from django.contrib.auth import get_user_model
 
     from chat.gaps import gap_check_wanted, grouping_distance
@@ -115,11 +115,16 @@ def run(chosen: list[QAQuestion], *, worker_timeout: float) -> dict:
                                               metadata={"mode": "refused", "retrieval": {"question_language": question.lang}}))
     queued_at: dict[int, float] = {}
     appeared: dict[int, float] = {}
+    # --reuse-vectors: each answer hands its question's vector to the inbox, as the answer path does
+    # (embedded here beforehand, as retrieval did; not timed).
+    given = dict(zip((a.pk for a in answers), client.embed_queries([q.question.strip() for q in chosen]))) \
+        if reuse_vectors else {}
 
     def send(batch: list) -> None:
         for answer in batch:  # outside a transaction: each task is sent at once
             queued_at[answer.pk] = time.monotonic()
-            gap_check_wanted(answer)
+            vector = given.get(answer.pk)
+            gap_check_wanted(answer, question_vector=(client.model, list(vector)) if vector is not None else None)
 
     def wait(batch: list, timeout: float) -> None:
         wanted = {a.pk for a in batch}
@@ -152,6 +157,7 @@ def run(chosen: list[QAQuestion], *, worker_timeout: float) -> dict:
     latencies = list(appeared.values())
     return {
         "questions": len(chosen),
+        "question_vectors": "reused from the answer path" if reuse_vectors else "embedded by the inbox",
         "kinds": {kind: sum(q.kind == kind for q in chosen) for kind in sorted({q.kind for q in chosen})},
         "languages": sorted({q.lang for q in chosen}),
         "known_groups": len({truth_of(q) for q in chosen}),
@@ -176,6 +182,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=900, help="seconds to wait for the worker")
     p.add_argument("--json-out")
     p.add_argument("--keep", action="store_true", help="keep the temporary database and folder")
+    p.add_argument("--reuse-vectors", action="store_true",
+                   help="hand each question's vector to the inbox, as the answer path does")
     return p.parse_args(argv)
 
 
@@ -191,7 +199,7 @@ def main(argv=None) -> int:
                                       stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 t0 = time.monotonic()
-                result = run(chosen, worker_timeout=args.timeout)
+                result = run(chosen, worker_timeout=args.timeout, reuse_vectors=args.reuse_vectors)
                 log(f"{len(chosen)} questions grouped ({time.monotonic() - t0:.1f} s)")
             finally:
                 worker.terminate()

@@ -187,7 +187,7 @@ class Agent:
             raise empty_answer(self.server.name, after_searches=bool(self.searches))
         job.timings["searches_ms"] = round(sum(s["timings_ms"]["tool"] for s in self.searches), 1)
         return Outcome(
-            "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages),
+            "agent", text, self.sources.tag_map, usage={**model_usage(self.model, self.usages, server_id=self.server.pk),
                                                            "requests": self.rounds},
             segments=self.sources.segments, trace={**merged_trace(self.traces, self.searches),
                                                    "query_rewrite": self.rewrite.trace()},

@@ -13,6 +13,9 @@ answer saying so (chat.waiting).
 """
 from __future__ import annotations
 
+import time
+
+import numpy as np
 from django.conf import settings
 from django.utils import timezone
 from django.utils import translation
@@ -47,10 +50,12 @@ from chat.selectors import conversation_scope
 from chat.waiting import documents_waited_for, waiting_answer
 from core.reasons import reason
 from retrieval.ai import AiServerError
+from retrieval.ai.clients import query_embedder_for
 from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.search import retrieve
-from retrieval.selectors import retrieval_settings_get
-from retrieval.telemetry import MODEL_UNAVAILABLE
+from retrieval.models import EmbeddingModel
+from retrieval.selectors import default_embedding_server, retrieval_settings_get
+from retrieval.telemetry import EMBED_LATENCY, MODEL_UNAVAILABLE
 
 AGENTIC = "agentic"
 # A code in the message metadata (the page shows its own words for it), not a sentence.
@@ -115,8 +120,13 @@ def _from_context(job, rs, server) -> Outcome:
     rewrite = search_query(job.question, server)
     if rewrite.method == "model":
         job.mark("query_rewrite")
+    given, embedding_ms = _question_vectors(job, rewrite.query)
     result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
-                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+                      category=params.get("category") or None, subcategory=params.get("subcategory") or None,
+                      query_vectors=given)
+    if given:
+        timings = result.trace["timings_ms"]
+        timings["query_embedding"] = round(timings.get("query_embedding", 0) + embedding_ms, 2)
     result.trace["query_rewrite"] = rewrite.trace()
     job.mark("retrieval")
     segments = result.segments
@@ -161,6 +171,28 @@ def _from_context(job, rs, server) -> Outcome:
     except AiServerError as exc:
         return _model_unavailable(job, rewrite.query, segments, result, exc)
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
+
+
+def _question_vectors(job, query: str) -> tuple[dict[int, np.ndarray] | None, float]:
+    """The question embedded by the default embedding server before retrieval ({server id: vector}, ms),
+    so that the gap inbox reuses the vector (`job.question_vector`) instead of embedding it again.
+
+    Only when retrieval would embed it with that server anyway (tier 1 does, once the server's model is
+    known) and the searched text is the question itself (not a follow-up's rewrite): never an extra call.
+    An AiServerError is raised as retrieval would have raised it."""
+    if query != job.question.content.strip():
+        return None, 0.0
+    server = default_embedding_server()
+    if server is None or not server.embedding_model or not EmbeddingModel.objects.filter(
+            name=server.embedding_model, dim=server.embedding_dim).exists():
+        return None, 0.0
+    started = time.perf_counter()
+    client = query_embedder_for(server)
+    vector = client.embed_queries([query])[0]
+    elapsed = time.perf_counter() - started
+    EMBED_LATENCY.observe(elapsed)
+    job.question_vector = (client.model, [float(x) for x in vector])
+    return {server.pk: np.asarray(vector, dtype=np.float32)}, elapsed * 1000
 
 
 def _model_unavailable(job, question: str, segments, result, exc: AiServerError) -> Outcome:

@@ -40,6 +40,7 @@ class Source(TypedDict):
 
 class LlmUsage(TypedDict):
     model: str
+    server_id: NotRequired[int | None]  # the chat server (AiServer row) that answered; usage counts by it
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int

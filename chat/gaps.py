@@ -10,15 +10,18 @@ marks the answer as waiting (GapPending) and queues `gap_record_task` through co
 burst of 189 questions wait 464 s (p50) for the tasks queued before them: the per-task cost of the
 queue, not the embedding, was the bill. Now whichever run comes first takes every waiting answer,
 `BATCH_SIZE` at a time: one embedding call per batch, one lock, one transaction, and the batch shows
-in the inbox when it commits; the runs after it find nothing left (docs/knowledge-base.md has the
-figures).
+in the inbox when it commits; the runs after it find nothing left. And the embedding call is mostly
+gone: the answer path hands over the vector it embedded the question with for retrieval
+(`gap_check_wanted(question_vector=...)`, kept in GapPending), so a run embeds only the questions
+without one (docs/knowledge-base.md has the figures).
 
 **Grouping.** A question joins the open group it `joins` nearest, else it starts one: complete
 linkage (single linkage chained a whole domain's questions into one group), every question of the
 group within the model's own bound for that pair of languages -- the 1st percentile of the distances
 between unrelated questions of one language, or of two languages (the model puts one question in
-two languages farther apart than in one; retrieval/knowledge/calibration.py) -- and the same numbers
-as every question of the group, as the direct answer requires ("nad 18 hodin" is not "pod 5 hodin").
+two languages farther apart than in one; retrieval/knowledge/calibration.py) -- the same numbers
+as every question of the group, as the direct answer requires ("nad 18 hodin" is not "pod 5 hodin"),
+and the same negation as every question of its own language ("bez dokladu" is not "s dokladem").
 Nothing is fitted to a set; bench/gaps.py measures it, and docs/knowledge-base.md lists the variants
 that lost.
 
@@ -46,7 +49,7 @@ from core.tasks import queue
 from documents.models import Document
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
-from retrieval.knowledge.agreement import numbers_in
+from retrieval.knowledge.agreement import is_negated, numbers_in
 from retrieval.knowledge.calibrating import Bounds, calibration_wanted, distance_bounds
 from retrieval.knowledge.services import knowledge_entry_create
 from retrieval.models import EmbeddingModel, KnowledgeEntry
@@ -124,16 +127,20 @@ def answer_document_ids(message: Message) -> list[int]:
 # --- recording (one batch task) --------------------------------------------------------------------
 
 
-def gap_check_wanted(message: Message) -> None:
-    """A finished answer (called after it is saved): to the inbox when it is a gap."""
+def gap_check_wanted(message: Message, *, question_vector: tuple[str, list[float]] | None = None) -> None:
+    """A finished answer (called after it is saved): to the inbox when it is a gap. `question_vector`:
+    (embedding model, vector) of its question when the answer path embedded it already."""
     if gap_reasons(message.metadata or {}):
-        gap_wanted(answer_id=message.pk)
+        gap_wanted(answer_id=message.pk, question_vector=question_vector)
 
 
-def gap_wanted(*, answer_id: int) -> None:
+def gap_wanted(*, answer_id: int, question_vector: tuple[str, list[float]] | None = None) -> None:
     """The inbox should look at this answer again (finished, or its rating changed): it waits in
-    GapPending and `gap_record_task` is queued; whichever run of it comes first takes every waiting answer."""
-    GapPending.objects.bulk_create([GapPending(answer_id=answer_id)], ignore_conflicts=True)
+    GapPending (with its question's vector, when given) and `gap_record_task` is queued; whichever run
+    of it comes first takes every waiting answer."""
+    model, vector = question_vector or ("", None)
+    GapPending.objects.bulk_create([GapPending(answer_id=answer_id, embedding=vector, embedding_model=model[:200])],
+                                   ignore_conflicts=True)
     queue(gap_record_task, answer_id, task_name=f"gap inbox: answer {answer_id}", group="gaps")
 
 
@@ -155,11 +162,14 @@ def gap_inbox_run(*, batch_size: int = BATCH_SIZE) -> dict[int, str]:
     while True:
         try:
             with transaction.atomic():
-                waiting = list(GapPending.objects.select_for_update(skip_locked=True).order_by("id")
-                               .values_list("pk", "answer_id")[:batch_size])
+                rows = list(GapPending.objects.select_for_update(skip_locked=True).order_by("id")
+                            .values_list("pk", "answer_id", "embedding_model", "embedding")[:batch_size])
+                waiting = [(pk, answer_id) for pk, answer_id, _m, _v in rows]
                 if not waiting:
                     return outcomes
-                outcomes.update(gap_record_batch(answer_ids=[answer_id for _pk, answer_id in waiting]))
+                given = {answer_id: (model, vector) for _pk, answer_id, model, vector in rows
+                         if model and vector is not None}
+                outcomes.update(gap_record_batch(answer_ids=[answer_id for _pk, answer_id in waiting], vectors=given))
                 GapPending.objects.filter(pk__in=[pk for pk, _answer_id in waiting]).delete()
         except AiServerError as exc:
             logger.warning("gap inbox: questions could not be embedded; they wait for the next run",
@@ -189,18 +199,28 @@ class GroupedQuestion:
     vector: np.ndarray
     language: str
     numbers: frozenset[str]
+    negated: bool = False
+
+    @classmethod
+    def of(cls, vector, language: str, text: str) -> "GroupedQuestion":
+        """The question `text` (in `language`, "" unknown) with its embedding `vector`."""
+        return cls(_unit(vector), language, frozenset(numbers_in(text)), is_negated(text, language))
 
 
 def joins(members: list[GroupedQuestion], candidate: GroupedQuestion, *, same_language: float,
           cross_language: float) -> float | None:
     """How far `candidate` is from a group (its farthest question, less that pair's bound), or None when it
-    does not join: complete linkage -- every question within the model's bound for its pair of languages --
-    and the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"). Pure."""
+    does not join: complete linkage -- every question within the model's bound for its pair of languages --,
+    the same numbers as every question ("stravné nad 18 hodin" is not "pod 5 hodin"), and the same
+    negation as every question of its language ("s dokladem" is not "bez dokladu"; across languages
+    negation is not comparable: "neplacené volno" is negated in Czech, "unpaid leave" is not). Pure."""
     worst = None
     for member in members:
         if member.numbers != candidate.numbers:
             return None
         two_languages = bool(member.language and candidate.language and member.language != candidate.language)
+        if not two_languages and member.negated != candidate.negated:
+            return None
         bound = cross_language if two_languages else same_language
         distance = 1.0 - float(member.vector @ candidate.vector)
         if distance > bound:
@@ -214,10 +234,12 @@ def _unit(vector) -> np.ndarray:
     return array / max(float(np.linalg.norm(array)), 1e-12)
 
 
-def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
+def gap_record_batch(*, answer_ids: list[int], vectors: dict[int, tuple[str, object]] | None = None) -> dict[int, str]:
     """Record, update or remove the gap rows of these answers (call inside `transaction.atomic`).
 
-    The new questions are embedded in one call and put, one after another, in the open group they join
+    `vectors`: {answer id: (embedding model, its question's vector)} the answer path embedded already;
+    one of the default embedding server's model is used as is, the other questions are embedded in one
+    call. Each new question is put, one after another, in the open group they join
     (`joins`; the nearest such group) or a new one, under one lock: two similar questions never start
     two groups. Raises AiServerError when the questions cannot be embedded (nothing is written)."""
     outcomes: dict[int, str] = {}
@@ -250,8 +272,11 @@ def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
     if server is None:
         return {**outcomes, **{answer.pk: "skipped: no embedding server" for answer, _q, _r in new}}
     client = query_embedder_for(server)
-    vectors = client.embed_queries([question.content.strip() for _a, question, _r in new])
-    model = embedding_model_ensure(name=client.model, dim=len(vectors[0]))
+    reused = {answer_id: vector for answer_id, (name, vector) in (vectors or {}).items() if name == client.model}
+    missing = [question.content.strip() for answer, question, _r in new if answer.pk not in reused]
+    embedded = iter(client.embed_queries(missing) if missing else [])
+    question_vectors = [reused[answer.pk] if answer.pk in reused else next(embedded) for answer, _q, _r in new]
+    model = embedding_model_ensure(name=client.model, dim=len(question_vectors[0]))
     calibration_wanted(model)  # the grouping distances are the model's own, measured once in the background
     same_language, cross_language = grouping_distances(model, distance_bounds(model, retrieval_settings_get()))
     with connection.cursor() as cursor:
@@ -260,13 +285,13 @@ def gap_record_batch(*, answer_ids: list[int]) -> dict[int, str]:
     for group_id, vector, language, text in (
             GapQuestion.objects.filter(group__status=GapStatus.OPEN, group__embedding_model=model)
             .order_by("id").values_list("group_id", "embedding", "language", "question__content")):
-        groups.setdefault(group_id, []).append(GroupedQuestion(_unit(vector), language, frozenset(numbers_in(text))))
+        groups.setdefault(group_id, []).append(GroupedQuestion.of(vector, language, text))
     touched: set[int] = set()
     rows = []
-    for (answer, question, reasons), vector in zip(new, vectors):
+    for (answer, question, reasons), vector in zip(new, question_vectors):
         conversation, metadata = answer.conversation, answer.metadata or {}
         language = str((metadata.get("retrieval") or {}).get("question_language") or "")[:10]
-        member = GroupedQuestion(_unit(vector), language, frozenset(numbers_in(question.content)))
+        member = GroupedQuestion.of(vector, language, question.content)
         reach = {group_id: joins(members, member, same_language=same_language, cross_language=cross_language)
                  for group_id, members in groups.items()}
         reach = {group_id: worst for group_id, worst in reach.items() if worst is not None}

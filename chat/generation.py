@@ -155,9 +155,10 @@ def context_budget(server) -> int:
     return settings.CHAT_CONTEXT_TOKENS
 
 
-def model_usage(model: str, usages: list[dict]) -> dict:
-    """`llm_usage` of an answer: the usage of its requests added up."""
-    total = {"model": model, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+def model_usage(model: str, usages: list[dict], *, server_id: int | None = None) -> dict:
+    """`llm_usage` of an answer: the usage of its requests added up, and which chat server (row) made it
+    (usage is counted per server: two servers may run a model of the same name)."""
+    total = {"model": model, "server_id": server_id, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     for usage in usages:
         for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
             total[key] += int(usage.get(key) or 0)
@@ -192,7 +193,7 @@ def stream_answer(job, server, messages: list[dict], *, json_mode: bool) -> tupl
     answer = stream_round(job, server, messages, json_mode=json_mode)
     if not answer.text.strip():
         raise empty_answer(server.name)
-    return answer.text, model_usage(answer.model, [answer.usage])
+    return answer.text, model_usage(answer.model, [answer.usage], server_id=server.pk)
 
 
 def stream_round(job, server, messages: list[dict], *, json_mode: bool = False, tools: list | None = None,

@@ -251,6 +251,10 @@ class GapPending(models.Model):
 
     answer = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="+", verbose_name=_("answer"))
     created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    # The question's vector when the answer path embedded it already (chat.answering), and by which
+    # embedding model: the batch run reuses it when that is the model the inbox groups with.
+    embedding = VectorField(null=True, blank=True, verbose_name=_("question's embedding"))
+    embedding_model = models.CharField(max_length=200, blank=True, default="", verbose_name=_("embedding model"))
 
     class Meta:
         ordering = ["id"]  # not shown anywhere: no names of its own to translate

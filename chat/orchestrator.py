@@ -141,6 +141,9 @@ class Job:
         self.context: list[dict] = []
         self.timings: dict = {"queue_ms": round((timezone.now() - message.created_at).total_seconds() * 1000, 1)}
         self.stop_checked = 0.0
+        # (embedding model, vector) of the question, when the answer path embedded it with the default
+        # embedding server (chat.answering): the gap inbox reuses it instead of embedding it again.
+        self.question_vector: tuple[str, list[float]] | None = None
 
     def mark(self, step: str) -> None:
         now = time.perf_counter()
@@ -337,10 +340,11 @@ def _finish(job: Job, outcome: Outcome) -> None:
         usage = outcome.usage or {}
         answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id,
                         mode=outcome.mode, chat_model=str(usage.get("model") or ""),
+                        chat_server_id=int(usage.get("server_id") or 0),
                         tokens_in=int(usage.get("prompt_tokens") or 0), tokens_out=int(usage.get("completion_tokens") or 0),
                         cited_documents=len({s["document_id"] for s in sources if s.get("document_id")}))
     writer.send(message.conversation_id, status_event(message_data(message)))
-    gap_check_wanted(message)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
+    gap_check_wanted(message, question_vector=job.question_vector)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),
                                    "invalid_citations": parsed.invalid_citations, **job.timings})
 

@@ -21,6 +21,9 @@ class UsageDay(models.Model):
     # 0: no collection (the user's own documents, or everything they read). A plain id, not a foreign key:
     # this app sits below documents (.importlinter), and a deleted collection's figures stay.
     collection_id = models.IntegerField(default=0, db_default=0, verbose_name=_("collection id"))
+    # The chat server (retrieval's AiServer row) that answered, 0 none: a plain id as collection_id is.
+    # Tokens are counted per server; the model's name is kept for display (two servers may run one model).
+    chat_server_id = models.IntegerField(default=0, db_default=0, verbose_name=_("chat server id"))
     chat_model = models.CharField(max_length=200, blank=True, default="", verbose_name=_("chat model"))
     questions = models.PositiveIntegerField(default=0, db_default=0, verbose_name=_("questions"))
     answers_qa_direct = models.PositiveIntegerField(default=0, db_default=0, verbose_name=_("answers: approved answer"))
@@ -41,13 +44,13 @@ class UsageDay(models.Model):
     class Meta:
         verbose_name = _("usage per day")
         verbose_name_plural = _("usage per day")
-        constraints = [models.UniqueConstraint(fields=["day", "user", "collection_id", "chat_model"],
+        constraints = [models.UniqueConstraint(fields=["day", "user", "collection_id", "chat_server_id", "chat_model"],
                                                name="usageday_unique_key")]
         indexes = [models.Index(fields=["user", "day"], name="usageday_user_day"),
                    models.Index(fields=["day"], name="usageday_day")]
 
     def __str__(self) -> str:
-        return f"{self.day} {self.user_id} {self.collection_id} {self.chat_model}"
+        return f"{self.day} {self.user_id} {self.collection_id} {self.chat_server_id} {self.chat_model}"
 
 
 class GroupQuota(models.Model):

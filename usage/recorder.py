@@ -16,8 +16,8 @@ COUNTERS = ("questions", *(f"answers_{mode}" for mode in ANSWER_MODES), "tokens_
             "cited_documents", "indexing_jobs", "indexing_seconds", "indexing_pages")
 
 
-def usage_add(*, user_id: int, collection_id: int | None = None, chat_model: str = "", day: date | None = None,
-              **counts: float) -> None:
+def usage_add(*, user_id: int, collection_id: int | None = None, chat_model: str = "", chat_server_id: int = 0,
+              day: date | None = None, **counts: float) -> None:
     """Add `counts` (names of COUNTERS) to the user's row for `day` (today in TIME_ZONE)."""
     unknown = set(counts) - set(COUNTERS)
     if unknown:
@@ -27,15 +27,16 @@ def usage_add(*, user_id: int, collection_id: int | None = None, chat_model: str
         return
     names = list(counts)
     table = UsageDay._meta.db_table
-    columns = ", ".join(["day", "user_id", "collection_id", "chat_model", *names])
-    placeholders = ", ".join(["%s"] * (4 + len(names)))
+    columns = ", ".join(["day", "user_id", "collection_id", "chat_server_id", "chat_model", *names])
+    placeholders = ", ".join(["%s"] * (5 + len(names)))
     updates = ", ".join(f"{name} = {table}.{name} + EXCLUDED.{name}" for name in names)
     # Columns not named take their database defaults (0): see the migration's db_default.
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) "
-            f"ON CONFLICT (day, user_id, collection_id, chat_model) DO UPDATE SET {updates}",
-            [day or timezone.localdate(), user_id, collection_id or 0, chat_model[:200], *counts.values()])
+            f"ON CONFLICT (day, user_id, collection_id, chat_server_id, chat_model) DO UPDATE SET {updates}",
+            [day or timezone.localdate(), user_id, collection_id or 0, chat_server_id or 0, chat_model[:200],
+             *counts.values()])
 
 
 def question_recorded(*, user_id: int, collection_id: int | None, origin: str) -> None:
@@ -44,11 +45,14 @@ def question_recorded(*, user_id: int, collection_id: int | None, origin: str) -
     transaction.on_commit(lambda: metrics.QUESTIONS.labels(origin=origin or "api").inc())
 
 
-def answer_recorded(*, user_id: int, collection_id: int | None, mode: str, chat_model: str = "",
+def answer_recorded(*, user_id: int, collection_id: int | None, mode: str, chat_model: str = "", chat_server_id: int = 0,
                     tokens_in: int = 0, tokens_out: int = 0, cited_documents: int = 0) -> None:
-    """One answer finished (or failed: mode `failed`), with the chat model's tokens and the documents it cites."""
+    """One answer finished (or failed: mode `failed`), with the chat server's tokens (and its model's name)
+    and the documents it cites."""
     mode = mode if mode in ANSWER_MODES else "documents"
-    usage_add(user_id=user_id, collection_id=collection_id, chat_model=chat_model if (tokens_in or tokens_out) else "",
+    spent = bool(tokens_in or tokens_out)
+    usage_add(user_id=user_id, collection_id=collection_id, chat_model=chat_model if spent else "",
+              chat_server_id=chat_server_id if spent else 0,
               tokens_in=tokens_in, tokens_out=tokens_out, cited_documents=cited_documents, **{f"answers_{mode}": 1})
     transaction.on_commit(lambda: _count_answer(mode, chat_model, tokens_in, tokens_out))
 

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.utils.translation import gettext
@@ -119,29 +119,50 @@ def _figures(sums: dict) -> dict:
 
 
 def usage_report(flt: UsageFilter) -> dict:
-    """Every day of the range (days without use are zeros), each with its tokens per chat model; and totals."""
+    """Every day of the range (days without use are zeros), each with its tokens per chat server (with the
+    names its model answered under); and totals."""
     rows = _rows(flt)
     sums = {row["day"]: row for row in rows.values("day").annotate(**{name: Sum(name) for name in SUMMED})}
     tokens: dict = {}
-    for row in (rows.exclude(chat_model="").values("day", "chat_model")
-                .annotate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")).order_by("day", "chat_model")):
-        tokens.setdefault(row["day"], []).append(
-            {"chat_model": row["chat_model"], "tokens_in": int(row["tokens_in"]), "tokens_out": int(row["tokens_out"])})
+    for row in (rows.filter(Q(chat_server_id__gt=0) | ~Q(chat_model="")).values("day", "chat_server_id", "chat_model")
+                .annotate(tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"))
+                .order_by("day", "chat_server_id", "chat_model")):
+        _add_tokens(tokens.setdefault(row["day"], {}), row["chat_server_id"], [row["chat_model"]],
+                    int(row["tokens_in"]), int(row["tokens_out"]))
+    servers = dict(apps.get_model("retrieval", "AiServer").objects.filter(
+        pk__in={server for by_server in tokens.values() for server in by_server if isinstance(server, int)})
+        .values_list("pk", "name"))
+    tokens = {day: _server_entries(by_server, servers) for day, by_server in tokens.items()}
     days = []
     day = flt.start
     while day <= flt.end:
-        days.append({"date": day.isoformat(), **_figures(sums.get(day, {})), "tokens_by_model": tokens.get(day, [])})
+        days.append({"date": day.isoformat(), **_figures(sums.get(day, {})), "tokens_by_server": tokens.get(day, [])})
         day += timedelta(days=1)
     total = {name: sum(row.get(name) or 0 for row in sums.values()) for name in SUMMED}
-    by_model: dict[str, dict] = {}
+    by_server: dict = {}
     for entries in tokens.values():
         for entry in entries:
-            slot = by_model.setdefault(entry["chat_model"], {"chat_model": entry["chat_model"], "tokens_in": 0, "tokens_out": 0})
-            slot["tokens_in"] += entry["tokens_in"]
-            slot["tokens_out"] += entry["tokens_out"]
+            _add_tokens(by_server, entry["chat_server_id"], entry["chat_models"], entry["tokens_in"], entry["tokens_out"])
     return {"filter": flt.as_params(), "days": days,
-            "totals": {**_figures(total), "tokens_by_model": sorted(by_model.values(), key=lambda e: e["chat_model"])}}
+            "totals": {**_figures(total), "tokens_by_server": _server_entries(by_server, servers)}}
 
+
+def _add_tokens(by_server: dict, server_id: int | None, models: list[str], tokens_in: int, tokens_out: int) -> None:
+    """Add tokens to the chat server's slot (rows counted before servers were: one slot per model name)."""
+    key = server_id or f"model:{models[0] if models else ''}"
+    slot = by_server.setdefault(key, {"chat_server_id": server_id or None, "chat_models": [], "tokens_in": 0,
+                                      "tokens_out": 0})
+    slot["chat_models"] += [m for m in models if m and m not in slot["chat_models"]]
+    slot["tokens_in"] += tokens_in
+    slot["tokens_out"] += tokens_out
+
+
+def _server_entries(by_server: dict, servers: dict[int, str]) -> list[dict]:
+    """[{"chat_server_id", "chat_server" (its name; None: deleted, or not recorded), "chat_model" (the
+    names its model answered under), "chat_models", "tokens_in", "tokens_out"}], by server id."""
+    entries = [{**slot, "chat_server": servers.get(slot["chat_server_id"]), "chat_model": ", ".join(slot["chat_models"])}
+               for slot in by_server.values()]
+    return sorted(entries, key=lambda e: (e["chat_server_id"] is None, e["chat_server_id"] or 0, e["chat_model"]))
 
 CSV_COLUMNS = ("date", "questions", *(f"answers_{mode}" for mode in ANSWER_MODES), "unanswered_rate", "tokens_in",
                "tokens_out", "cited_documents", "indexing_jobs", "indexing_minutes", "indexing_pages")

@@ -44,3 +44,22 @@ def test_the_variants_group_online_by_linkage_bound_and_numbers():
     numbered = [frozenset(), frozenset({"18"}), frozenset()]
     split = group_online([0, 1, 2], vectors, ["cs"] * 3, numbered, linkage="complete", agree_numbers=True, **same)
     assert split[0] != split[1]
+
+
+def test_the_variants_tighten_in_a_dense_domain_and_split_by_negation_in_one_language():
+    import numpy as np
+
+    from bench.gaps_variants import group_online
+
+    angles = [0.0] * 8 + [0.3]  # eight siblings on one spot, a ninth ~0.045 away: within the bound 0.12
+    vectors = np.array([[np.cos(a), np.sin(a)] for a in angles])
+    options = dict(linkage="complete", same=0.12, cross=0.12, agree_numbers=True)
+    order, plain, czech = list(range(9)), [frozenset()] * 9, ["cs"] * 9
+    assert len(set(group_online(order, vectors, czech, plain, **options).values())) == 1
+    scaled = group_online(order, vectors, czech, plain, density="local_scaling", **options)
+    assert scaled[0] == scaled[7] != scaled[8]  # its distance is large against the siblings' 7th neighbour
+    negated = [False] * 8 + [True]
+    assert len(set(group_online(order, vectors, czech, plain, negated=negated, **options).values())) == 2
+    mixed = ["cs"] * 8 + ["en"]
+    assert len(set(group_online(order, vectors, mixed, plain, negated=negated, negation_across=False,
+                                **options).values())) == 1  # across languages negation is not compared

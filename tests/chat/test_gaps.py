@@ -93,6 +93,24 @@ def test_a_question_joins_only_a_group_of_its_numbers_within_the_bound_of_its_la
     assert joins([group[1]], far, same_language=0.01, cross_language=0.05) is not None
 
 
+def test_a_question_joins_only_a_group_of_its_negation_in_its_own_language():
+    import numpy as np
+
+    def member(text: str, language: str, angle: float = 0.0) -> GroupedQuestion:
+        return GroupedQuestion.of(np.array([np.cos(angle), np.sin(angle)]), language, text)
+
+    bounds = dict(same_language=0.05, cross_language=0.05)
+    with_receipt = [member("Proplatí mi cestovné s účtenkou?", "cs")]
+    assert joins(with_receipt, member("Proplatí mi cestovné, když mám účtenku?", "cs", 0.1), **bounds) is not None
+    assert joins(with_receipt, member("Proplatí mi cestovné bez účtenky?", "cs", 0.1), **bounds) is None
+    assert joins(with_receipt, member("Nemám účtenku, proplatí mi cestovné?", "cs", 0.1), **bounds) is None
+    assert joins([member("Is travel paid without a receipt?", "en")],
+                 member("Is travel paid with a receipt?", "en", 0.1), **bounds) is None
+    # Across languages negation is not comparable ("neplacené volno" / "unpaid leave"): the bound decides.
+    unpaid = [member("Can I take two weeks of unpaid leave?", "en")]
+    assert joins(unpaid, member("Dostanu neplacené volno na dva týdny?", "cs", 0.1), **bounds) is not None
+
+
 # --- recording and grouping ---------------------------------------------------------------------------
 
 
@@ -154,6 +172,59 @@ def test_a_question_joins_a_group_only_when_every_question_of_it_is_within_reach
         gap_record(answer_id=asked(user, text).pk)
     groups = {text: GapQuestion.objects.get(question__content=text).group_id for text in (a, b, c)}
     assert groups[a] == groups[b] != groups[c]
+
+
+def test_a_negated_question_starts_its_own_group(fake_embedder, user):
+    """The fake model puts the two within reach (one word apart); the negation keeps them apart."""
+    texts = ("Are travel costs refunded with a receipt from the hotel?",
+             "Are travel costs refunded without a receipt from the hotel?",
+             "Are the travel costs refunded with a receipt from the hotel?")
+    for text in texts:
+        assert gap_record(answer_id=asked(user, text).pk) == "grouped"
+    groups = [GapQuestion.objects.get(question__content=text).group_id for text in texts]
+    assert groups[0] == groups[2] != groups[1]
+
+
+def test_the_inbox_reuses_the_vector_the_answer_path_embedded_for_retrieval(user, chat_ai):
+    from chat.gaps import gap_inbox_run
+    from chat.orchestrator import answer_conversation
+    from chat.services import conversation_create, message_send
+    from retrieval.models import RetrievalSettings
+    from tests.chat.helpers import indexed
+
+    indexed(user, "The harbour master assigns berths to arriving ships.", "harbour.txt", category="port",
+            subcategory="berths")
+    RetrievalSettings.objects.filter(pk=1).update(doc_distance_threshold=0.05, no_passages_policy="refuse")
+    question = "When are tulip bulbs planted?"
+    chat_ai.reset()
+    conversation = conversation_create(user=user, category="port", subcategory="berths")
+    _q, answer = message_send(conversation_id=conversation.pk, user=user, content=question, enqueue=False)
+    answer_conversation(answer.conversation_id)
+    answer.refresh_from_db()
+    assert answer.metadata["mode"] == "refused"
+    embedded = [r["json"]["input"] for r in chat_ai.requests_to("/v1/embeddings")]
+    assert len(embedded) == 1 and question in str(embedded[0])  # once, for retrieval: no extra call
+    assert answer.metadata["retrieval"]["timings_ms"]["query_embedding"] > 0
+    pending = GapPending.objects.get(answer=answer)
+    assert pending.embedding_model == "fake-embed" and pending.embedding is not None
+    chat_ai.reset()
+    assert gap_inbox_run() == {answer.pk: "grouped"}
+    assert not chat_ai.requests_to("/v1/embeddings")  # the inbox embedded nothing
+    assert list(GapQuestion.objects.get(answer=answer).embedding) == pytest.approx(list(pending.embedding))
+
+
+def test_a_vector_of_another_model_is_embedded_again(fake_embedder, user):
+    from chat.gaps import gap_check_wanted, gap_inbox_run
+
+    reused = asked(user, "When is garlic planted?")
+    other = asked(user, "When is garlic planted here?")
+    gap_check_wanted(reused, question_vector=("fake-embed", [1.0] + [0.0] * 383))
+    gap_check_wanted(other, question_vector=("another-model", [1.0] + [0.0] * 383))
+    fake_embedder.reset()
+    assert gap_inbox_run() == {reused.pk: "grouped", other.pk: "grouped"}
+    [request] = fake_embedder.requests_to("/v1/embeddings")
+    assert "garlic planted here" in str(request["json"]["input"]) and "garlic planted?" not in str(request["json"]["input"])
+    assert list(GapQuestion.objects.get(answer=reused).embedding)[:2] == [1.0, 0.0]
 
 
 def test_a_thumbs_down_puts_an_answer_in_the_inbox_and_withdrawing_it_takes_it_out(fake_embedder, api, user,

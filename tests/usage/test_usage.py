@@ -73,8 +73,8 @@ def test_usage_equals_the_questions_asked_and_answers_given_over_rest(api, user,
     assert got["tokens_out"] == sum(a.metadata["llm_usage"]["completion_tokens"] for a in answers) > 0
     assert got["cited_documents"] == asked  # one document cited by each answer
     assert got["indexing_jobs"] == 1 and got["indexing_pages"] == 1  # the text file: one page
-    assert set(UsageDay.objects.filter(user=user).exclude(chat_model="").values_list("chat_model", flat=True)) == {
-        answers[0].metadata["llm_usage"]["model"]}
+    assert set(UsageDay.objects.filter(user=user).exclude(chat_model="").values_list("chat_server_id", "chat_model")) == {
+        (chat_ai.chat_row.pk, answers[0].metadata["llm_usage"]["model"])}  # counted per server, named by its model
 
     after = render_metrics()
     assert metric(after, 'ragsite_questions_total{origin="api"}') - metric(before, 'ragsite_questions_total{origin="api"}') == asked
@@ -190,6 +190,27 @@ def test_pages_per_day_refuse_a_direct_upload_before_any_url(api, user, s3_stora
     assert "3 indexed pages per day" in refused.json()["message"] and not PendingUpload.objects.exists()
 
 
+def test_tokens_are_counted_per_chat_server_even_when_two_run_a_model_of_one_name(staff_user, user):
+    from rest_framework.test import APIClient
+
+    from retrieval.models import AiServer
+    from usage.recorder import answer_recorded
+
+    servers = [AiServer.objects.create(name=name, kind="openai", base_url=f"http://{name}.invalid/v1",
+                                       capabilities={"chat": True, "chat_model": "llama3.1:8b"})
+               for name in ("gpu-a", "gpu-b")]
+    for server, tokens in ((servers[0], 100), (servers[1], 10), (servers[0], 1)):
+        answer_recorded(user_id=user.pk, collection_id=None, mode="documents", chat_model="llama3.1:8b",
+                        chat_server_id=server.pk, tokens_in=tokens, tokens_out=tokens * 2)
+    staff = APIClient()
+    staff.force_authenticate(staff_user)
+    report = staff.get("/api/usage/").json()
+    by_server = [(e["chat_server"], e["chat_model"], e["tokens_in"], e["tokens_out"])
+                 for e in report["totals"]["tokens_by_server"]]
+    assert by_server == [("gpu-a", "llama3.1:8b", 101, 202), ("gpu-b", "llama3.1:8b", 10, 20)]
+    assert report["days"][-1]["tokens_by_server"] == report["totals"]["tokens_by_server"]
+
+
 def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_user, staff_user, client):
     from rest_framework.test import APIClient
 
@@ -215,7 +236,8 @@ def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_
     day = mine["days"][-1]
     assert day["questions"] == 3 and day["answers"]["documents"] == 2 and day["answers"]["refused"] == 1
     assert day["unanswered_rate"] == round(1 / 3, 4)
-    assert day["tokens_by_model"] == [{"chat_model": "m1", "tokens_in": 100, "tokens_out": 20}]
+    assert day["tokens_by_server"] == [{"chat_server_id": None, "chat_server": None, "chat_model": "m1",
+                                        "chat_models": ["m1"], "tokens_in": 100, "tokens_out": 20}]
     assert len(mine["days"]) == 30 and mine["totals"]["questions"] == 4
     assert staff.get("/api/usage/", {"user": "bob"}).json()["totals"]["questions"] == 5
 
