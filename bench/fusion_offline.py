@@ -10,7 +10,9 @@ method below re-fuses the same two lists, so the differences are the fusion's al
   the weak-full-text and flat-vector rules);
 - `dbsf`: distribution-based score fusion (each arm's scores over its own list scaled by mean ± 3
   standard deviations, then summed; Qdrant's DBSF), weights 1 / 1.5;
-- `rrf+agree`: `rrf`, and each arm's first passage judged by the other arm: see `fused_order`.
+- `rrf+agree`: `rrf`, and each arm's first passage judged by the other arm: see `fused_order`;
+- `rrf+coverage`: `rrf` with the full-text weight multiplied by the share of the question's terms its
+  best passage holds (the coverage the weak-full-text rule already reads; no new constant);
 - `vector`, `fts`: each arm alone.
 
 Per file: hit@1, hit@5, MRR@10 of each method; "gain" lists where a method's hit@1 differs from
@@ -82,6 +84,13 @@ def _distance(run: dict, chunk) -> float:
     return 2.0 if d is None else d
 
 
+def method_coverage(run: dict) -> list:
+    weights = _weights(run)
+    if run.get("coverage") is not None:
+        weights["fts"] *= run["coverage"]
+    return [f.key for f in rrf({"vector": run["vector"], "fts": run["fts"]}, k=K, weights=weights)]
+
+
 def method_agree(run: dict) -> list:
     return fused_order(run)
 
@@ -107,7 +116,7 @@ def fused_order(run: dict) -> list:
 
 
 METHODS = {"vector": lambda r: r["vector"], "fts": lambda r: r["fts"], "rrf": method_rrf, "dbsf": method_dbsf,
-           "rrf+agree": method_agree}
+           "rrf+agree": method_agree, "rrf+coverage": method_coverage}
 
 
 def score(runs: list[dict], lists: list[list]) -> dict:

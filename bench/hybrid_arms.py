@@ -10,6 +10,16 @@ is the list retrieve() returned (the product's weights and rules), "vector" and 
 own ranking of the same retrieval, and the trace's decisions are counted (`fusion_decisions`). `--runs FILE` keeps
 the lists (with each candidate's distance and the full-text coverage, to recompute a rule offline);
 `--query-vectors FILE` embeds each question once across runs. Prints JSON.
+
+Titles: every article is uploaded as a file named `<set>-NN-<id>.txt`, and a document's title goes
+into every chunk's embedded and full-text-indexed context (documents/chunking/layout.py,
+`chunk_context`). `--titles set` (the default) gives each document its real title (the Czech set's
+"Směrnice o cestovních náhradách", a SQuAD article's title), as someone uploading it with a title
+would; `file` keeps the title the upload derives from the file name (`czech_retrieval-01-cestovni-
+nahrady-02`: the figures before #31's realistic titles); `humanised` is that stem with its
+separators as spaces; `none` leaves the title out of the context. A change is applied to documents
+already indexed by renaming them and `chunk_context_rebuild` (the embeddings cache keeps each
+variant's vectors, so switching back re-embeds nothing).
 """
 from __future__ import annotations
 
@@ -39,7 +49,8 @@ def czech_articles() -> list[dict]:
         qas = by_passage.get(p["id"], [])
         for qa in qas:
             qa["answers"][0]["text"] = p["text"][:40]
-        articles.append({"title": p["id"], "paragraphs": [{"context": p["text"], "qas": qas}]})
+        articles.append({"title": p["id"], "document_title": p["title"],
+                         "paragraphs": [{"context": p["text"], "qas": qas}]})
     return articles
 
 
@@ -54,6 +65,8 @@ def main() -> None:
     parser.add_argument("--query-vectors", type=Path,
                         help="Keep the questions' embeddings in this file and reuse them on later runs (the "
                              "full-text analysis and the fusion change between runs, the embedder does not)")
+    parser.add_argument("--titles", choices=("set", "file", "humanised", "none"), default="set",
+                        help="The documents' titles (module docstring); `file` reproduces the figures before")
     parser.add_argument("--rebuild", action="store_true",
                         help="Rebuild the set's search vectors first (after a change to the analysis)")
     args = parser.parse_args()
@@ -71,6 +84,7 @@ def main() -> None:
         data = data[:args.articles]
     label = "czech_retrieval" if args.czech else args.squad.stem
     ids = evaluation.ingest_articles(data, label=label, log=lambda m: print(m, file=sys.stderr))
+    _retitle(data, ids, args.titles)
     if args.rebuild:
         search_vectors_rebuild(document_ids=ids)
     questions = evaluation.questions_for(data, ids)
@@ -105,12 +119,42 @@ def main() -> None:
         args.runs.write_text(json.dumps(runs))
     if args.query_vectors:
         args.query_vectors.write_text(json.dumps(_VECTORS))
-    print(json.dumps({"set": label, "questions": len(runs), "question_languages": dict(languages),
+    print(json.dumps({"set": label, "titles": args.titles, "questions": len(runs), "question_languages": dict(languages),
                       "fusion_decisions": dict(decisions),
                       "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
 
 
 _VECTORS: dict = {}
+
+
+def title_for(article: dict, document, mode: str) -> str:
+    """The title a document of the set carries under `--titles mode`."""
+    from pathlib import PurePath
+
+    stem = PurePath(document.original_filename).stem
+    if mode == "set":
+        return article.get("document_title") or article.get("title") or stem
+    if mode == "humanised":
+        return " ".join(stem.replace("_", " ").replace("-", " ").split())
+    return stem if mode == "file" else ""
+
+
+def _retitle(articles: list[dict], ids: list[int], mode: str) -> None:
+    """Give the set's documents the titles of `mode`, re-embedding the chunks whose context changed."""
+    from documents.models import Document
+    from retrieval.indexing.context import chunk_context_rebuild
+
+    changed = []
+    documents = Document.objects.in_bulk(ids)
+    for article, document in zip(articles, (documents[pk] for pk in ids)):
+        title = title_for(article, document, mode)
+        if document.title != title:
+            Document.objects.filter(pk=document.pk).update(title=title)
+            changed.append(document.pk)
+    if changed:
+        counts = chunk_context_rebuild(document_ids=changed)
+        print(f"titles ({mode}): {len(changed)} documents renamed, {counts.changed} chunks re-embedded "
+              f"({counts.reused} from the cache)", file=sys.stderr)
 
 
 def _capture_fts_scores() -> dict:
