@@ -186,14 +186,16 @@ def _scores(ranks: list[int | None], k: int) -> dict:
 
 
 def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, list], *, k: int = 10,
-                  arms=ARMS, log=print) -> dict:
-    """Document-, evidence- and page-level figures per arm (module docstring), overall and per language."""
+                  arms=ARMS, log=print, query_vectors: dict | None = None) -> dict:
+    """Document-, evidence- and page-level figures per arm (module docstring), overall and per language.
+    `query_vectors`: {question: {embedding server id: vector}} embedded already (else each is embedded)."""
     results: dict = {}
     for arm_name, arm in arms.items():
         rows = []
         started = time.perf_counter()
         for item in located:
-            segments = retrieve(user, item.question.question, scope, k=k, arms=arm).segments
+            segments = retrieve(user, item.question.question, scope, k=k, arms=arm,
+                                query_vectors=(query_vectors or {}).get(item.question.question)).segments
             documents: list[int] = []
             for s in segments:
                 document_id = s["document_id"]

@@ -1,11 +1,12 @@
 """Neighbour passages considered together: a fact cut by a chunk boundary (issue #31).
 
 A sentence cut between chunks N and N+1, a definition in one and its condition in the next: when
-both halves are among a tier's fused candidates, the better-ranked one *leads* and takes the
-other along. The pair is one passage — the text from the first chunk's start to the second's end
-(their overlap once), both chunk ids recorded (`joined_chunk_ids`) — shown, cited and given to
-the model as one source at the leader's place. The partner leaves its own place in the list, so a
-pair takes one slot of the top k and a long document can never fill more slots than before.
+both halves are among the passages a tier gives (its first k fused candidates, before any
+reranking: the pool), the better-ranked one *leads* and takes the other along. The pair is one
+passage — the text from the first chunk's start to the second's end (their overlap once), both
+chunk ids recorded (`joined_chunk_ids`) — shown, cited and given to the model as one source at the
+leader's place. The partner leaves its own place and the next candidate moves up: a pair takes one
+slot of the top k, so joining never gives a long document more slots than it had.
 
 Only candidates the arms found are joined (the permission-filtered lists), and only chunks of the
 same document: a neighbour is read by exactly the readers of the passage it joins. A passage joins
@@ -20,9 +21,14 @@ from typing import Iterable, Mapping
 
 from django.db import connection
 
-# "join": pair a candidate with an adjacent candidate of the same document (the leader keeps its place);
-# "off": every chunk stands alone (the behaviour before). Module-level so bench/neighbours.py can compare.
-MODE = "join"
+# Shipped, "join_shown": pair two adjacent passages of one document that are both among the first k
+# (the pool); the freed place goes to the next candidate. Measured against it (bench/neighbours.py,
+# docs/retrieval.md "Neighbour passages"): "join", any two adjacent fused candidates (as good on the
+# long-document set, but 6.6 of 8 passages joined: nearly twice the text for the model); "join_scored",
+# a pair ranked by its two fused scores' sum (lost 0.16 evidence hit@1: long documents' pairs
+# outranked the single right passage); "off", every chunk alone (the behaviour before).
+# Module-level so the bench can compare them.
+MODE = "join_shown"
 MODES = ("off", "join", "join_scored", "join_shown")
 
 

@@ -64,7 +64,7 @@ def split_fact(document) -> list[Chunk]:
 
 def test_a_fact_cut_by_a_chunk_boundary_comes_back_whole_with_both_chunk_ids(user, other_user, fake_embedder,
                                                                             small_chunks):
-    assert neighbours.MODE == "join"  # shipped
+    assert neighbours.MODE == "join_shown"  # shipped: both halves are among the passages given
     document = indexed(user, FILLER * 2 + FACT + " " + FILLER * 2, "security.txt")
     first, second = split_fact(document)
     # The same text in another user's document and in another document of the user's own
