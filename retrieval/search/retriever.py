@@ -414,7 +414,12 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
             distance = row.pop("distance")
             if distance is not None:
                 distances.setdefault(key, distance)
+        t0 = time.perf_counter()
         texts = neighbours.joined_texts(_same_document(pairs, rows), limit=2 * EXCERPT_CHARS)
+        if pairs:  # the pairing's time (neighbours_t<tier>) and the joined texts' read, together
+            timing = f"neighbours_t{tier}"
+            trace["timings_ms"][timing] = round(trace["timings_ms"].get(timing, 0.0)
+                                                + (time.perf_counter() - t0) * 1000, 2)
     SEARCH_LATENCY.observe(time.perf_counter() - started)
     segments: list[Segment] = []
     for f in fused:
