@@ -29,11 +29,11 @@ SET_DIR = ROOT / "bench" / "sets" / "long_documents"
 
 def candidates(xquad: Path) -> list[dict]:
     """Every question the boundary set may take, in the sources' order, with its evidence and document."""
-    from bench.long_documents import CZECH_DIR, CZECH_EVERY, DOCUMENTS, _read_jsonl, _sentence
+    from bench.long_documents import CZECH_DIR, CZECH_EVERY, DOCUMENTS, read_jsonl, answer_sentence
 
     out = []
-    passages = {p["id"]: p for p in _read_jsonl(CZECH_DIR / "passages.jsonl")}
-    for number, q in enumerate(_read_jsonl(CZECH_DIR / "questions.jsonl")):
+    passages = {p["id"]: p for p in read_jsonl(CZECH_DIR / "passages.jsonl")}
+    for number, q in enumerate(read_jsonl(CZECH_DIR / "questions.jsonl")):
         if number % CZECH_EVERY:  # those the set does not ask already
             out.append({"id": f"lb-{q['id']}", "lang": "cs", "question": q["question"],
                         "source": f"czech_retrieval {q['id']}", "evidence": passages[q["gold"][0]]["text"],
@@ -46,10 +46,10 @@ def candidates(xquad: Path) -> list[dict]:
                 for qa in paragraph["qas"]:
                     answer = qa["answers"][0]
                     context = paragraph["context"]
-                    evidence = _sentence(context, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
+                    evidence = answer_sentence(context, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
                     at = context.find(evidence)
                     # the sentence before too: a fact whose subject or condition the previous sentence states
-                    before = _sentence(context, at - 2, at - 2) if at > 2 else ""
+                    before = answer_sentence(context, at - 2, at - 2) if at > 2 else ""
                     out.append({"id": f"lb-{lang}-{qa['id']}", "lang": lang, "question": qa["question"],
                                 "source": f"{file} {qa['id']}", "answer": answer["text"], "evidence": evidence,
                                 "document": name, "evidence_unit": "sentence",
@@ -69,8 +69,10 @@ def main() -> None:
     from retrieval.evaluation import default_strategy, eval_username
     from retrieval.gold_evaluation import locate_evidence
 
-    asked = {json.loads(line)["source"] for line in (SET_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-             if line.strip()}
+    # the set's other questions (the boundary ones it holds already are found again)
+    rows = [json.loads(line) for line in (SET_DIR / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    asked = {row["source"] for row in rows if row.get("kind") != "boundary"}
     documents = {d.original_filename: d for d in Document.objects.filter(
         owner__username=eval_username(default_strategy()), status="indexed")}
     chunks = {name: list(Chunk.objects.filter(document=d).order_by("chunk_index")

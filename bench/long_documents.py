@@ -71,13 +71,13 @@ def _table(table: dict) -> str:
     return f"<table><caption>{html.escape(table['caption'])}</caption><tr>{head}</tr>{rows}</table>"
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def czech_document() -> tuple[str, list[dict]]:
     """The twelve regulations of the Czech retrieval set as one booklet, with four tables; its questions."""
-    passages = _read_jsonl(CZECH_DIR / "passages.jsonl")
+    passages = read_jsonl(CZECH_DIR / "passages.jsonl")
     tables = json.loads((SET_DIR / "tables.json").read_text(encoding="utf-8"))["after"]
     body, doc, article = [], None, 0
     order: list[str] = []
@@ -95,18 +95,18 @@ def czech_document() -> tuple[str, list[dict]]:
         body.append(_table(tables[doc]))
     by_id = {p["id"]: p for p in passages}
     questions = []
-    for number, q in enumerate(_read_jsonl(CZECH_DIR / "questions.jsonl")):
+    for number, q in enumerate(read_jsonl(CZECH_DIR / "questions.jsonl")):
         if number % CZECH_EVERY:
             continue
         questions.append({"id": f"lc-{q['id']}", "lang": "cs", "kind": "passage", "question": q["question"],
                           "source": f"czech_retrieval {q['id']}", "evidence": by_id[q["gold"][0]]["text"]})
-    for q in _read_jsonl(SET_DIR / "table_questions.jsonl"):
+    for q in read_jsonl(SET_DIR / "table_questions.jsonl"):
         questions.append({"id": q["id"], "lang": q["lang"], "kind": "table_row", "question": q["question"],
                           "source": "written for this set", "evidence": " ".join(q["row"])})
     return "".join(body), questions
 
 
-def _sentence(context: str, start: int, end: int) -> str:
+def answer_sentence(context: str, start: int, end: int) -> str:
     """The sentence of `context` holding [start, end)."""
     left = max(context.rfind(". ", 0, start), context.rfind("? ", 0, start))
     right = context.find(". ", end)
@@ -126,7 +126,7 @@ def xquad_document(path: Path, first: int, last: int, lang: str) -> tuple[str, l
         paragraph = article["paragraphs"][number % len(article["paragraphs"])]
         qa = paragraph["qas"][0]
         answer = qa["answers"][0]
-        evidence = _sentence(paragraph["context"], answer["answer_start"],
+        evidence = answer_sentence(paragraph["context"], answer["answer_start"],
                              answer["answer_start"] + len(answer["text"]))
         questions.append({"id": f"lx-{lang}-{qa['id']}", "lang": lang, "kind": "answer", "question": qa["question"],
                           "source": f"{path.name} {qa['id']}", "answer": answer["text"], "evidence": evidence})
@@ -189,7 +189,7 @@ def build(out: Path, xquad: Path, *, reuse_pdfs: bool = False) -> dict:
     # Appended after the others: facts a chunk boundary cuts, found on the stored chunks by
     # bench/boundary_questions.py (the set's README: kind "boundary").
     boundary = SET_DIR / "boundary_questions.jsonl"
-    for q in _read_jsonl(boundary) if boundary.exists() else []:
+    for q in read_jsonl(boundary) if boundary.exists() else []:
         found = gold_pages(rendered.get(q["document"], []), q["evidence"])
         if not found:
             print(f"warning: evidence of {q['id']} not found in {q['document']}", file=sys.stderr)
