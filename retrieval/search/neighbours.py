@@ -9,7 +9,9 @@ leader's place. The partner leaves its own place and the next candidate moves up
 slot of the top k, so joining never gives a long document more slots than it had.
 
 Only candidates the arms found are joined (the permission-filtered lists), and only chunks of the
-same document: a neighbour is read by exactly the readers of the passage it joins. A passage joins
+same document and the same section (heading path): a neighbour is read by exactly the readers of the
+passage it joins, and a heading starts a new chunk (documents/chunking/cutter.py), so a boundary
+between sections cuts no sentence. A passage joins
 at most one neighbour (no chains), so a passage is at most two chunks long.
 
 `pair_neighbours` and `reorder` are pure (ids and positions); the retriever fetches and builds.
@@ -32,13 +34,14 @@ MODE = "join_shown"
 MODES = ("off", "join", "join_scored", "join_shown")
 
 
-def pair_neighbours(order: list[int], positions: Mapping[int, tuple[int, int]], *, mode: str | None = None,
+def pair_neighbours(order: list[int], positions: Mapping[int, tuple], *, mode: str | None = None,
                     shown: int | None = None) -> dict[int, int]:
     """{leader chunk id: partner chunk id} for candidates `order` (best first), given each one's
-    (document id, chunk index).
+    (document id, chunk index[, section]).
 
     Walking best first, a candidate not yet taken pairs with the better-ranked of its two
-    neighbours (index - 1 and + 1 in the same document) that is also a candidate and not yet taken.
+    neighbours (index - 1 and + 1 in the same document, in the same section when given) that is also
+    a candidate and not yet taken.
     "join_shown" pairs only within the first `shown` candidates (two passages already shown become
     one); "off" pairs nothing. `mode` defaults to MODE.
     """
@@ -47,15 +50,16 @@ def pair_neighbours(order: list[int], positions: Mapping[int, tuple[int, int]], 
         return {}
     pool = order[:shown] if mode == "join_shown" and shown else order
     rank = {key: i for i, key in enumerate(pool)}
-    at = {positions[key]: key for key in pool if key in positions}
+    at = {positions[key][:2]: key for key in pool if key in positions}
     taken: set[int] = set()
     pairs: dict[int, int] = {}
     for key in pool:
         if key in taken or key not in positions:
             continue
-        document_id, index = positions[key]
+        document_id, index = positions[key][:2]
         near = [at[(document_id, i)] for i in (index - 1, index + 1)
-                if (document_id, i) in at and at[(document_id, i)] not in taken]
+                if (document_id, i) in at and at[(document_id, i)] not in taken
+                and positions[at[(document_id, i)]][2:] == positions[key][2:]]
         if not near:
             continue
         partner = min(near, key=rank.__getitem__)
@@ -88,13 +92,14 @@ def in_index_order(pair: Iterable[tuple[int, int]]) -> list[int]:
 # --- reading positions and text (inside the caller's reader transaction: row-level security applies) ---
 
 
-def chunk_positions(chunk_ids: list[int]) -> dict[int, tuple[int, int]]:
-    """{chunk id: (document id, chunk index)} of the candidates."""
+def chunk_positions(chunk_ids: list[int]) -> dict[int, tuple[int, int, tuple[str, ...]]]:
+    """{chunk id: (document id, chunk index, heading path)} of the candidates."""
     if not chunk_ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, document_id, chunk_index FROM documents_chunk WHERE id = ANY(%s)", [chunk_ids])
-        return {key: (document_id, index) for key, document_id, index in cursor.fetchall()}
+        cursor.execute("SELECT id, document_id, chunk_index, heading_path FROM documents_chunk WHERE id = ANY(%s)",
+                       [chunk_ids])
+        return {key: (document_id, index, tuple(path or ())) for key, document_id, index, path in cursor.fetchall()}
 
 
 def joined_texts(pairs: Mapping[int, int], *, limit: int) -> dict[int, str]:

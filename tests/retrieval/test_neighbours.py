@@ -21,6 +21,9 @@ def test_a_candidate_pairs_with_its_better_ranked_neighbour_of_the_same_document
     # chunk 5 of document 8 is never chunk 4 of document 7's neighbour
     assert pair_neighbours([4, 1], {4: (8, 5), 1: (7, 4)}, mode="join") == {}
     assert pair_neighbours([1, 2], positions, mode="off") == {}
+    # a section boundary cuts no sentence: chunks under different headings stay apart
+    assert pair_neighbours([1, 2], {1: (7, 4, ("Ladders",)), 2: (7, 5, ("Scaffolding",))}, mode="join") == {}
+    assert pair_neighbours([1, 2], {1: (7, 4, ("Scaffolding",)), 2: (7, 5, ("Scaffolding",))}, mode="join") == {1: 2}
 
 
 def test_a_passage_joins_one_neighbour_only_and_partners_leave_their_place():
