@@ -6,7 +6,10 @@ their questions with document-, page- and passage-level gold (issue #31), and fo
 renders the documents (HTML printed to PDF by headless Chromium, with a document outline for the
 headings and ruled tables), finds each question's evidence on the rendered pages and writes
 `bench/sets/long_documents/questions.jsonl` (the gold pages depend on the rendering, so they are
-recomputed here, and the file records the Chromium version). Standard library + pypdf; no Django.
+recomputed here, and the file records the Chromium version). The boundary questions of
+`boundary_questions.jsonl` (found by bench/boundary_questions.py) are appended with `kind: "boundary"`;
+`--reuse-pdfs` keeps PDFs already rendered (an evaluation database holds them by sha256) and only
+recomputes the questions. Standard library + pypdf; no Django.
 Then `manage.py eval_retrieval --gold bench/sets/long_documents/questions.jsonl --files
 artifacts/long_documents` uploads the PDFs through the product's own upload and extraction path
 and prints the figures as JSON (docs/evaluation.md).
@@ -68,13 +71,13 @@ def _table(table: dict) -> str:
     return f"<table><caption>{html.escape(table['caption'])}</caption><tr>{head}</tr>{rows}</table>"
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def czech_document() -> tuple[str, list[dict]]:
     """The twelve regulations of the Czech retrieval set as one booklet, with four tables; its questions."""
-    passages = _read_jsonl(CZECH_DIR / "passages.jsonl")
+    passages = read_jsonl(CZECH_DIR / "passages.jsonl")
     tables = json.loads((SET_DIR / "tables.json").read_text(encoding="utf-8"))["after"]
     body, doc, article = [], None, 0
     order: list[str] = []
@@ -92,18 +95,18 @@ def czech_document() -> tuple[str, list[dict]]:
         body.append(_table(tables[doc]))
     by_id = {p["id"]: p for p in passages}
     questions = []
-    for number, q in enumerate(_read_jsonl(CZECH_DIR / "questions.jsonl")):
+    for number, q in enumerate(read_jsonl(CZECH_DIR / "questions.jsonl")):
         if number % CZECH_EVERY:
             continue
         questions.append({"id": f"lc-{q['id']}", "lang": "cs", "kind": "passage", "question": q["question"],
                           "source": f"czech_retrieval {q['id']}", "evidence": by_id[q["gold"][0]]["text"]})
-    for q in _read_jsonl(SET_DIR / "table_questions.jsonl"):
+    for q in read_jsonl(SET_DIR / "table_questions.jsonl"):
         questions.append({"id": q["id"], "lang": q["lang"], "kind": "table_row", "question": q["question"],
                           "source": "written for this set", "evidence": " ".join(q["row"])})
     return "".join(body), questions
 
 
-def _sentence(context: str, start: int, end: int) -> str:
+def answer_sentence(context: str, start: int, end: int) -> str:
     """The sentence of `context` holding [start, end)."""
     left = max(context.rfind(". ", 0, start), context.rfind("? ", 0, start))
     right = context.find(". ", end)
@@ -123,7 +126,7 @@ def xquad_document(path: Path, first: int, last: int, lang: str) -> tuple[str, l
         paragraph = article["paragraphs"][number % len(article["paragraphs"])]
         qa = paragraph["qas"][0]
         answer = qa["answers"][0]
-        evidence = _sentence(paragraph["context"], answer["answer_start"],
+        evidence = answer_sentence(paragraph["context"], answer["answer_start"],
                              answer["answer_start"] + len(answer["text"]))
         questions.append({"id": f"lx-{lang}-{qa['id']}", "lang": lang, "kind": "answer", "question": qa["question"],
                           "source": f"{path.name} {qa['id']}", "answer": answer["text"], "evidence": evidence})
@@ -165,16 +168,17 @@ def gold_pages(pages: list[str], evidence: str) -> list[int]:
     return list(range(first + 1, last + 2))
 
 
-def build(out: Path, xquad: Path) -> dict:
+def build(out: Path, xquad: Path, *, reuse_pdfs: bool = False) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     made = [czech_document(), xquad_document(xquad / "xquad.en.json", 0, 23, "en"),
             xquad_document(xquad / "xquad.de.json", 24, 47, "de")]
     version = subprocess.run(["chromium", "--version"], capture_output=True, text=True).stdout.strip()
-    questions, documents = [], []
+    questions, documents, rendered = [], [], {}
     for (name, title, lang, source), (body, asked) in zip(DOCUMENTS, made):
         target = out / name
-        render(_page(body, title), target)
-        pages = pages_of(target)
+        if not (reuse_pdfs and target.exists()):
+            render(_page(body, title), target)
+        pages = rendered[name] = pages_of(target)
         documents.append({"file": name, "title": title, "lang": lang, "source": source, "pages": len(pages)})
         for q in asked:
             found = gold_pages(pages, q["evidence"])
@@ -182,10 +186,21 @@ def build(out: Path, xquad: Path) -> dict:
                 print(f"warning: evidence of {q['id']} not found in {name}", file=sys.stderr)
                 continue
             questions.append({**q, "gold_documents": [name], "gold_pages": found})
+    # Appended after the others: facts a chunk boundary cuts, found on the stored chunks by
+    # bench/boundary_questions.py (the set's README: kind "boundary").
+    boundary = SET_DIR / "boundary_questions.jsonl"
+    for q in read_jsonl(boundary) if boundary.exists() else []:
+        found = gold_pages(rendered.get(q["document"], []), q["evidence"])
+        if not found:
+            print(f"warning: evidence of {q['id']} not found in {q['document']}", file=sys.stderr)
+            continue
+        row = {key: value for key, value in q.items() if key not in ("document", "chunks")}
+        questions.append({**row, "kind": "boundary", "gold_documents": [q["document"]], "gold_pages": found})
     for name, title, lang, source, first, last in DISTRACTORS:
         body, _ = xquad_document(xquad / source, first, last, lang)
         target = out / name
-        render(_page(body, title), target)
+        if not (reuse_pdfs and target.exists()):
+            render(_page(body, title), target)
         documents.append({"file": name, "title": title, "lang": lang, "source": f"{source}:{first}-{last}",
                           "pages": len(pages_of(target)), "distractor": True})
     lines = [json.dumps(q, ensure_ascii=False) for q in questions]
@@ -201,8 +216,11 @@ def main() -> None:
     parser.add_argument("command", choices=["build"])
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "long_documents")
     parser.add_argument("--xquad", type=Path, default=ROOT.parent / "shared" / "data" / "xquad")
+    parser.add_argument("--reuse-pdfs", action="store_true",
+                        help="keep the PDFs already in --out (an evaluation database keeps them by sha256; "
+                             "Chromium writes new bytes each time) and only recompute the questions")
     args = parser.parse_args()
-    print(json.dumps(build(args.out, args.xquad), ensure_ascii=False))
+    print(json.dumps(build(args.out, args.xquad, reuse_pdfs=args.reuse_pdfs), ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -168,6 +168,8 @@ def make_citation(tag: str, segment: Segment) -> dict:
     """The citation record stored with an answer for tag ``tag``."""
     source_type = segment.get("source_type") or ("qa" if segment.get("qa_id") is not None else "document")
     heading_path = segment.get("heading_path") or []
+    # A passage joined with its neighbour (retrieval/search/neighbours.py) cites both chunks, by id only.
+    joined = {"joined_chunk_ids": list(segment["joined_chunk_ids"])} if segment.get("joined_chunk_ids") else {}
     return {
         "source_id": tag,
         "source_type": source_type,
@@ -183,6 +185,7 @@ def make_citation(tag: str, segment: Segment) -> dict:
         "start_offset": segment.get("start_offset"),
         "end_offset": segment.get("end_offset"),
         "snippet_preview": snippet_preview(segment_excerpt(segment)),
+        **joined,
     }
 
 

@@ -19,6 +19,7 @@ class Source(TypedDict):
     source_id: str  # "S1", "S2", …
     source_type: str
     chunk_id: NotRequired[int | None]
+    joined_chunk_ids: NotRequired[list[int]]  # a passage joined with its neighbour: both chunks, in order
     qa_id: int | None
     document_id: int | None
     document_name: str | None

@@ -89,7 +89,8 @@ def context_sources(tag_map: dict[str, Segment]) -> list[Source]:
          "qa_id": seg.get("qa_id"), "document_id": seg.get("document_id"), "document_name": seg.get("document_name"),
          "document_version": seg.get("document_version"), "chunk_index": seg.get("chunk_index"),
          "page_number": seg.get("page_number"), "page_label": seg.get("page_label"), "score": seg.get("score"),
-         "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg)}
+         "preview": snippet_preview(segment_excerpt(seg)), **source_origin(seg),
+         **({"joined_chunk_ids": list(seg["joined_chunk_ids"])} if seg.get("joined_chunk_ids") else {})}
         for tag, seg in tag_map.items()
     ]
 

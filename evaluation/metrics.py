@@ -82,8 +82,8 @@ def _matches(target: tuple[str, Any], segment: dict) -> bool:
     text = segment.get("text") or segment.get("excerpt") or ""
     if kind == "passage":
         return segment.get("source_type") == "document" and passage_in(value, text)
-    if kind == "chunk":
-        return segment.get("chunk_id") == int(value)
+    if kind == "chunk":  # a passage joined with its neighbour holds both chunks (retrieval/search/neighbours.py)
+        return int(value) in (segment.get("joined_chunk_ids") or [segment.get("chunk_id")])
     if kind == "qa":
         return segment.get("qa_id") == int(value)
     if kind == "page":

@@ -31,10 +31,16 @@ FLUSH_SECONDS = 2.0
 
 
 def _segments_with_text(segments: list) -> list[dict]:
-    """The segments with each chunk's whole text (the excerpt is cut at 2,000 characters)."""
-    ids = [s["chunk_id"] for s in segments if s.get("chunk_id")]
+    """The segments with each chunk's whole text (the excerpt is cut at 2,000 characters); a passage joined
+    with its neighbour has both chunks' texts."""
+    ids = [c for s in segments for c in (s.get("joined_chunk_ids") or [s.get("chunk_id")]) if c]
     texts = dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
-    return [{**s, "text": texts.get(s.get("chunk_id"), s.get("excerpt", ""))} for s in segments]
+
+    def text(s: dict) -> str:
+        parts = [texts[c] for c in s.get("joined_chunk_ids") or [s.get("chunk_id")] if c in texts]
+        return "\n".join(parts) if parts else s.get("excerpt", "")
+
+    return [{**s, "text": text(s)} for s in segments]
 
 
 def answer_server(rs):

@@ -46,6 +46,9 @@ class Segment(TypedDict):
     fused_rank: NotRequired[int | None]  # set by the rerank stage for document tiers
     rerank_rank: NotRequired[int | None]
     rerank_score: NotRequired[float | None]
+    # A passage joined with its neighbour (retrieval/search/neighbours.py): both chunk ids in the document's
+    # order (chunk_id is the better-ranked one); the offsets and the excerpt then span both chunks.
+    joined_chunk_ids: NotRequired[list[int]]
 
 
 class TierTrace(TypedDict):
@@ -74,6 +77,8 @@ class TierTrace(TypedDict):
     fts_hits: NotRequired[int]
     vector_method: NotRequired[dict[str, str]]  # per vector arm: how it searched (HNSW, exact scan, ...)
     fused: NotRequired[int]  # passages after the fusion
+    # document tiers: neighbour chunks joined into one passage ([[chunk id, chunk id], ...] in document order)
+    neighbours_joined: NotRequired[list[list[int]]]
 
 
 class RerankTrace(TypedDict):

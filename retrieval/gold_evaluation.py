@@ -186,14 +186,16 @@ def _scores(ranks: list[int | None], k: int) -> dict:
 
 
 def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, list], *, k: int = 10,
-                  arms=ARMS, log=print) -> dict:
-    """Document-, evidence- and page-level figures per arm (module docstring), overall and per language."""
+                  arms=ARMS, log=print, query_vectors: dict | None = None) -> dict:
+    """Document-, evidence- and page-level figures per arm (module docstring), overall and per language.
+    `query_vectors`: {question: {embedding server id: vector}} embedded already (else each is embedded)."""
     results: dict = {}
     for arm_name, arm in arms.items():
         rows = []
         started = time.perf_counter()
         for item in located:
-            segments = retrieve(user, item.question.question, scope, k=k, arms=arm).segments
+            segments = retrieve(user, item.question.question, scope, k=k, arms=arm,
+                                query_vectors=(query_vectors or {}).get(item.question.question)).segments
             documents: list[int] = []
             for s in segments:
                 document_id = s["document_id"]
@@ -201,18 +203,20 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
                     documents.append(document_id)
             doc_rank = next((i for i, d in enumerate(documents, 1) if d in item.document_ids), None)
             recall = len(set(documents[:k]) & item.document_ids) / len(item.document_ids) if item.document_ids else 0.0
-            evidence_rank = page_rank = None
+            evidence_rank = whole_rank = page_rank = None
             for rank, s in enumerate(segments, 1):
                 first, last = s["start_offset"], s["end_offset"]
                 if s["document_id"] not in item.document_ids or first is None or last is None:
                     continue  # another document's passage, or an approved answer
-                if evidence_rank is None and item.evidence and s["document_id"] == item.evidence[0]:
+                if item.evidence and s["document_id"] == item.evidence[0]:
                     _, start, end = item.evidence
-                    if (min(end, last) - max(start, first)) * 2 >= end - start:
+                    if evidence_rank is None and (min(end, last) - max(start, first)) * 2 >= end - start:
                         evidence_rank = rank
+                    if whole_rank is None and first <= start and end <= last:
+                        whole_rank = rank
                 if page_rank is None and item.pages & _pages_of(pages.get(s["document_id"], []), first, last):
                     page_rank = rank
-            rows.append((item, doc_rank, recall, evidence_rank, page_rank))
+            rows.append((item, doc_rank, recall, evidence_rank, page_rank, whole_rank))
         elapsed = time.perf_counter() - started
 
         def summary(part: list) -> dict:
@@ -222,6 +226,7 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
                     "document": {**_scores([r[1] for r in part], k),
                                  f"recall@{k}": round(sum(r[2] for r in part) / len(part), 4) if part else 0.0},
                     "evidence": {"n": len(with_evidence), **_scores([r[3] for r in with_evidence], k)},
+                    "evidence_whole": {"n": len(with_evidence), **_scores([r[5] for r in with_evidence], k)},
                     "page": {"n": len(with_pages), **_scores([r[4] for r in with_pages], k)}}
 
         result = summary(rows)
@@ -235,7 +240,7 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
             result["by_kind"] = {kind: summary([r for r in rows if r[0].question.kind == kind])
                                  for kind in sorted(kinds)}
         results[arm_name] = result
-        log(f"{arm_name}: {json.dumps({key: result[key] for key in ('document', 'evidence', 'page')})}")
+        log(f"{arm_name}: {json.dumps({key: result[key] for key in ('document', 'evidence', 'evidence_whole', 'page')})}")
     return results
 
 

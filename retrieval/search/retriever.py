@@ -28,6 +28,7 @@ from documents.language import analysis_of
 from retrieval.contracts import RetrievalTrace, Segment, TierTrace
 from retrieval.knowledge.calibrating import Bounds, distance_bounds
 from retrieval.search import arms as search_arms
+from retrieval.search import neighbours
 from retrieval.ai.clients import query_embedder_for
 from retrieval.search.fusion import rrf
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
@@ -407,12 +408,18 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
             if before and not fused:
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
-        fused = fused[:pool_size(rerank, limit)]
-        rows = chunk_rows([f.key for f in fused], distance_with=distance_with)
+        fused, pairs = _pair_neighbours(fused, pool_size(rerank, limit), trace, tier)
+        rows = chunk_rows([f.key for f in fused] + list(pairs.values()), distance_with=distance_with)
         for key, row in rows.items():
             distance = row.pop("distance")
             if distance is not None:
                 distances.setdefault(key, distance)
+        t0 = time.perf_counter()
+        texts = neighbours.joined_texts(_same_document(pairs, rows), limit=2 * EXCERPT_CHARS)
+        if pairs:  # the pairing's time (neighbours_t<tier>) and the joined texts' read, together
+            timing = f"neighbours_t{tier}"
+            trace["timings_ms"][timing] = round(trace["timings_ms"].get(timing, 0.0)
+                                                + (time.perf_counter() - t0) * 1000, 2)
     SEARCH_LATENCY.observe(time.perf_counter() - started)
     segments: list[Segment] = []
     for f in fused:
@@ -425,10 +432,53 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
             "score": round(f.score, 6), "distance": round(distances[f.key], 6) if f.key in distances else None,
             "vector_rank": vector_rank, "fts_rank": f.ranks.get("fts"), "tier": tier,
         }))
+    joined = _join(segments, pairs, rows, texts, {f.key: f.score for f in fused})
+    if joined:
+        info["neighbours_joined"] = joined
     _name_collections(segments)
     segments = rerank_segments(query, segments, rerank, trace, tier=tier, limit=limit)
     info["kept"] = len(segments)
     return segments
+
+
+def _pair_neighbours(fused: list, pool: int, trace: RetrievalTrace, tier: int) -> tuple[list, dict[int, int]]:
+    """The fused candidates after neighbour joining (retrieval/search/neighbours.py), cut to `pool`, and
+    {leader chunk id: partner chunk id} of the pairs among them. Call inside the reader transaction."""
+    if neighbours.MODE == "off" or len(fused) < 2:
+        return fused[:pool], {}
+    t0 = time.perf_counter()
+    order = [f.key for f in fused]
+    pairs = neighbours.pair_neighbours(order, neighbours.chunk_positions(order), shown=pool)
+    by_key = {f.key: f for f in fused}
+    kept = [by_key[key] for key in neighbours.reorder(order, {f.key: f.score for f in fused}, pairs)][:pool]
+    trace["timings_ms"][f"neighbours_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
+    return kept, {f.key: pairs[f.key] for f in kept if f.key in pairs}
+
+
+def _same_document(pairs: dict[int, int], rows: dict[int, dict]) -> dict[int, int]:
+    """The pairs whose two passages were read and belong to one document."""
+    return {lead: partner for lead, partner in pairs.items() if lead in rows and partner in rows
+            and rows[lead]["document_id"] == rows[partner]["document_id"]}
+
+
+def _join(segments: list[Segment], pairs: dict[int, int], rows: dict[int, dict], texts: dict[int, str],
+          scores: dict[int, float]) -> list[list[int]]:
+    """Each leader's segment extended over its partner (offsets, pages, excerpt, both ids); the pairs joined."""
+    joined = []
+    for segment in segments:
+        lead = segment["chunk_id"]
+        if lead not in pairs or lead not in texts:
+            continue
+        partner = rows[pairs[lead]]
+        ids = neighbours.in_index_order([(rows[lead]["chunk_index"], lead), (partner["chunk_index"], pairs[lead])])
+        segment["joined_chunk_ids"] = ids
+        segment["start_offset"] = min(segment["start_offset"], partner["start_offset"])
+        segment["end_offset"] = max(segment["end_offset"], partner["end_offset"])
+        segment["excerpt"] = texts[lead]
+        if neighbours.MODE == "join_scored":
+            segment["score"] = round(scores[lead] + scores.get(pairs[lead], 0.0), 6)
+        joined.append(ids)
+    return joined
 
 
 def _name_collections(segments: list[Segment]) -> None:

@@ -78,7 +78,11 @@ def test_the_model_searches_then_answers_and_a_returned_tag_becomes_a_citation(u
     text = DocumentText.objects.get(document=document).text
     assert citation["page_number"] == 2 == chunk.page_number == tagged["S1"]["page_number"]
     assert "scaffold" in chunk.content.lower()
-    assert text[citation["start_offset"]:citation["end_offset"]] == chunk.content
+    # The PDF's two chunks (one section, both returned) are one passage: the citation spans and names both.
+    first_chunk, last_chunk = (Chunk.objects.get(pk=pk) for pk in citation["joined_chunk_ids"])
+    assert chunk.pk in citation["joined_chunk_ids"]
+    assert text[citation["start_offset"]:citation["end_offset"]] == text[first_chunk.start_offset:last_chunk.end_offset]
+    assert chunk.content in text[citation["start_offset"]:citation["end_offset"]]
     assert set(tagged["S1"]) == {"source_id", "chunk_id", "document_name", "page_number", "page_label",
                                  "heading_path", "excerpt", "score"}
     assert tagged["S1"]["page_label"] is None  # the PDF prints no page numbers: the index stands

@@ -61,7 +61,13 @@ def test_cited_answer_keeps_real_tags_drops_made_up_ones_and_stores_its_evidence
     chunk = Chunk.objects.get(pk=citation["chunk_id"])
     text = DocumentText.objects.get(document=document).text
     assert citation["page_number"] == 2 == chunk.page_number
-    assert text[citation["start_offset"]:citation["end_offset"]] == chunk.content
+    # Both of the PDF's chunks are among the passages given and in one section: they are one passage
+    # (retrieval/search/neighbours.py), cited by both ids, at the better-ranked chunk's page.
+    joined = citation["joined_chunk_ids"]
+    first, last = Chunk.objects.get(pk=joined[0]), Chunk.objects.get(pk=joined[-1])
+    assert chunk.pk in joined and len(joined) == 2
+    assert text[citation["start_offset"]:citation["end_offset"]] == text[first.start_offset:last.end_offset]
+    assert chunk.content in text[citation["start_offset"]:citation["end_offset"]]
     assert "scaffold" in chunk.content.lower()
     assert citation["document_id"] == document.pk and citation["document_name"] == "safety.pdf"
     assert answer.sources == [{"source_id": "S1", "source_type": "document", "document_id": document.pk,

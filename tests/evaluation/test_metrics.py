@@ -33,6 +33,9 @@ def test_rank_recall_and_key_facts_at_the_finest_gold_level():
     assert metrics.score({"gold_pages": [{"document": "leave.txt", "page": 3}]}, [segment(page=2), segment(page=3)],
                          k=5).rank == 2
     assert metrics.score({"gold_qa_ids": [7]}, [segment(qa=7)], k=5).rank == 1
+    # a passage joined with its neighbour (retrieval/search/neighbours.py) holds both chunks
+    joined = {**segment(chunk=11), "joined_chunk_ids": [11, 12]}
+    assert metrics.score({"gold_chunk_ids": [12]}, [segment(chunk=10), joined], k=5).rank == 2
     assert metrics.score({"gold_documents": ["leave"]}, [], k=5).rank is None
 
 

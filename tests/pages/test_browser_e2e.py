@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 
 from chat.models import Message
-from documents.models import Chunk, Document
+from documents.models import Chunk, Document, DocumentText
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -153,7 +153,11 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         citation = stored.metadata["citations"][0]
         assert citation["document_id"] == document.pk
         # The link names the version the answer quoted (documents/versions.py).
-        href = f"/documents/{document.pk}/?version={citation['document_version']}#chunk-{citation['chunk_index']}"
+        # A passage joined with its neighbour (retrieval/search/neighbours.py) names both chunks: #chunk-4-5.
+        cited = list(Chunk.objects.filter(pk__in=citation.get("joined_chunk_ids") or [citation["chunk_id"]])
+                     .order_by("chunk_index"))
+        anchor = "-".join(str(c.chunk_index) for c in cited)
+        href = f"/documents/{document.pk}/?version={citation['document_version']}#chunk-{anchor}"
         assert citation["document_version"] == 1
         expect(marker).to_have_attribute("href", href)
 
@@ -177,8 +181,9 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         # The citation opens the viewer on the original PDF page (PDF.js), the passage highlighted there.
         marker.click()
         expect(page).to_have_url(f"{live_site.url}{href}")
-        chunk = Chunk.objects.get(document=document, chunk_index=citation["chunk_index"])
-        assert str(citation["page_number"]) == str(chunk.page_number)
+        assert str(citation["page_number"]) == str(
+            Chunk.objects.get(document=document, chunk_index=citation["chunk_index"]).page_number)
+        chunk = cited[0]  # the viewer opens at the passage's first chunk
         expect(page.get_by_role("tab", name="Original pages")).to_have_attribute("aria-selected", "true")
         expect(page.locator("#text-view")).to_be_hidden()
         on_page = page.locator(f'.pdf-page[data-page="{chunk.page_number}"] .textLayer .highlight')
@@ -196,20 +201,21 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         marked = page.locator(".textLayer .highlight").evaluate_all(
             "els => els.map(e => [e.closest('.pdf-page').dataset.page, e.textContent])")
         assert marked[0][0] == str(chunk.page_number), marked
-        assert _fold("".join(text for _, text in marked)) == _fold(chunk.content)  # exactly the passage
+        passage = DocumentText.objects.get(document=document).text[cited[0].start_offset:cited[-1].end_offset]
+        assert _fold("".join(text for _, text in marked)) == _fold(passage)  # exactly the passage
         page.screenshot(path=artifacts / "e2e-viewer-page.png")
 
         # The extracted text is one click away, the same passage highlighted on the same page.
         page.get_by_role("tab", name="Extracted text").click()
         expect(page.locator("#pdf-view")).to_be_hidden()
-        expect(page).to_have_url(f"{live_site.url}/documents/{document.pk}/?view=text#chunk-{citation['chunk_index']}")
+        expect(page).to_have_url(f"{live_site.url}/documents/{document.pk}/?view=text#chunk-{anchor}")
         highlighted = page.locator(".seg.hl")
         expect(highlighted.first).to_be_visible()
-        expect(page.locator("#cite-banner")).to_contain_text(f"page {citation['page_number']}")
+        expect(page.locator("#cite-banner")).to_contain_text(f"page {chunk.page_number}")
         pages_of_highlight = set(highlighted.evaluate_all("els => els.map(e => e.closest('.doc-page').dataset.page)"))
         assert str(chunk.page_number) in pages_of_highlight
         shown = " ".join("".join(highlighted.all_text_contents()).split())
-        assert " ".join(chunk.content.split()) == shown
+        assert " ".join(passage.split()) == shown
         page.screenshot(path=artifacts / "e2e-viewer.png")
         page.get_by_role("button", name="Show on the page").click()
         expect(on_page.first).to_be_visible()

@@ -40,7 +40,14 @@ export function citationsOf(m) {
 export function citeHref(c) {
   // The version the answer quoted: the viewer opens its text even after a newer version came.
   const version = c.document_version ? `?version=${c.document_version}` : "";
-  return c.document_id ? `/documents/${c.document_id}/${version}#chunk-${c.chunk_index}` : null;
+  if (!c.document_id) return null;
+  // A passage joined with its neighbour (ids in the document's order, adjacent): highlight both chunks.
+  const joined = c.joined_chunk_ids;
+  if (joined && joined.length === 2 && c.chunk_id && c.chunk_index != null) {
+    const first = joined[0] === c.chunk_id ? c.chunk_index : c.chunk_index - 1;
+    return `/documents/${c.document_id}/${version}#chunk-${first}-${first + 1}`;
+  }
+  return `/documents/${c.document_id}/${version}#chunk-${c.chunk_index}`;
 }
 
 /** Where a source comes from, in the reader's words. */

@@ -79,14 +79,16 @@
     const mine = ++generation;
     clear();
     citedPage = null;
-    const m = location.hash.match(/^#chunk-(\d+)$/);
+    // #chunk-4, or #chunk-4-5: a passage joined with its neighbour (both chunks highlighted)
+    const m = location.hash.match(/^#chunk-(\d+)(?:-(\d+))?$/);
     if (!m) {
       if (mode === "pages") pagesView.load().catch(pagesFailed);
       return;
     }
     const index = m[1];
     const anchor = document.getElementById(`chunk-${index}`);
-    current = [...document.querySelectorAll(`.seg[data-c~="${index}"]`)];
+    const selector = [index, m[2]].filter(Boolean).map((i) => `.seg[data-c~="${i}"]`).join(", ");
+    current = [...document.querySelectorAll(selector)];
     banner.hidden = false;
     if (!anchor || !current.length) {
       bannerText.textContent = gettext("The cited passage is not in this version of the document (it was indexed again since).");
