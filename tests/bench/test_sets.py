@@ -147,6 +147,16 @@ def test_the_czech_articles_builder_adds_the_czech_retrieval_documents_as_distra
     assert distractor.startswith("# Směrnice o cestovních náhradách\n\n") and "stravné" in distractor
 
 
+def test_the_long_document_sets_czech_distractor_holds_every_article_as_a_chapter():
+    from bench import long_documents
+
+    booklet = long_documents.czech_articles_document()
+    data = setdata.load_czech_articles()
+    assert booklet.count("<h1>") == len(data.articles) and "<h1>Vltava</h1>" in booklet
+    assert booklet.count("<h2>") == sum(a.text.count("\n## ") for a in data.articles)
+    assert "<p>Vltava je nejdelší řeka" in booklet and "#" not in booklet.replace("&#x27;", "")
+
+
 def test_dialogue_set_is_valid_and_big_enough():
     dialogues = setdata.load_dialogues()
     assert setdata.validate_dialogues(dialogues, setdata.load_dialogue_passages()) == []
