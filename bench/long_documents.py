@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SET_DIR = ROOT / "bench" / "sets" / "long_documents"
 CZECH_DIR = ROOT / "bench" / "sets" / "czech_retrieval"
+ARTICLES_DIR = ROOT / "bench" / "sets" / "czech_articles" / "articles"
 
 STYLE = ("@page { size: A5; margin: 16mm 14mm; } body { font-family: 'DejaVu Serif', serif; font-size: 11pt; "
          "font-variant-ligatures: none; line-height: 1.35; } h1 { font-size: 15pt; page-break-before: always; } "
@@ -52,6 +53,9 @@ DISTRACTORS = [
     ("articulos-seleccionados-es.pdf", "Artículos seleccionados", "es", "xquad.es.json", 24, 31),
     ("articole-selectate-ro.pdf", "Articole selectate", "ro", "xquad.ro.json", 0, 7),
 ]
+# The Czech distractor: the 80 encyclopedic articles of bench/sets/czech_articles as one booklet, so the
+# Czech booklet's questions also meet another Czech document (the full-text arm searches it too).
+CZECH_DISTRACTOR = ("vybrane-encyklopedicke-clanky-cs.pdf", "Vybrané encyklopedické články", "cs", "czech_articles")
 CZECH_EVERY = 6  # every 6th question of the Czech retrieval set (243 → 41)
 
 
@@ -104,6 +108,21 @@ def czech_document() -> tuple[str, list[dict]]:
         questions.append({"id": q["id"], "lang": q["lang"], "kind": "table_row", "question": q["question"],
                           "source": "written for this set", "evidence": " ".join(q["row"])})
     return "".join(body), questions
+
+
+def czech_articles_document() -> str:
+    """The Markdown articles of bench/sets/czech_articles as one booklet: a chapter each, its sections as h2."""
+    body = []
+    for path in sorted(ARTICLES_DIR.glob("*.md")):
+        for block in path.read_text(encoding="utf-8").split("\n\n"):
+            block = block.strip()
+            if block.startswith("## "):
+                body.append(f"<h2>{html.escape(block[3:])}</h2>")
+            elif block.startswith("# "):
+                body.append(f"<h1>{html.escape(block[2:])}</h1>")
+            elif block:
+                body.append(f"<p>{html.escape(block)}</p>")
+    return "".join(body)
 
 
 def answer_sentence(context: str, start: int, end: int) -> str:
@@ -203,6 +222,11 @@ def build(out: Path, xquad: Path, *, reuse_pdfs: bool = False) -> dict:
             render(_page(body, title), target)
         documents.append({"file": name, "title": title, "lang": lang, "source": f"{source}:{first}-{last}",
                           "pages": len(pages_of(target)), "distractor": True})
+    name, title, lang, source = CZECH_DISTRACTOR
+    if not (reuse_pdfs and (out / name).exists()):
+        render(_page(czech_articles_document(), title), out / name)
+    documents.append({"file": name, "title": title, "lang": lang, "source": source,
+                      "pages": len(pages_of(out / name)), "distractor": True})
     lines = [json.dumps(q, ensure_ascii=False) for q in questions]
     (SET_DIR / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     manifest = {"renderer": version, "documents": documents, "questions": len(questions)}

@@ -1,7 +1,7 @@
 """The development sets in `bench/sets/` (issues #30 and #31) as dataclasses, with their checks.
 
 Django-free, standard library only: the evaluation commands and the schema test both read the sets
-through `load_approved_qa()`, `load_czech_retrieval()` and `load_dialogues()`, and `validate_*()`
+through `load_approved_qa()`, `load_czech_retrieval()`, `load_czech_articles()` and `load_dialogues()`, and `validate_*()`
 returns the list of problems found (empty when the set is sound). See `bench/sets/README.md`.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 SETS_DIR = Path(__file__).resolve().parent / "sets"
+ARTICLES_DIR = SETS_DIR / "czech_articles" / "articles"
 
 LANGUAGES = ("cs", "en", "de", "ru")
 QUESTION_KINDS = ("paraphrase", "cross_language", "near_miss", "number_variant", "negation_variant", "unrelated")
@@ -20,6 +21,9 @@ QUESTION_KINDS = ("paraphrase", "cross_language", "near_miss", "number_variant",
 KINDS_WITH_PAIR = ("paraphrase", "cross_language")
 #: Kinds whose note must name the closest pair (by its id).
 KINDS_NAMING_PAIR = ("near_miss", "number_variant", "negation_variant")
+#: How a czech_articles question was written from its sentence (bench/sets/czech_articles/README.md).
+ARTICLE_QUESTION_KINDS = ("forms", "paraphrase", "no_diacritics")
+CZECH_DIACRITICS = frozenset("áčďéěíňóřšťúůýž")
 
 
 class SetFormatError(ValueError):
@@ -76,6 +80,29 @@ class RetrievalSet:
 
 
 @dataclass(frozen=True)
+class Article:
+    file: str  # "<title>.md": the upload's document title is the title
+    title: str
+    text: str  # the whole Markdown file
+
+
+@dataclass(frozen=True)
+class ArticleQuestion:
+    id: str
+    lang: str
+    question: str
+    gold_documents: list[str]
+    evidence: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class ArticleSet:
+    articles: list[Article]
+    questions: list[ArticleQuestion]
+
+
+@dataclass(frozen=True)
 class Turn:
     question: str
     rewrite: str
@@ -128,6 +155,17 @@ def load_czech_retrieval(root: Path = SETS_DIR) -> RetrievalSet:
     """`czech_retrieval/passages.jsonl` and `czech_retrieval/questions.jsonl`."""
     folder = root / "czech_retrieval"
     return RetrievalSet(_load(Passage, folder / "passages.jsonl"), _load(RetrievalQuestion, folder / "questions.jsonl"))
+
+
+def load_czech_articles(root: Path = SETS_DIR) -> ArticleSet:
+    """`czech_articles/articles/*.md` (the title is the first line, `# Title`) and `czech_articles/questions.jsonl`."""
+    folder = root / "czech_articles"
+    articles = []
+    for path in sorted((folder / "articles").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        first = text.split("\n", 1)[0]
+        articles.append(Article(path.name, first[2:].strip() if first.startswith("# ") else "", text))
+    return ArticleSet(articles, _load(ArticleQuestion, folder / "questions.jsonl"))
 
 
 def load_dialogues(root: Path = SETS_DIR) -> list[Dialogue]:
@@ -243,6 +281,56 @@ def validate_czech_retrieval(data: RetrievalSet, *, min_words: int = 60, max_wor
         expected = sorted({doc_of[g] for g in q.gold if g in doc_of})
         if sorted(q.gold_documents) != expected:
             problems.append(f"{where}: gold_documents {sorted(q.gold_documents)} should be {expected}")
+    return problems
+
+
+def _article_problems(article: Article, min_words: int, max_words: int) -> list[str]:
+    where = f"article {article.file}"
+    problems = []
+    if not article.title or f"{article.title}.md" != article.file:
+        problems.append(f"{where}: the first line must be '# <title>' and the file named '<title>.md'")
+    sections = article.text.split("\n## ")[1:]
+    if len(sections) < 3:
+        problems.append(f"{where}: {len(sections)} '## ' sections, expected at least 3")
+    if any(not section.split("\n", 1)[-1].strip() for section in sections):
+        problems.append(f"{where}: a section has a heading and no paragraph")
+    body = [line for line in article.text.splitlines() if line.strip() and not line.startswith("#")]
+    words = len(article.text.split())  # as `wc -w` counts: title and section headings included
+    if not min_words <= words <= max_words:
+        problems.append(f"{where}: {words} words, expected {min_words}–{max_words}")
+    if any(line != line.strip() or "  " in line for line in body):
+        problems.append(f"{where}: stray whitespace")
+    return problems
+
+
+def validate_czech_articles(data: ArticleSet, *, min_words: int = 300, max_words: int = 600,
+                            min_questions: int = 3) -> list[str]:
+    """Articles titled, sectioned, 300–600 words (as `wc -w` counts them); each question's gold is one article holding its evidence
+    sentence verbatim; kinds known, `no_diacritics` questions without them; ≥ 3 questions per article."""
+    problems = [f"duplicate article title {t!r}" for t in _duplicates([a.title.casefold() for a in data.articles])]
+    for article in data.articles:
+        problems += _article_problems(article, min_words, max_words)
+    problems += [f"duplicate question id {i}" for i in _duplicates([q.id for q in data.questions])]
+    problems += [f"duplicate question text {t!r}" for t in _duplicates([q.question.casefold() for q in data.questions])]
+    texts = {a.file: " ".join(a.text.split()) for a in data.articles}
+    asked: Counter[str] = Counter()
+    for q in data.questions:
+        where = f"question {q.id}"
+        problems += _text_problems(where, question=q.question, evidence=q.evidence)
+        if q.lang != "cs":
+            problems.append(f"{where}: language must be cs, got {q.lang!r}")
+        if q.kind not in ARTICLE_QUESTION_KINDS:
+            problems.append(f"{where}: unknown kind {q.kind!r}")
+        elif q.kind == "no_diacritics" and CZECH_DIACRITICS & set(q.question.casefold()):
+            problems.append(f"{where}: a no_diacritics question has diacritics")
+        if len(q.gold_documents) != 1 or q.gold_documents[0] not in texts:
+            problems.append(f"{where}: gold_documents must name one article file, got {q.gold_documents}")
+            continue
+        asked[q.gold_documents[0]] += 1
+        if isinstance(q.evidence, str) and " ".join(q.evidence.split()) not in texts[q.gold_documents[0]]:
+            problems.append(f"{where}: the evidence is not a sentence of {q.gold_documents[0]}")
+    problems += [f"article {a.file}: {asked[a.file]} questions, expected at least {min_questions}"
+                 for a in data.articles if asked[a.file] < min_questions]
     return problems
 
 

@@ -108,6 +108,55 @@ def test_czech_retrieval_validation_names_each_problem():
         assert any(expected in p for p in problems), (expected, problems)
 
 
+def test_czech_articles_set_is_valid_and_big_enough():
+    """SQAD-like: ≥ 80 titled articles over ~10 domains, ≥ 240 questions, each from one sentence of one article."""
+    data = setdata.load_czech_articles()
+    assert setdata.validate_czech_articles(data) == []
+    assert len(data.articles) >= 80 and len(data.questions) >= 240
+    kinds = {kind: sum(q.kind == kind for q in data.questions) for kind in setdata.ARTICLE_QUESTION_KINDS}
+    assert kinds["forms"] >= 100 and kinds["paraphrase"] >= 80 and kinds["no_diacritics"] >= 20, kinds
+    assert {q.gold_documents[0] for q in data.questions} == {a.file for a in data.articles}
+
+
+def test_czech_articles_validation_names_each_problem():
+    body = " ".join(["slovo"] * 100)
+    good = setdata.Article("Město.md", "Město", f"# Město\n\n## A\n\n{body}.\n\n## B\n\n{body}.\n\n## C\n\n{body} konec.\n")
+    short = setdata.Article("Řeka.md", "Jiná řeka", "# Jiná řeka\n\n## A\n\nKrátký text.\n")
+    questions = [
+        setdata.ArticleQuestion("Q1", "cs", "Kde to je?", ["Město.md"], "Tato věta v článku není.", "forms"),
+        setdata.ArticleQuestion("Q2", "cs", "Kde je město?", ["Hora.md"], "slovo konec.", "forms"),
+        setdata.ArticleQuestion("Q3", "cs", "kde je mesto", ["Město.md"], "slovo konec.", "guess"),
+        setdata.ArticleQuestion("Q4", "cs", "kde je město", ["Město.md"], "slovo konec.", "no_diacritics"),
+    ]
+    problems = setdata.validate_czech_articles(setdata.ArticleSet([good, short], questions))
+    for expected in ["Řeka.md: the first line must be", "Řeka.md: 1 '## ' sections", "Řeka.md: 7 words",
+                     "Q1: the evidence is not a sentence of Město.md", "Q2: gold_documents must name one article",
+                     "Q3: unknown kind", "Q4: a no_diacritics question has diacritics",
+                     "Řeka.md: 0 questions, expected at least 3"]:
+        assert any(expected in p for p in problems), (expected, problems)
+    assert not any("article Město.md" in p for p in problems), problems
+
+
+def test_the_czech_articles_builder_adds_the_czech_retrieval_documents_as_distractors(tmp_path):
+    from bench import czech_articles
+
+    summary = czech_articles.build(tmp_path, distractors=True)
+    assert summary["articles"] >= 80 and summary["distractors"] == 12
+    assert (tmp_path / "Vltava.md").read_text(encoding="utf-8").startswith("# Vltava\n")
+    distractor = (tmp_path / "Směrnice o cestovních náhradách.md").read_text(encoding="utf-8")
+    assert distractor.startswith("# Směrnice o cestovních náhradách\n\n") and "stravné" in distractor
+
+
+def test_the_long_document_sets_czech_distractor_holds_every_article_as_a_chapter():
+    from bench import long_documents
+
+    booklet = long_documents.czech_articles_document()
+    data = setdata.load_czech_articles()
+    assert booklet.count("<h1>") == len(data.articles) and "<h1>Vltava</h1>" in booklet
+    assert booklet.count("<h2>") == sum(a.text.count("\n## ") for a in data.articles)
+    assert "<p>Vltava je nejdelší řeka" in booklet and "#" not in booklet.replace("&#x27;", "")
+
+
 def test_dialogue_set_is_valid_and_big_enough():
     dialogues = setdata.load_dialogues()
     assert setdata.validate_dialogues(dialogues, setdata.load_dialogue_passages()) == []
