@@ -3,13 +3,16 @@ arm and their fusion as retrieve() fuses them (the rules of retrieval/search/fus
 
     python bench/hybrid_arms.py --czech                      # bench/sets/czech_retrieval, one passage a document
     python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.de.json [--articles 16]
+    python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.en.json --questions ../shared/data/xquad/xquad.de.json
 
 Runs on the configured database (documents of the eval_retrieval user, ingested on first use and
 reused by content). Each question is retrieved once with both arms and every candidate kept: "hybrid"
 is the list retrieve() returned (the product's weights and rules), "vector" and "fts" are each arm's
 own ranking of the same retrieval, and the trace's decisions are counted (`fusion_decisions`). `--runs FILE` keeps
 the lists (with each candidate's distance and the full-text coverage, to recompute a rule offline);
-`--query-vectors FILE` embeds each question once across runs. Prints JSON.
+`--query-vectors FILE` embeds each question once across runs. The built-in model embeds with one
+engine thread (faster on a busy machine) and the questions in one batched call, as evaluation runs
+do. Prints JSON.
 
 Titles: every article is uploaded as a file named `<set>-NN-<id>.txt`, and a document's title goes
 into every chunk's embedded and full-text-indexed context (documents/chunking/layout.py,
@@ -59,6 +62,8 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--czech", action="store_true")
     source.add_argument("--squad", type=Path)
+    parser.add_argument("--questions", type=Path,
+                        help="Ask this SQuAD file's questions (same ids) instead of --squad's: cross-lingual")
     parser.add_argument("--articles", type=int, default=0, help="Only the first N articles (SQuAD)")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N questions")
     parser.add_argument("--runs", type=Path, help="Also write every question's lists here (JSON)")
@@ -77,7 +82,10 @@ def main() -> None:
 
     from documents.search_vectors import search_vectors_rebuild
     from retrieval import evaluation
+    from retrieval.ai import builtin
     from retrieval.search import retrieve
+
+    builtin.single_thread_here()  # one engine thread: faster than several waiting for each other on a busy machine
 
     data = czech_articles() if args.czech else evaluation.load_squad(args.squad)
     if args.articles:
@@ -87,18 +95,24 @@ def main() -> None:
     _retitle(data, ids, args.titles)
     if args.rebuild:
         search_vectors_rebuild(document_ids=ids)
-    questions = evaluation.questions_for(data, ids)
+    texts = None
+    if args.questions:
+        texts = {qa["id"]: qa["question"] for a in evaluation.load_squad(args.questions)
+                 for p in a["paragraphs"] for qa in p["qas"]}
+    questions = evaluation.questions_for(data, ids, texts)
     if args.limit:
         questions = questions[:args.limit]
     if args.query_vectors:
         _reuse_query_vectors(args.query_vectors)
     user = get_user_model().objects.get(username=evaluation.eval_username())
     scope = evaluation.eval_scope(user, ids)
+    vectors = {} if args.query_vectors else _question_vectors([q.text for q in questions])
     fts_scores = _capture_fts_scores()
     runs, languages, decisions = [], Counter(), Counter()
-    for q in questions:
+    for number, q in enumerate(questions):
         fts_scores.clear()
-        result = retrieve(user, q.text, scope, k=80, rerank=False)
+        result = retrieve(user, q.text, scope, k=80, rerank=False,
+                          query_vectors={pk: v[number] for pk, v in vectors.items()})
         segments = result.segments
         tier = result.trace["tiers"][-1] if result.trace["tiers"] else {}
         languages[result.trace.get("question_language") or "-"] += 1
@@ -119,7 +133,8 @@ def main() -> None:
         args.runs.write_text(json.dumps(runs))
     if args.query_vectors:
         args.query_vectors.write_text(json.dumps(_VECTORS))
-    print(json.dumps({"set": label, "titles": args.titles, "questions": len(runs), "question_languages": dict(languages),
+    print(json.dumps({"set": label, "titles": args.titles, "asked": args.questions.stem if args.questions else label,
+                      "questions": len(runs), "question_languages": dict(languages),
                       "fusion_decisions": dict(decisions),
                       "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
 
@@ -155,6 +170,17 @@ def _retitle(articles: list[dict], ids: list[int], mode: str) -> None:
         counts = chunk_context_rebuild(document_ids=changed)
         print(f"titles ({mode}): {len(changed)} documents renamed, {counts.changed} chunks re-embedded "
               f"({counts.reused} from the cache)", file=sys.stderr)
+
+
+def _question_vectors(texts: list[str]) -> dict:
+    """Every question embedded in one batched call by the default embedding server, by its id."""
+    from retrieval.ai.clients import query_embedder_for
+    from retrieval.selectors import default_embedding_server
+
+    server = default_embedding_server()
+    if server is None or not server.embedding_model or not texts:
+        return {}
+    return {server.pk: list(query_embedder_for(server).embed_queries(texts))}
 
 
 def _capture_fts_scores() -> dict:
