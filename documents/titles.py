@@ -63,3 +63,14 @@ def opening_heading(text: str, spans) -> str:
 def named_after_file(title: str, filename: str) -> bool:
     """True while a document's title is the one given at upload from its file name."""
     return title == (PurePath(filename).stem or filename)[:MAX_TITLE]
+
+
+def context_title(title: str, filename: str) -> str:
+    """The title a document's chunks are embedded and indexed with: its own, never one made from the file name.
+
+    A title copied from the file name ("scan_0042", "xquad.en-00-Super_Bowl_50") is a label, not words of
+    the subject; in every chunk's embedded text it moved the vector arm away from the passage (XQuAD
+    English hybrid hit@1 0.953 -> 0.938, docs/retrieval.md), so until the document has a title of its own
+    (given, or found in its metadata or opening heading) its chunks carry none.
+    """
+    return "" if named_after_file(title, filename) else title

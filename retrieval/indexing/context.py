@@ -17,6 +17,7 @@ from django.db import transaction
 
 from documents.chunking import chunk_context
 from documents.models import Chunk, Document, DocumentStatus
+from documents.titles import context_title
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from retrieval.ai.clients import embedder_for
 from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity, embed_missing
@@ -65,7 +66,8 @@ def chunk_context_rebuild(*, document_ids: list[int] | None = None, dry_run: boo
         changes = []
         for pk, content, heading_path, metadata in rows:
             metadata = metadata or {}
-            context = stored_context(title=document.title, heading_path=heading_path, metadata=metadata)
+            context = stored_context(title=context_title(document.title, document.original_filename),
+                                     heading_path=heading_path, metadata=metadata)
             if context != metadata.get("context", ""):
                 changes.append((pk, content, metadata, context))
         prefix = f"{number}/{len(ids)} document {document.pk}"

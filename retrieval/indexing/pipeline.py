@@ -37,7 +37,7 @@ from documents.models import Chunk, Document, DocumentStatus, DocumentText, Docu
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.signals import index_finished
 from documents.storage import copy_to_temp
-from documents.titles import metadata_title, named_after_file, opening_heading
+from documents.titles import context_title, metadata_title, named_after_file, opening_heading
 from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
                                 version_to_index)
 from core.dbcheck import transient_database_error
@@ -305,7 +305,8 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
                                          encoding=rs.tokenizer, max_chunks=max_chunks(rs))
     page_labels = dict(getattr(extraction, "page_labels", None) or {})
-    contextualise(drafts, title=effective_title(document, title), page_labels=page_labels)
+    contextualise(drafts, title=context_title(effective_title(document, title), document.original_filename),
+                  page_labels=page_labels)
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
     progress(force=True, chunks_total=len(drafts), chunks_embedded=0)

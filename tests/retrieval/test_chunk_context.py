@@ -130,3 +130,21 @@ def test_full_text_finds_the_exact_decimal_not_its_digits_apart(user, fake_embed
     segments = retrieve(user, "Které auto má 5,80?", k=5, arms=("fts",)).segments
     assert segments and segments[0]["document_id"] == exact.pk, [s["document_id"] for s in segments]
     assert apart.pk != exact.pk
+
+
+@pytest.mark.django_db
+def test_a_title_made_from_the_file_name_is_not_part_of_the_context(user, fake_embedder, tmp_path):
+    # "xquad-00-Super_Bowl_50" is a label, not words of the subject: the chunks carry no title until it has one.
+    document = upload_path(user, _write(tmp_path / "xquad-00-Super_Bowl_50.txt",
+                                        ["The game was played on February 7, 2016. " * 20]))
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "indexed" and document.title == "xquad-00-Super_Bowl_50", document.index_error
+    chunk = Chunk.objects.filter(document=document).first()
+    assert chunk.metadata.get("context", "") == ""
+    assert not any("xquad" in text for text in embedded_inputs(fake_embedder))
+    assert chunk_context_rebuild().changed == 0  # the rebuild applies the same rule
+
+    Document.objects.filter(pk=document.pk).update(title="Super Bowl 50")  # a title someone chose
+    assert chunk_context_rebuild().changed == document.chunk_count
+    assert Chunk.objects.filter(document=document).first().metadata["context"] == "Super Bowl 50"
