@@ -23,6 +23,9 @@ nahrady-02`: the figures before #31's realistic titles); `humanised` is that ste
 separators as spaces; `none` leaves the title out of the context. A change is applied to documents
 already indexed by renaming them and `chunk_context_rebuild` (the embeddings cache keeps each
 variant's vectors, so switching back re-embeds nothing).
+Since a title that is only the file name's stem is left out of the chunk context
+(documents.titles.context_title), `file` now indexes like `none`; the file-name figures in
+docs/retrieval.md were measured before that.
 """
 from __future__ import annotations
 
