@@ -12,12 +12,16 @@ word's own form beside its lemma measured lower (0.642; with the forms without d
 0.626): an exact form counted twice outweighed the question's other words.
 
 A lemma does not join words derived from one another ("skartace" and "skartační", "pojištění" and
-"pojištěný"): Czech lemmas are then cut to their stem by Dolamic and Savoy's aggressive stemmer
-(documents/language/czech_stem.py). On the same set with the documents' real titles the full-text
-arm went from 0.642 to 0.663 hit@1 and hybrid from 0.778 to 0.794 (the light stemmer: 0.671 and
-0.782; the stem as a second term beside the lemma, or the stemmer on the word's own form instead of
-its lemma, lost: docs/retrieval.md, "A Czech stemmer after the lemmas"). The other languages keep
-their lemmas: the stemmer is made for Czech.
+"pojištěný"): a Czech word is therefore indexed (and asked) as its lemma *and* the lemma's stem by
+Dolamic and Savoy's aggressive stemmer (documents/language/czech_stem.py), two terms when they
+differ ("sokola" -> "sokol soko"). The stem alone (ANALYSIS_VERSION 4, never released) won on
+bench/sets/czech_retrieval (hybrid hit@1 0.794; lemma and stem 0.786; lemma 0.778) but lost where a
+question is not analysed as Czech (given to Slovak or Slovene, undecided, or an English question
+naming a Czech person): its words as typed met the lemmas ("sokol", "Prochazkova") but not the stems
+("soko", "prochaz"). With both terms the long-document set's hybrid document hit@5 is 0.982 again
+(stem alone 0.973) and the Czech articles' full text on questions typed without diacritics 0.842
+(stem alone 0.763); docs/retrieval.md, "A Czech stemmer after the lemmas". The other languages keep
+their lemmas alone: the stemmer is made for Czech.
 
 A language's dictionary is read on first use (Czech: ~0.3 s and ~50 MB per process; Polish ~5 s).
 """
@@ -35,7 +39,7 @@ LEMMA_LANGUAGES = {"cs": "cs", "sk": "sk", "pl": "pl", "uk": "uk", "hr": "hbs", 
 # Typing without diacritics is a habit of the Latin-script ones; in Cyrillic "й" and "ї" are letters
 # of their own, not "и" and "і" with a mark.
 FOLDED_LANGUAGES = frozenset({"cs", "sk", "pl", "hr", "bs", "sl"})
-# Languages whose lemmas are cut further to a stem, by a stemmer made for the language.
+# Languages whose words are also indexed as their lemma's stem, by a stemmer made for the language.
 STEMMERS: dict[str, Callable[[str], str]] = {"cs": czech_stem}
 
 
@@ -59,13 +63,16 @@ def lemma_of(word: str, language: str) -> str:
 
 
 def word_terms(word: str, language: str) -> str:
-    """The term one word is indexed (and asked) as: its lemma (in Czech, the lemma's stem), in Latin
-    script without diacritics."""
-    term = lemma_of(word, language)
+    """The terms one word is indexed (and asked) as: its lemma and, in Czech, also the lemma's stem
+    when it differs ("sokola" -> "sokol soko"), in Latin script without diacritics."""
+    lemma = lemma_of(word, language)
+    terms = [lemma]
     stemmer = STEMMERS.get(language)
-    if stemmer is not None:
-        term = stemmer(term)
-    return fold(term) if language in FOLDED_LANGUAGES else term
+    if stemmer is not None and (stem := stemmer(lemma)) != lemma:
+        terms.append(stem)
+    if language in FOLDED_LANGUAGES:
+        terms = [fold(term) for term in terms]
+    return " ".join(terms)
 
 
 def lemmatised(language: str) -> bool:
