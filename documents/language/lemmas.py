@@ -11,27 +11,21 @@ full-text arm's hit@1 went from 0.531 (`simple` + stop words) to 0.650 with lemm
 word's own form beside its lemma measured lower (0.642; with the forms without diacritics too,
 0.626): an exact form counted twice outweighed the question's other words.
 
-A lemma does not join words derived from one another ("skartace" and "skartační", "pojištění" and
-"pojištěný"): a Czech word is therefore indexed (and asked) as its lemma *and* the lemma's stem by
-Dolamic and Savoy's aggressive stemmer (documents/language/czech_stem.py), two terms when they
-differ ("sokola" -> "sokol soko"). The stem alone (ANALYSIS_VERSION 4, never released) won on
-bench/sets/czech_retrieval (hybrid hit@1 0.794; lemma and stem 0.786; lemma 0.778) but lost where a
-question is not analysed as Czech (given to Slovak or Slovene, undecided, or an English question
-naming a Czech person): its words as typed met the lemmas ("sokol", "Prochazkova") but not the stems
-("soko", "prochaz"). With both terms the long-document set's hybrid document hit@5 is 0.982 again
-(stem alone 0.973) and the Czech articles' full text on questions typed without diacritics 0.842
-(stem alone 0.763); docs/retrieval.md, "A Czech stemmer after the lemmas". The other languages keep
-their lemmas alone: the stemmer is made for Czech.
+A lemma does not join words derived from one another ("skartace" and "skartační"). A Czech stemmer
+after the lemma (Dolamic and Savoy's aggressive one; ANALYSIS_VERSION 4: the stem alone, 5: lemma and
+stem, neither released) was measured and lost: it won 2-4 questions of 243 on
+bench/sets/czech_retrieval but lost more on the long documents (hybrid evidence hit@1 0.839 -> 0.804)
+and the Czech articles, where a question not analysed as Czech (given to Slovak or Slovene, undecided,
+or an English question naming a Czech person) meets a lemma with its words as typed ("sokol",
+"Prochazkova") but not a stem ("soko", "prochaz"); docs/retrieval.md, "A Czech stemmer after the
+lemmas".
 
 A language's dictionary is read on first use (Czech: ~0.3 s and ~50 MB per process; Polish ~5 s).
 """
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable
 from functools import lru_cache
-
-from documents.language.czech_stem import czech_stem
 
 # ISO 639-1 -> simplemma's code (Croatian, Bosnian and Serbian share one Serbo-Croatian dictionary;
 # Serbian is not here: PostgreSQL has its own stemmer for it).
@@ -39,8 +33,6 @@ LEMMA_LANGUAGES = {"cs": "cs", "sk": "sk", "pl": "pl", "uk": "uk", "hr": "hbs", 
 # Typing without diacritics is a habit of the Latin-script ones; in Cyrillic "й" and "ї" are letters
 # of their own, not "и" and "і" with a mark.
 FOLDED_LANGUAGES = frozenset({"cs", "sk", "pl", "hr", "bs", "sl"})
-# Languages whose words are also indexed as their lemma's stem, by a stemmer made for the language.
-STEMMERS: dict[str, Callable[[str], str]] = {"cs": czech_stem}
 
 
 def fold(word: str) -> str:
@@ -63,16 +55,9 @@ def lemma_of(word: str, language: str) -> str:
 
 
 def word_terms(word: str, language: str) -> str:
-    """The terms one word is indexed (and asked) as: its lemma and, in Czech, also the lemma's stem
-    when it differs ("sokola" -> "sokol soko"), in Latin script without diacritics."""
+    """The term one word is indexed (and asked) as: its lemma, in the Latin-script languages without diacritics."""
     lemma = lemma_of(word, language)
-    terms = [lemma]
-    stemmer = STEMMERS.get(language)
-    if stemmer is not None and (stem := stemmer(lemma)) != lemma:
-        terms.append(stem)
-    if language in FOLDED_LANGUAGES:
-        terms = [fold(term) for term in terms]
-    return " ".join(terms)
+    return fold(lemma) if language in FOLDED_LANGUAGES else lemma
 
 
 def lemmatised(language: str) -> bool:

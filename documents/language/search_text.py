@@ -7,7 +7,7 @@ text we drop the stop words of the text's language from the stopwords-iso collec
 `stopwordsiso`, 58 languages), and words of scripts without spaces are segmented first
 (documents/language/segmentation.py). Words of the languages PostgreSQL has no stemmer for but a
 lemmatiser has a dictionary for (Czech, Slovak, Polish, Ukrainian, Croatian, Slovenian, Bulgarian)
-become their lemma without diacritics, in Czech also the lemma's stem (documents/language/lemmas.py).
+become their lemma without diacritics (documents/language/lemmas.py).
 `search_input` is applied identically to a chunk (with the chunk's language) and to a question
 (with the question's), so both sides keep, drop and lemmatise the same words.
 
@@ -30,9 +30,10 @@ WORD_RE = re.compile("[\\w\u0300-\u036f\u0900-\u0963\u0966-\u0dff\u0e00-\u0e7f\u
 
 # 1: segmentation and stop words; 2: lemmas for the languages of documents/language/lemmas.py;
 # 3: number terms ("5,80" = "5.80", documents/language/numbers.py, added by documents/search_vectors.py);
-# 4: Czech lemmas cut to their stem (documents/language/czech_stem.py; never released: it lost where a
-# question is not analysed as Czech); 5: Czech words as their lemma and its stem, two terms.
-ANALYSIS_VERSION = 5
+# 4: Czech lemmas cut to their stem; 5: Czech words as their lemma and its stem (neither released: both
+# lost to the lemmas alone, docs/retrieval.md); 6: the lemmas alone again, as 3 (a database analysed
+# under 4 or 5 is moved back; one under 3 is rebuilt once to the same vectors).
+ANALYSIS_VERSION = 6
 
 
 @lru_cache(maxsize=None)

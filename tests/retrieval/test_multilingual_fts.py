@@ -69,7 +69,7 @@ def test_czech_function_words_match_nothing(user, fake_embedder):
     result = retrieve(user, "Kdy byl postaven hrad?", arms=("fts",))
     # "kdy", "byl" and "v" are stop words on both sides: only the castle passage matches.
     assert [s["document_id"] for s in result.segments] == [castle.pk]
-    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == ["hrad", "postav", "postaveny"]
+    assert sorted(result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]) == ["hrad", "postaveny"]
 
 
 def test_a_czech_question_in_other_forms_finds_its_passage_by_full_text(user, fake_embedder):
@@ -89,24 +89,13 @@ def test_a_czech_question_in_other_forms_finds_its_passage_by_full_text(user, fa
     assert plain.segments and plain.segments[0]["document_id"] == leave.pk
 
 
-def test_a_czech_question_with_a_word_derived_from_the_passages_finds_it_by_full_text(user, fake_embedder):
-    shredding = indexed(user, "Skartační řízení vede archivář jednou ročně podle spisového a skartačního plánu.",
-                        "cs-shredding.txt")
-    indexed(user, "Služební vozidlo smí řídit jen zaměstnanec s platným řidičským průkazem.", "cs-cars.txt")
-    # "skartace" is not a form of "skartační" (its lemma is another word), only derived from the same stem.
-    result = retrieve(user, "Kdy probíhá skartace?", arms=("fts",))
-    assert result.trace["question_language"] == "cs"
-    assert [s["document_id"] for s in result.segments] == [shredding.pk]
-    assert "skarta" in result.trace["tiers"][0]["fts_terms"]["simple"]["matched"]
-
-
 def test_a_question_not_identified_as_czech_still_meets_a_czech_base_form(user, fake_embedder):
     sokol = indexed(user, "Tělocvičnou jednotu Sokol založili v roce 1862 Miroslav Tyrš a Jindřich Fügner "
                           "jako spolek pro tělesnou výchovu.", "cs-sokol.txt")
     indexed(user, "Služební vozidlo smí řídit jen zaměstnanec s platným řidičským průkazem.", "cs-cars.txt")
     assert sokol.language == "cs"
     # bench/sets/czech_articles: the identifier gives this question to Slovene, so it is not analysed as
-    # Czech; "sokol" meets the chunk's lemma (with the stem alone, `soko`, it found nothing).
+    # Czech; "sokol" meets the chunk's lemma (a stem, `soko`, found nothing: docs/retrieval.md).
     result = retrieve(user, "Kdo založil Sokol?", arms=("fts",))
     assert result.trace["question_language"] == "sl"
     assert [s["document_id"] for s in result.segments][:1] == [sokol.pk]
