@@ -178,3 +178,48 @@ def test_an_answer_citing_a_superseded_version_says_so(user, chat_ai):
     assert cited()["superseded"] is True  # the list (one query for all its messages) and ...
     one = api.get(f"{url}{answer.pk}/").json()
     assert one["sources"][0]["superseded"] is True  # ... one message
+
+
+def test_retired_documents_are_those_of_the_orm_rule_for_every_combination_of_dates_policies_and_readers(
+        user, other_user):
+    """`retired_document_ids` is one plain statement (cheap to plan on every question); it must name exactly
+    what `with_dates(visible_to(user))` filtered by expiry and the policy "leave" names."""
+    from django.db.models import Q
+
+    from documents.governance import retired_document_ids, with_dates
+    from documents.models import ExpiredPolicy
+    from tests.documents.factories import upload_bytes
+
+    readers = Group.objects.create(name="port readers")
+    user.groups.add(readers)
+    collections = [None]
+    for n, (until, policy) in enumerate([(None, "leave"), (YESTERDAY, "leave"), (YESTERDAY, "stay"),
+                                         (TODAY, "leave"), (None, "stay")]):
+        collection = Collection.objects.create(name=f"C{n}", slug=f"c{n}", visibility="groups",
+                                               valid_until=until, expired_policy=policy)
+        collection.groups.add(readers)
+        collections.append(collection)
+    hidden = Collection.objects.create(name="Hidden", slug="hidden", valid_until=YESTERDAY, expired_policy="leave")
+    n = 0
+    for owner in (user, other_user):
+        for collection in [*collections, hidden]:
+            for until in (None, YESTERDAY, TODAY):
+                for policy in ("", "leave", "stay"):
+                    n += 1
+                    document = upload_bytes(owner, f"Document {n}.".encode(), f"d{n}.txt", collection=collection)
+                    Document.objects.filter(pk=document.pk).update(valid_until=until, expired_policy=policy)
+    Document.objects.filter(pk__in=Document.objects.filter(collection=collections[2]).values("pk")[:4]).update(
+        is_active=False)
+    Collection.objects.filter(pk=collections[4].pk).update(is_active=False)
+
+    def by_orm(reader, today):
+        candidates = Document.objects.visible_to(reader).filter(Q(valid_until__lt=today) | Q(collection__valid_until__lt=today))
+        return sorted(with_dates(candidates).filter(expires__lt=today, policy=ExpiredPolicy.LEAVE).values_list("pk", flat=True))
+
+    for reader in (user, other_user):
+        for today in (TODAY, TOMORROW):
+            expected = by_orm(reader, today)
+            assert retired_document_ids(user=reader, today=today) == expected
+    # Every kind is there: the rule is not trivially empty for either reader or day.
+    assert len(retired_document_ids(user=user, today=TOMORROW)) > len(retired_document_ids(user=user, today=TODAY)) > 0
+    assert retired_document_ids(user=other_user, today=TODAY)

@@ -315,6 +315,24 @@ def test_documents_of_a_model_no_server_provides_are_not_silently_skipped(user, 
     assert any("searched by full text only" in f for f in result.trace["fallbacks"])
 
 
+def test_the_settings_embedding_server_is_reused_by_the_search_and_a_change_to_it_counts_at_once(
+        user, fake_embedder):
+    from django.test.utils import CaptureQueriesContext
+
+    doc = indexed(user, "Volcanoes erupt lava and ash.", "volcano.txt")
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user, "volcanoes lava")
+    assert result.trace["tiers"][0]["vector_hits"], result.trace["tiers"]
+    # The server the settings loaded (their row versions checked on this question) is not read again.
+    assert not [q["sql"] for q in queries.captured_queries if q["sql"].startswith('SELECT "retrieval_aiserver"')]
+    # Deactivated between two questions (the settings and their server were loaded by the first): the next
+    # question no longer embeds with it.
+    AiServer.objects.filter(pk=fake_embedder.server_row.pk).update(is_active=False)
+    result = retrieve(user, "volcanoes lava")
+    assert [s["document_id"] for s in result.segments] == [doc.pk]  # found by full text
+    assert any("searched by full text only" in f for f in result.trace["fallbacks"])
+
+
 # --- HNSW with a filter never comes back short ---------------------------------------------------------
 
 

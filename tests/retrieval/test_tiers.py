@@ -127,3 +127,30 @@ def test_a_topic_narrows_but_never_gates_approved_pairs(user, staff_user, fake_e
     assert [s["qa_id"] for s in result.segments if s["source_type"] == "qa"] == [pair.pk]
     assert result.trace["tiers"][0]["searched"] == "all topics"
     assert any("tried every topic" in f for f in result.trace["fallbacks"]), result.trace["fallbacks"]
+
+
+def test_the_model_and_whether_any_pair_is_live_are_one_statement_read_anew_for_every_question(
+        user, staff_user, fake_embedder):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from retrieval.models import EmbeddingModel
+
+    indexed(user, "Everbearing raspberries fruit in summer and again in autumn.", "rasp.txt")
+    question = "How often do everbearing raspberries fruit?"
+    assert retrieve(user, question).trace["tiers"][0]["kind"] != "qa"  # no live pair: tier 1 not tried
+    pair = _qa(staff_user, question, "Twice a year.", "fruit", "raspberry, everbearing")
+    server = fake_embedder.server_row
+    model = EmbeddingModel.objects.get(name=server.embedding_model, dim=server.embedding_dim)
+    EmbeddingModel.objects.filter(pk=model.pk).update(qa_distance_override=0.5)
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user, question)
+    # The pair approved and the override set a moment ago count at once: nothing is kept between questions.
+    assert result.segments[0]["qa_id"] == pair.pk
+    assert result.trace["bounds"]["qa"] == 0.5 and result.trace["bounds"]["source"]["qa"] == "override"
+    # ... and cost one statement (the ORM's two, and a third for tier 1, cost ~1 ms of every question).
+    reads = [q["sql"] for q in queries.captured_queries  # (the search joins the models to the documents)
+             if "retrieval_embeddingmodel" in q["sql"] and "documents_document" not in q["sql"]]
+    assert len(reads) == 1 and "retrieval_knowledgeentry" in reads[0]
+    assert not [q["sql"] for q in queries.captured_queries
+                if "retrieval_knowledgeentry" in q["sql"] and "LIMIT 1" in q["sql"]]
