@@ -78,7 +78,9 @@ def test_retrieve_follows_a_reranker_that_reverses_the_fused_order(user, corpus,
     rerank = result.trace["rerank"]
     assert rerank["server"] == "fake reranker" and rerank["status"] == "ok" and rerank["candidates"] == 4
     assert rerank["latency_ms"] > 0 and "error" not in rerank
-    assert result.trace["timings_ms"]["rerank"] > 0 and result.trace["fallbacks"] == []
+    # The reranker was followed: no fallback names it (the fusion rule may note the fake vectors' ties).
+    assert result.trace["timings_ms"]["rerank"] > 0
+    assert not [f for f in result.trace["fallbacks"] if "rerank" in f.casefold()]
 
 
 def test_candidates_beyond_the_final_top_n_are_reranked_then_cut(user, corpus, rerank_server, fake_embedder):
