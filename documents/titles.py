@@ -65,12 +65,14 @@ def named_after_file(title: str, filename: str) -> bool:
     return title == (PurePath(filename).stem or filename)[:MAX_TITLE]
 
 
-def context_title(title: str, filename: str) -> str:
+def context_title(title: str, filenames) -> str:
     """The title a document's chunks are embedded and indexed with: its own, never one made from the file name.
 
     A title copied from the file name ("scan_0042", "xquad.en-00-Super_Bowl_50") is a label, not words of
     the subject; in every chunk's embedded text it moved the vector arm away from the passage (XQuAD
     English hybrid hit@1 0.953 -> 0.938, docs/retrieval.md), so until the document has a title of its own
-    (given, or found in its metadata or opening heading) its chunks carry none.
+    (given, or found in its metadata or opening heading) its chunks carry none. `filenames`: the
+    document's file name and its versions' (a new version's file may be named otherwise).
     """
-    return "" if named_after_file(title, filename) else title
+    names = [filenames] if isinstance(filenames, str) else list(filenames)
+    return "" if any(named_after_file(title, name) for name in names) else title

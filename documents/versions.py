@@ -235,3 +235,11 @@ def version_file_names(*, document_ids) -> set[str]:
     """Every stored file of these documents' versions (for deleting the documents)."""
     return {name for name in DocumentVersion.objects.filter(document_id__in=document_ids)
             .values_list("file", flat=True) if name}
+
+
+def document_filenames(document) -> list[str]:
+    """The names of every file the document was uploaded as: its current one and its versions'."""
+    names = [document.original_filename]
+    names += [n for n in DocumentVersion.objects.filter(document=document).values_list("original_filename", flat=True)
+              if n not in names]
+    return names

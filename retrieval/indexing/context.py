@@ -18,6 +18,7 @@ from django.db import transaction
 from documents.chunking import chunk_context
 from documents.models import Chunk, Document, DocumentStatus
 from documents.titles import context_title
+from documents.versions import document_filenames
 from documents.search_vectors import chunk_analysis, search_vectors_write
 from retrieval.ai.clients import embedder_for
 from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, cache_store, embedder_identity, embed_missing
@@ -64,9 +65,10 @@ def chunk_context_rebuild(*, document_ids: list[int] | None = None, dry_run: boo
                     .values_list("pk", "content", "heading_path", "metadata"))
         counts.chunks += len(rows)
         changes = []
+        filenames = document_filenames(document)
         for pk, content, heading_path, metadata in rows:
             metadata = metadata or {}
-            context = stored_context(title=context_title(document.title, document.original_filename),
+            context = stored_context(title=context_title(document.title, filenames),
                                      heading_path=heading_path, metadata=metadata)
             if context != metadata.get("context", ""):
                 changes.append((pk, content, metadata, context))

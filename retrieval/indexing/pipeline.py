@@ -38,8 +38,8 @@ from documents.search_vectors import chunk_analysis, search_vectors_write
 from documents.signals import index_finished
 from documents.storage import copy_to_temp
 from documents.titles import context_title, metadata_title, named_after_file, opening_heading
-from documents.versions import (version_fail, version_indexed, version_previous_chunks, version_switch,
-                                version_to_index)
+from documents.versions import (document_filenames, version_fail, version_indexed, version_previous_chunks,
+                                version_switch, version_to_index)
 from core.dbcheck import transient_database_error
 from core.reasons import in_english, reason
 from core.errors import ApplicationError
@@ -305,7 +305,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     drafts, kept = chunk_layout_anchored(layout, previous, strategy=cutter, size=size, overlap=overlap,
                                          encoding=rs.tokenizer, max_chunks=max_chunks(rs))
     page_labels = dict(getattr(extraction, "page_labels", None) or {})
-    contextualise(drafts, title=context_title(effective_title(document, title), document.original_filename),
+    contextualise(drafts, title=context_title(effective_title(document, title), document_filenames(document)),
                   page_labels=page_labels)
     timings["chunk_s"] = round(time.monotonic() - t0, 3)
     language = document.language or detect_language(layout.text)
