@@ -21,7 +21,6 @@ negation variants <= 5 % direct. A development set: nothing is tuned to it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter, defaultdict
@@ -99,7 +98,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    from bench.common import BenchSite, log, machine_info
+    from bench.common import BenchSite, json_report, log, machine_info
 
     args = parse_args(argv)
     folder = Path(args.set)
@@ -128,10 +127,7 @@ def main(argv=None) -> int:
         log(f"{len(aqa.questions)} questions asked ({time.monotonic() - t0:.1f} s)")
     result.update({"set": str(folder), "embedding_model": str(model), "calibration": calibration,
                    "machine": machine_info()})
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 

@@ -9,10 +9,8 @@ A throw-away site (bench.common.BenchSite): its own embedded PostgreSQL in a tem
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 
 def _ms(samples: list[float]) -> dict:
@@ -50,7 +48,7 @@ def measure(*, answers: int, passages: int, user, message) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench.common import BenchSite, log, machine_info
+    from bench.common import BenchSite, json_report, log, machine_info
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--answers", type=int, default=300)
@@ -72,10 +70,7 @@ def main(argv=None) -> int:
             log(f"{passages} passages: {runs[-1]['bulk_audit_added_p50_ms']} ms added (p50)")
         result = {"runs": runs, "audit_lines_written": AuditEvent.objects.count(), "machine": machine_info(),
                   "note": "2-core machine shared with other jobs: absolute numbers are noisy; compare columns"}
-    text = json.dumps(result, indent=2)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 

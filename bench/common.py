@@ -313,3 +313,11 @@ def child_protocol() -> tuple:
                 yield json.loads(line)
 
     return send, messages()
+
+
+def json_report(result: dict, json_out=None) -> None:
+    """Print a benchmark's result as indented JSON and, with `--json-out PATH`, write the same text there."""
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    if json_out:
+        Path(json_out).write_text(text + "\n")
+    print(text)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import subprocess
 import sys
@@ -188,7 +187,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    from bench.common import BenchSite, log, machine_info
+    from bench.common import BenchSite, json_report, log, machine_info
 
     args = parse_args(argv)
     chosen = choose(load_approved_qa().questions, args.questions)
@@ -208,10 +207,7 @@ def main(argv=None) -> int:
                 except subprocess.TimeoutExpired:
                     worker.kill()
     result.update({"set": "bench/sets/approved_qa", "machine": machine_info()})
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 

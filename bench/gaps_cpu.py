@@ -16,7 +16,6 @@ clock. Two ways, alternated `--rounds` times on fresh groups:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -81,7 +80,7 @@ def run(questions: list[str], *, rounds: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from bench.common import BenchSite, machine_info
+    from bench.common import BenchSite, json_report, machine_info
 
     p = argparse.ArgumentParser(prog="bench/gaps_cpu.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--questions", type=int, default=200)
@@ -94,10 +93,7 @@ def main(argv=None) -> int:
         result = run(burst, rounds=args.rounds)
     result.update({"set": "bench/sets/approved_qa", "load_average_1min": {"before": round(load_before, 2),
                    "after": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}, "machine": machine_info()})
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 

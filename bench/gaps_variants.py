@@ -30,7 +30,6 @@ the pair each one names: the near siblings the embedding cannot tell apart (show
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -41,6 +40,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import json_report
 from bench.gaps import choose, pairwise, truth_of
 from bench.setdata import load_approved_qa, load_czech_retrieval
 from retrieval.knowledge.agreement import is_negated, numbers_in
@@ -229,10 +229,7 @@ def main(argv=None) -> int:
                     "two_languages": {k: v for k, v in pairwise(triples, cross_language_only=True).items()
                                       if k in ("precision", "recall")}}
         result["variants"][name] = row
-    text = json.dumps(result, indent=2, ensure_ascii=False)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 

@@ -74,13 +74,13 @@ the ``ragsite_fts_search`` function, so only its function scan shows).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite apps importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import json_report
 from bench.searchbench.run import run
 from bench.searchbench.variants import FTS_BUDGETS
 
@@ -123,10 +123,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     result = run(args)
-    text = json.dumps(result, indent=2)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n")
-    print(text)
+    json_report(result, args.json_out)
     return 0
 
 
