@@ -2,6 +2,7 @@
 arm and their fusion as retrieve() fuses them (the rules of retrieval/search/fusion_rule.py).
 
     python bench/hybrid_arms.py --czech                      # bench/sets/czech_retrieval, one passage a document
+    python bench/hybrid_arms.py --czech --analysis simple    # Czech without lemmas (bench/czech_analysis.py)
     python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.de.json [--articles 16]
     python bench/hybrid_arms.py --squad ../shared/data/xquad/xquad.en.json --questions ../shared/data/xquad/xquad.de.json
 
@@ -77,6 +78,9 @@ def main() -> None:
                         help="The documents' titles (module docstring); `file` reproduces the figures before")
     parser.add_argument("--rebuild", action="store_true",
                         help="Rebuild the set's search vectors first (after a change to the analysis)")
+    parser.add_argument("--analysis", choices=("lemmas", "simple", "ispell"),
+                        help="Index and ask Czech under this analysis (bench/czech_analysis.py; rebuilds the set's "
+                             "search vectors first; `lemmas` is what ships)")
     args = parser.parse_args()
     import django
 
@@ -89,6 +93,10 @@ def main() -> None:
     from retrieval.search import retrieve
 
     builtin.single_thread_here()  # one engine thread: faster than several waiting for each other on a busy machine
+    if args.analysis:
+        from bench import czech_analysis
+
+        czech_analysis.use(args.analysis)
 
     data = czech_articles() if args.czech else evaluation.load_squad(args.squad)
     if args.articles:
@@ -96,7 +104,7 @@ def main() -> None:
     label = "czech_retrieval" if args.czech else args.squad.stem
     ids = evaluation.ingest_articles(data, label=label, log=lambda m: print(m, file=sys.stderr))
     _retitle(data, ids, args.titles)
-    if args.rebuild:
+    if args.rebuild or args.analysis:
         search_vectors_rebuild(document_ids=ids)
     texts = None
     if args.questions:
@@ -136,7 +144,8 @@ def main() -> None:
         args.runs.write_text(json.dumps(runs))
     if args.query_vectors:
         args.query_vectors.write_text(json.dumps(_VECTORS))
-    print(json.dumps({"set": label, "titles": args.titles, "asked": args.questions.stem if args.questions else label,
+    print(json.dumps({"set": label, "titles": args.titles, "analysis": args.analysis or "lemmas",
+                      "asked": args.questions.stem if args.questions else label,
                       "questions": len(runs), "question_languages": dict(languages),
                       "fusion_decisions": dict(decisions),
                       "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
