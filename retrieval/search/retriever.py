@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Mapping, NamedTuple, cast
+from typing import Iterable, Mapping, NamedTuple, cast
 
 import numpy as np
 from django.db import connection
@@ -438,13 +438,18 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
         fused, pairs = _pair_neighbours(fused, pool_size(rerank, limit), trace, tier)
-        rows = chunk_rows([f.key for f in fused] + list(pairs.values()), distance_with=distance_with)
+        # The pairs' whole texts come with the passages' fields: no statement of their own.
+        rows = chunk_rows([f.key for f in fused] + list(pairs.values()), distance_with=distance_with,
+                          whole={*pairs, *pairs.values()})
+        whole: dict[int, tuple[int, int, int, str]] = {}
         for key, row in rows.items():
             distance = row.pop("distance")
             if distance is not None:
                 distances.setdefault(key, distance)
+            if "content" in row:
+                whole[key] = (row["chunk_index"], row["start_offset"], row["end_offset"], row.pop("content"))
         t0 = time.perf_counter()
-        texts = neighbours.joined_texts(_same_document(pairs, rows), limit=2 * EXCERPT_CHARS)
+        texts = neighbours.joined_texts(_same_document(pairs, rows), whole, limit=2 * EXCERPT_CHARS)
         if pairs:  # the pairing's time (neighbours_t<tier>) and the joined texts' read, together
             timing = f"neighbours_t{tier}"
             trace["timings_ms"][timing] = round(trace["timings_ms"].get(timing, 0.0)
@@ -538,9 +543,11 @@ def _fts_configs(configs: list[str], trace: RetrievalTrace, info: TierTrace) -> 
     return kept
 
 
-def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
+def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None,
+               whole: Iterable[int] = ()) -> dict[int, dict]:
     """The passages' fields, by chunk id; with `distance_with` (model id, query vector literal) also each
-    one's cosine distance under that model ("distance", None without a vector of it)."""
+    one's cosine distance under that model ("distance", None without a vector of it); the chunks in `whole`
+    also with their whole text ("content": neighbour joining needs more than the excerpt)."""
     if not chunk_ids:
         return {}
     distance, params = "NULL::float8", []
@@ -553,17 +560,17 @@ def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = 
             f"""
             SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
                    c.start_offset, c.end_offset, left(c.content, %s), {distance}, d.collection_id, d.version,
-                   c.metadata->>'page_label'
+                   c.metadata->>'page_label', CASE WHEN c.id = ANY(%s) THEN c.content END
             FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s)
             """,
-            [EXCERPT_CHARS, *params, chunk_ids],
+            [EXCERPT_CHARS, *params, list(whole), chunk_ids],
         )
         return {
             r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
                    "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
                    "excerpt": r[9], "distance": None if r[10] is None else float(r[10]), "collection_id": r[11],
-                   "document_version": r[12], "page_label": r[13] or None}
+                   "document_version": r[12], "page_label": r[13] or None, **({"content": r[14]} if r[14] is not None else {})}
             for r in cursor.fetchall()
         }
 
