@@ -309,6 +309,9 @@ class _VectorSpace(NamedTuple):
     dim: int
 
 
+_ACTIVE_SERVER_SQL = 'SELECT "retrieval_aiserver".* FROM "retrieval_aiserver" WHERE id = %s AND is_active'
+
+
 def _servers_for(groups: list[ModelGroup], trace: RetrievalTrace,
                  known: Mapping[int, AiServer]) -> list[_VectorSpace]:
     """Each model group with a server that can embed the query for it; say which cannot. `known`: active
@@ -316,8 +319,8 @@ def _servers_for(groups: list[ModelGroup], trace: RetrievalTrace,
     found = []
     for group in groups:
         server = known.get(group.server_id) if group.server_id else None
-        if server is None and group.server_id:
-            server = AiServer.objects.filter(pk=group.server_id, is_active=True).first()
+        if server is None and group.server_id:  # a plain statement: the ORM query cost ~0.3 ms of CPU to build
+            server = next(iter(AiServer.objects.raw(_ACTIVE_SERVER_SQL, [group.server_id])), None)
         if server is None or server.embedding_model != group.model_name or server.embedding_dim != group.dim:
             server = next((s for s in AiServer.objects.filter(is_active=True)
                            if s.embedding_model == group.model_name and s.embedding_dim == group.dim), None)
