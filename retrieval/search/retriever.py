@@ -78,7 +78,8 @@ class _QueryVectors:
 def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
              subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
              rerank: AiServer | bool = True, retrieval_settings: RetrievalSettings | None = None,
-             query_vectors: Mapping[int, np.ndarray] | None = None) -> RetrievalResult:
+             query_vectors: Mapping[int, np.ndarray] | None = None,
+             context: QuestionContext | None = None) -> RetrievalResult:
     """Ordered segments for `query` within `scope` (default: everything the user reads: their own
     documents and the collections open to them), with a trace.
 
@@ -91,6 +92,8 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     `retrieval_settings`: a copy to search with instead of the live settings (the evaluation's runs).
     `query_vectors`: the query's vectors embedded already, by embedding server id (a server missing
     here embeds the query as usual).
+    `context`: `question_context(rs)` read by the caller for this question already (the chat's answer
+    path), with the same live settings.
     """
     started = time.perf_counter()
     rs = retrieval_settings or retrieval_settings_get()
@@ -115,8 +118,10 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     fresh = rs.default_embedding_server if retrieval_settings is None else None
     known = {fresh.pk: fresh} if fresh is not None and fresh.is_active else {}
     vectors = _QueryVectors(query, trace, query_vectors)
-    context = _question_context(rs, trace)
+    context = context or question_context(rs)
     bounds = context.bounds
+    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
+                       "qa_language_shift": bounds.qa_language_shift}
     segments: list[Segment] = []
     if category or subcategory:
         # Each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the final
@@ -176,25 +181,27 @@ FROM retrieval_embeddingmodel m WHERE m.name = %s AND m.dim = %s
 """
 
 
-class _QuestionContext(NamedTuple):
+class QuestionContext(NamedTuple):
+    """What one question's retrieval reads of the default embedding model (question_context)."""
+
     bounds: Bounds
     model: EmbeddingModel | None  # the default embedding server's model, None without one
     any_live_pair: bool
 
 
-def _question_context(rs, trace: RetrievalTrace) -> _QuestionContext:
+def question_context(rs: RetrievalSettings | None = None) -> QuestionContext:
     """The default embedding model's distances (calibrated, overridden, or the settings' until calibrated),
-    the model, and whether any approved pair is live."""
+    the model, and whether any approved pair is live: read for each question, never cached (a calibration,
+    an override or a pair approved counts on the next question). The chat reads it before retrieve() (to
+    know whether retrieval will embed the question) and hands it over, so the answer path reads it once."""
+    rs = rs or retrieval_settings_get()
     server = default_embedding_server(rs)
     model = None
     if server is not None and server.embedding_model:
         model = next(iter(EmbeddingModel.objects.raw(_MODEL_AND_PAIRS_SQL, [server.embedding_model,
                                                                              server.embedding_dim])), None)
     any_live_pair = bool(model.any_live_pair) if model is not None else KnowledgeEntry.objects.live().exists()
-    bounds = distance_bounds(model, rs)
-    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
-                       "qa_language_shift": bounds.qa_language_shift}
-    return _QuestionContext(bounds, model, any_live_pair)
+    return QuestionContext(distance_bounds(model, rs), model, any_live_pair)
 
 
 @lru_cache(maxsize=4096)
