@@ -129,7 +129,7 @@ def _profile(args, searcher, scopes) -> dict:
 
         with connection.execute_wrapper(record):
             ask(0)
-        entry = {"per_question": [cpu_per_call(ask, len(scope.queries)) for _ in range(args.rounds)],
+        entry: dict = {"per_question": [cpu_per_call(ask, len(scope.queries)) for _ in range(args.rounds)],
                  "statements": statements}
         searched = (conversation_scope(user, scope.conversation_id) if scope.conversation_id else None) or ALL
         parts = {"with_collections": lambda i: with_collections(user, searched)}
