@@ -52,8 +52,7 @@ from core.reasons import reason
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
 from retrieval.knowledge.direct import qa_direct_decision
-from retrieval.search import retrieve
-from retrieval.models import EmbeddingModel
+from retrieval.search import QuestionContext, question_context, retrieve
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import EMBED_LATENCY, MODEL_UNAVAILABLE
 
@@ -120,10 +119,11 @@ def _from_context(job, rs, server) -> Outcome:
     rewrite = search_query(job.question, server)
     if rewrite.method == "model":
         job.mark("query_rewrite")
-    given, embedding_ms = _question_vectors(job, rewrite.query)
+    context = question_context(rs)  # read once for the embedding below and for retrieve()
+    given, embedding_ms = _question_vectors(job, rewrite.query, rs, context)
     result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
                       category=params.get("category") or None, subcategory=params.get("subcategory") or None,
-                      query_vectors=given)
+                      query_vectors=given, context=context)
     if given:
         timings = result.trace["timings_ms"]
         timings["query_embedding"] = round(timings.get("query_embedding", 0) + embedding_ms, 2)
@@ -173,7 +173,7 @@ def _from_context(job, rs, server) -> Outcome:
     return Outcome("documents", text, tag_map, json_mode=json_mode, usage=usage, segments=segments, trace=result.trace)
 
 
-def _question_vectors(job, query: str) -> tuple[dict[int, np.ndarray] | None, float]:
+def _question_vectors(job, query: str, rs, context: QuestionContext) -> tuple[dict[int, np.ndarray] | None, float]:
     """The question embedded by the default embedding server before retrieval ({server id: vector}, ms),
     so that the gap inbox reuses the vector (`job.question_vector`) instead of embedding it again.
 
@@ -182,9 +182,8 @@ def _question_vectors(job, query: str) -> tuple[dict[int, np.ndarray] | None, fl
     An AiServerError is raised as retrieval would have raised it."""
     if query != job.question.content.strip():
         return None, 0.0
-    server = default_embedding_server()
-    if server is None or not server.embedding_model or not EmbeddingModel.objects.filter(
-            name=server.embedding_model, dim=server.embedding_dim).exists():
+    server = default_embedding_server(rs)
+    if server is None or not server.embedding_model or context.model is None:  # no row of its model yet
         return None, 0.0
     started = time.perf_counter()
     client = query_embedder_for(server)

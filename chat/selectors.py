@@ -1,6 +1,7 @@
 """Reads of conversations and messages; every one is scoped to the user (others get 404)."""
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext
@@ -14,7 +15,7 @@ from chat.models import (
     MessageRole,
     MessageStatus,
 )
-from documents.models import Document
+from documents.models import VISIBLE_DOCUMENT_SQL, Document
 from core.errors import NotFound
 from retrieval.search.scope import Scope, collection_scope, scope_of_rows
 
@@ -62,18 +63,36 @@ def conversation_documents(*, conversation: Conversation) -> QuerySet[Document]:
         "attachments__attached_at", "id")
 
 
+# `Conversation.objects.visible_to(user)` (the owner's) and its attached documents by
+# `Document.objects.visible_to(user)`, active, as one plain statement: every question reads it, and the two
+# ORM queries cost ~1.2 ms of CPU to build against ~0.2 ms here (docs/benchmarks.md, "100k chunks"). One
+# row without a document when nothing readable is attached; none when the conversation is not the user's.
+_SCOPE_SQL = f"""
+SELECT c.collection_id, d.id, d.chunk_count
+FROM chat_conversation c
+LEFT JOIN (chat_conversationdocument a JOIN documents_document d
+           ON d.id = a.document_id AND d.is_active AND {VISIBLE_DOCUMENT_SQL}) ON a.conversation_id = c.id
+WHERE c.id = %(conversation)s AND c.owner_id = %(user)s
+ORDER BY d.id
+"""
+
+
 def conversation_scope(user, conversation) -> Scope:
     """What a question in the conversation searches: its attached documents (those the user still
     reads, active), else its collection (which the user must still read: NotFound otherwise), else
     everything the user reads. `conversation` is an id or the object; someone else's is NotFound."""
     conversation_id = conversation if isinstance(conversation, int) else conversation.pk
-    found = Conversation.objects.visible_to(user).filter(pk=conversation_id).values("collection_id").first()
-    if found is None:
+    found: list = []
+    if user and user.is_authenticated:
+        with connection.cursor() as cursor:
+            cursor.execute(_SCOPE_SQL, {"conversation": int(conversation_id), "user": int(user.pk)})
+            found = cursor.fetchall()
+    if not found:
         raise NotFound(gettext("No such conversation."))
-    rows = list(Document.objects.visible_to(user).filter(attachments__conversation_id=conversation_id, is_active=True)
-                .order_by("id").values_list("id", "chunk_count"))
-    if not rows and found["collection_id"] is not None:
-        return collection_scope(user, found["collection_id"], conversation_id=conversation_id)
+    rows = [(document_id, chunks) for _, document_id, chunks in found if document_id is not None]
+    collection_id = found[0][0]
+    if not rows and collection_id is not None:
+        return collection_scope(user, collection_id, conversation_id=conversation_id)
     return scope_of_rows(rows, conversation_id=conversation_id)
 
 

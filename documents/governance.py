@@ -17,7 +17,7 @@ from django.db.models import F, Q, QuerySet, Value
 from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
-from documents.models import Document, ExpiredPolicy
+from documents.models import VISIBLE_DOCUMENT_SQL, Document, ExpiredPolicy
 
 
 def with_dates(queryset: QuerySet[Document]) -> QuerySet[Document]:
@@ -51,13 +51,12 @@ def mark_superseded(sources: list, versions: dict[int, int]) -> list:
 # building the ORM's version cost ~1.1 ms of CPU each time against ~0.1 ms here (planning ~0.13 ms
 # either way; docs/benchmarks.md, "100k chunks").
 # The effective date and policy are those of `with_dates`; who reads what is `visible_to`'s rule.
-_RETIRED_SQL = """
+_RETIRED_SQL = f"""
 SELECT d.id FROM documents_document d LEFT JOIN documents_collection c ON c.id = d.collection_id
 WHERE (d.valid_until < %(today)s OR c.valid_until < %(today)s)
   AND COALESCE(d.valid_until, c.valid_until) < %(today)s
   AND COALESCE(NULLIF(d.expired_policy, ''), c.expired_policy, %(stay)s) = %(leave)s
-  AND ((d.collection_id IS NULL AND d.owner_id = %(user)s)
-       OR (d.is_active AND d.collection_id IN (SELECT unnest(ragsite_readable_collections(%(user)s)))))
+  AND {VISIBLE_DOCUMENT_SQL}
 ORDER BY d.id
 """
 

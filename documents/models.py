@@ -49,6 +49,14 @@ def readable_collections_sql(user) -> RawSQL:
     return RawSQL("SELECT unnest(ragsite_readable_collections(%s))", [int(user.pk)])
 
 
+# `DocumentQuerySet.visible_to`'s rule as a condition on a documents row named `d`, with the reader's id as
+# the named parameter `%(user)s`: for the plain statements run on every question (documents.governance's
+# retired documents, chat.selectors.conversation_scope), where building the ORM's query cost ~1 ms of CPU
+# each time. Each statement that uses it has a test comparing it with `visible_to`.
+VISIBLE_DOCUMENT_SQL = ("((d.collection_id IS NULL AND d.owner_id = %(user)s) "
+                        "OR (d.is_active AND d.collection_id IN (SELECT unnest(ragsite_readable_collections(%(user)s)))))")
+
+
 class ExpiredPolicy(models.TextChoices):
     """What happens to a document past its `valid_until` (documents/governance.py)."""
 

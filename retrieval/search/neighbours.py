@@ -14,7 +14,7 @@ passage it joins, and a heading starts a new chunk (documents/chunking/cutter.py
 between sections cuts no sentence. A passage joins
 at most one neighbour (no chains), so a passage is at most two chunks long.
 
-`pair_neighbours` and `reorder` are pure (ids and positions); the retriever fetches and builds.
+`pair_neighbours`, `reorder` and `joined_texts` are pure (ids, positions, texts); the retriever fetches and builds.
 What was measured and what lost: docs/retrieval.md "Neighbour passages".
 """
 from __future__ import annotations
@@ -89,7 +89,21 @@ def in_index_order(pair: Iterable[tuple[int, int]]) -> list[int]:
     return [key for _, key in sorted(pair)]
 
 
-# --- reading positions and text (inside the caller's reader transaction: row-level security applies) ---
+def joined_texts(pairs: Mapping[int, int], chunks: Mapping[int, tuple[int, int, int, str]], *,
+                 limit: int) -> dict[int, str]:
+    """{leader chunk id: the pair's text in the document's order, their overlap once}, at most `limit`
+    characters, from `chunks` ({chunk id: (chunk index, start offset, end offset, whole text)}: the retriever
+    reads them with the passages' fields, in the reader transaction — the reader role sees chunks, not the
+    documents' whole text)."""
+    texts = {}
+    for lead, partner in pairs.items():
+        if lead in chunks and partner in chunks:
+            (_, _, end, first), (_, start, _, second) = sorted([chunks[lead], chunks[partner]])
+            texts[lead] = (first + second[end - start:] if start <= end else f"{first}\n{second}")[:limit]
+    return texts
+
+
+# --- reading positions (inside the caller's reader transaction: row-level security applies) ---
 
 
 def chunk_positions(chunk_ids: list[int]) -> dict[int, tuple[int, int, tuple[str, ...]]]:
@@ -100,21 +114,3 @@ def chunk_positions(chunk_ids: list[int]) -> dict[int, tuple[int, int, tuple[str
         cursor.execute("SELECT id, document_id, chunk_index, heading_path FROM documents_chunk WHERE id = ANY(%s)",
                        [chunk_ids])
         return {key: (document_id, index, tuple(path or ())) for key, document_id, index, path in cursor.fetchall()}
-
-
-def joined_texts(pairs: Mapping[int, int], *, limit: int) -> dict[int, str]:
-    """{leader chunk id: the pair's text in the document's order, their overlap once}, at most `limit`
-    characters. Read from the chunks (the reader role sees chunks, not the documents' whole text)."""
-    if not pairs:
-        return {}
-    ids = [*pairs, *pairs.values()]
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT id, chunk_index, start_offset, end_offset, content FROM documents_chunk "
-                       "WHERE id = ANY(%s)", [ids])
-        rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    texts = {}
-    for lead, partner in pairs.items():
-        if lead in rows and partner in rows:
-            (_, _, end, first), (_, start, _, second) = sorted([rows[lead], rows[partner]])
-            texts[lead] = (first + second[end - start:] if start <= end else f"{first}\n{second}")[:limit]
-    return texts

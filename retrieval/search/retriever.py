@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Mapping, NamedTuple, cast
+from typing import Iterable, Mapping, NamedTuple, cast
 
 import numpy as np
 from django.db import connection
@@ -78,7 +78,8 @@ class _QueryVectors:
 def retrieve(user, query: str, scope: Scope | None = None, category: str | None = None,
              subcategory: str | None = None, k: int | None = None, *, arms: tuple[str, ...] = ALL_ARMS,
              rerank: AiServer | bool = True, retrieval_settings: RetrievalSettings | None = None,
-             query_vectors: Mapping[int, np.ndarray] | None = None) -> RetrievalResult:
+             query_vectors: Mapping[int, np.ndarray] | None = None,
+             context: QuestionContext | None = None) -> RetrievalResult:
     """Ordered segments for `query` within `scope` (default: everything the user reads: their own
     documents and the collections open to them), with a trace.
 
@@ -91,6 +92,8 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     `retrieval_settings`: a copy to search with instead of the live settings (the evaluation's runs).
     `query_vectors`: the query's vectors embedded already, by embedding server id (a server missing
     here embeds the query as usual).
+    `context`: `question_context(rs)` read by the caller for this question already (the chat's answer
+    path), with the same live settings.
     """
     started = time.perf_counter()
     rs = retrieval_settings or retrieval_settings_get()
@@ -115,8 +118,10 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
     fresh = rs.default_embedding_server if retrieval_settings is None else None
     known = {fresh.pk: fresh} if fresh is not None and fresh.is_active else {}
     vectors = _QueryVectors(query, trace, query_vectors)
-    context = _question_context(rs, trace)
+    context = context or question_context(rs)
     bounds = context.bounds
+    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
+                       "qa_language_shift": bounds.qa_language_shift}
     segments: list[Segment] = []
     if category or subcategory:
         # Each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the final
@@ -176,25 +181,27 @@ FROM retrieval_embeddingmodel m WHERE m.name = %s AND m.dim = %s
 """
 
 
-class _QuestionContext(NamedTuple):
+class QuestionContext(NamedTuple):
+    """What one question's retrieval reads of the default embedding model (question_context)."""
+
     bounds: Bounds
     model: EmbeddingModel | None  # the default embedding server's model, None without one
     any_live_pair: bool
 
 
-def _question_context(rs, trace: RetrievalTrace) -> _QuestionContext:
+def question_context(rs: RetrievalSettings | None = None) -> QuestionContext:
     """The default embedding model's distances (calibrated, overridden, or the settings' until calibrated),
-    the model, and whether any approved pair is live."""
+    the model, and whether any approved pair is live: read for each question, never cached (a calibration,
+    an override or a pair approved counts on the next question). The chat reads it before retrieve() (to
+    know whether retrieval will embed the question) and hands it over, so the answer path reads it once."""
+    rs = rs or retrieval_settings_get()
     server = default_embedding_server(rs)
     model = None
     if server is not None and server.embedding_model:
         model = next(iter(EmbeddingModel.objects.raw(_MODEL_AND_PAIRS_SQL, [server.embedding_model,
                                                                              server.embedding_dim])), None)
     any_live_pair = bool(model.any_live_pair) if model is not None else KnowledgeEntry.objects.live().exists()
-    bounds = distance_bounds(model, rs)
-    trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
-                       "qa_language_shift": bounds.qa_language_shift}
-    return _QuestionContext(bounds, model, any_live_pair)
+    return QuestionContext(distance_bounds(model, rs), model, any_live_pair)
 
 
 @lru_cache(maxsize=4096)
@@ -309,6 +316,9 @@ class _VectorSpace(NamedTuple):
     dim: int
 
 
+_ACTIVE_SERVER_SQL = 'SELECT "retrieval_aiserver".* FROM "retrieval_aiserver" WHERE id = %s AND is_active'
+
+
 def _servers_for(groups: list[ModelGroup], trace: RetrievalTrace,
                  known: Mapping[int, AiServer]) -> list[_VectorSpace]:
     """Each model group with a server that can embed the query for it; say which cannot. `known`: active
@@ -316,8 +326,8 @@ def _servers_for(groups: list[ModelGroup], trace: RetrievalTrace,
     found = []
     for group in groups:
         server = known.get(group.server_id) if group.server_id else None
-        if server is None and group.server_id:
-            server = AiServer.objects.filter(pk=group.server_id, is_active=True).first()
+        if server is None and group.server_id:  # a plain statement: the ORM query cost ~0.3 ms of CPU to build
+            server = next(iter(AiServer.objects.raw(_ACTIVE_SERVER_SQL, [group.server_id])), None)
         if server is None or server.embedding_model != group.model_name or server.embedding_dim != group.dim:
             server = next((s for s in AiServer.objects.filter(is_active=True)
                            if s.embedding_model == group.model_name and s.embedding_dim == group.dim), None)
@@ -438,13 +448,18 @@ def _document_tier(user, query, scope: Scope, rs, vectors: _QueryVectors, trace:
                 trace["fallbacks"].append(f"tier {tier}: {before} passages found, none within the distance "
                                           f"threshold {threshold}")
         fused, pairs = _pair_neighbours(fused, pool_size(rerank, limit), trace, tier)
-        rows = chunk_rows([f.key for f in fused] + list(pairs.values()), distance_with=distance_with)
+        # The pairs' whole texts come with the passages' fields: no statement of their own.
+        rows = chunk_rows([f.key for f in fused] + list(pairs.values()), distance_with=distance_with,
+                          whole={*pairs, *pairs.values()})
+        whole: dict[int, tuple[int, int, int, str]] = {}
         for key, row in rows.items():
             distance = row.pop("distance")
             if distance is not None:
                 distances.setdefault(key, distance)
+            if "content" in row:
+                whole[key] = (row["chunk_index"], row["start_offset"], row["end_offset"], row.pop("content"))
         t0 = time.perf_counter()
-        texts = neighbours.joined_texts(_same_document(pairs, rows), limit=2 * EXCERPT_CHARS)
+        texts = neighbours.joined_texts(_same_document(pairs, rows), whole, limit=2 * EXCERPT_CHARS)
         if pairs:  # the pairing's time (neighbours_t<tier>) and the joined texts' read, together
             timing = f"neighbours_t{tier}"
             trace["timings_ms"][timing] = round(trace["timings_ms"].get(timing, 0.0)
@@ -538,9 +553,11 @@ def _fts_configs(configs: list[str], trace: RetrievalTrace, info: TierTrace) -> 
     return kept
 
 
-def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None) -> dict[int, dict]:
+def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = None,
+               whole: Iterable[int] = ()) -> dict[int, dict]:
     """The passages' fields, by chunk id; with `distance_with` (model id, query vector literal) also each
-    one's cosine distance under that model ("distance", None without a vector of it)."""
+    one's cosine distance under that model ("distance", None without a vector of it); the chunks in `whole`
+    also with their whole text ("content": neighbour joining needs more than the excerpt)."""
     if not chunk_ids:
         return {}
     distance, params = "NULL::float8", []
@@ -553,17 +570,17 @@ def chunk_rows(chunk_ids: list[int], *, distance_with: tuple[int, str] | None = 
             f"""
             SELECT c.id, c.document_id, d.original_filename, d.title, c.chunk_index, c.page_number, c.heading_path,
                    c.start_offset, c.end_offset, left(c.content, %s), {distance}, d.collection_id, d.version,
-                   c.metadata->>'page_label'
+                   c.metadata->>'page_label', CASE WHEN c.id = ANY(%s) THEN c.content END
             FROM documents_chunk c JOIN documents_document d ON d.id = c.document_id
             WHERE c.id = ANY(%s)
             """,
-            [EXCERPT_CHARS, *params, chunk_ids],
+            [EXCERPT_CHARS, *params, list(whole), chunk_ids],
         )
         return {
             r[0]: {"document_id": r[1], "document_name": r[2], "document_title": r[3], "chunk_index": r[4],
                    "page_number": r[5], "heading_path": list(r[6] or []), "start_offset": r[7], "end_offset": r[8],
                    "excerpt": r[9], "distance": None if r[10] is None else float(r[10]), "collection_id": r[11],
-                   "document_version": r[12], "page_label": r[13] or None}
+                   "document_version": r[12], "page_label": r[13] or None, **({"content": r[14]} if r[14] is not None else {})}
             for r in cursor.fetchall()
         }
 

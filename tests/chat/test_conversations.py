@@ -232,3 +232,72 @@ def test_export_as_pdf_lays_out_answers_with_czech_text_and_cited_sources(web, u
     settings.PDF_FONT_DIR = str(tmp_path)  # no fonts there: a clear error, not a broken file
     missing = web.get(f"/c/{conversation.pk}/export.pdf")
     assert missing.status_code == 400 and "fonts-dejavu-core" in missing.content.decode()
+
+
+def test_a_conversations_scope_is_that_of_the_orm_rules_for_every_reader_attachment_and_collection(
+        user, other_user, django_assert_num_queries):
+    """`conversation_scope` is one plain statement (every question reads it); it must give exactly what
+    `Conversation.objects.visible_to` and the attached documents by `Document.objects.visible_to` (active)
+    give, for private, shared, inactive, unreadable and unindexed documents and for someone else's conversation."""
+    from django.contrib.auth.models import AnonymousUser, Group
+
+    from chat.models import Conversation, ConversationDocument
+    from chat.selectors import conversation_scope
+    from core.errors import NotFound
+    from documents.models import Collection, Document
+    from retrieval.search.scope import collection_scope, scope_of_rows
+    from tests.documents.factories import upload_bytes
+
+    readers = Group.objects.create(name="harbour readers")
+    user.groups.add(readers)
+    shared = Collection.objects.create(name="Shared", slug="shared", visibility="groups")
+    shared.groups.add(readers)
+    closed = Collection.objects.create(name="Closed", slug="closed", visibility="groups", is_active=False)
+    closed.groups.add(readers)
+    hidden = Collection.objects.create(name="Hidden", slug="hidden", visibility="groups")
+    documents = []
+    for owner in (user, other_user):
+        for collection in (None, shared, closed, hidden):
+            for active, chunks in ((True, 3), (True, 0), (False, 3)):
+                document = upload_bytes(owner, f"Berth {len(documents)}.".encode(), f"b{len(documents)}.txt",
+                                        collection=collection)
+                Document.objects.filter(pk=document.pk).update(is_active=active, chunk_count=chunks)
+                documents.append(document)
+    everything = Conversation.objects.create(owner=user)
+    ConversationDocument.objects.bulk_create([ConversationDocument(conversation=everything, document=d)
+                                              for d in documents])
+    unreadable_only = Conversation.objects.create(owner=user, collection=shared)
+    ConversationDocument.objects.create(conversation=unreadable_only, document=documents[-1])
+    conversations = [everything, unreadable_only, Conversation.objects.create(owner=user, collection=shared),
+                     Conversation.objects.create(owner=user, collection=hidden), Conversation.objects.create(owner=user),
+                     Conversation.objects.create(owner=other_user)]
+
+    def by_orm(reader, conversation):
+        found = Conversation.objects.visible_to(reader).filter(pk=conversation.pk).values("collection_id").first()
+        if found is None:
+            raise NotFound("No such conversation.")
+        rows = list(Document.objects.visible_to(reader).filter(attachments__conversation_id=conversation.pk,
+                                                                is_active=True).order_by("id").values_list("id", "chunk_count"))
+        if not rows and found["collection_id"] is not None:
+            return collection_scope(reader, found["collection_id"], conversation_id=conversation.pk)
+        return scope_of_rows(rows, conversation_id=conversation.pk)
+
+    def outcome(resolve, reader, conversation):
+        try:
+            return resolve(reader, conversation)
+        except NotFound as error:
+            return ("NotFound", str(error))
+
+    seen = set()
+    for reader in (user, other_user, AnonymousUser()):
+        for conversation in conversations:
+            for ref in (conversation, conversation.pk):
+                expected = outcome(by_orm, reader, conversation)
+                assert outcome(conversation_scope, reader, ref) == expected
+                seen.add(expected[0] if isinstance(expected, tuple) else (expected.kind, bool(expected.attached_ids)))
+    # Every outcome is there: attached documents, a collection, everything, and NotFound.
+    assert seen == {("attached", True), ("collection", False), ("all", False), "NotFound"}
+    scope = conversation_scope(user, everything)
+    assert scope.attached_ids and set(scope.not_indexed) < set(scope.attached_ids)
+    with django_assert_num_queries(1):  # the conversation and its attached documents, together
+        conversation_scope(user, everything.pk)

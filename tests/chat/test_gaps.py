@@ -2,8 +2,12 @@
 closing a group (approved answer, document, dismiss), and who sees what of it."""
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.db import connection
 from django.contrib.auth.models import Group
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from chat.gaps import GroupedQuestion, gap_reasons, gap_record, grouping_distance, grouping_distances, joins
@@ -199,9 +203,13 @@ def test_the_inbox_reuses_the_vector_the_answer_path_embedded_for_retrieval(user
     chat_ai.reset()
     conversation = conversation_create(user=user, category="port", subcategory="berths")
     _q, answer = message_send(conversation_id=conversation.pk, user=user, content=question, enqueue=False)
-    answer_conversation(answer.conversation_id)
+    with CaptureQueriesContext(connection) as queries:
+        answer_conversation(answer.conversation_id)
     answer.refresh_from_db()
     assert answer.metadata["mode"] == "refused"
+    # The embedding model's row is read once for the answer: the answer path hands it to retrieve().
+    assert len([q for q in queries.captured_queries
+                if re.search(r'FROM "?retrieval_embeddingmodel"?', q["sql"])]) == 1
     embedded = [r["json"]["input"] for r in chat_ai.requests_to("/v1/embeddings")]
     assert len(embedded) == 1 and question in str(embedded[0])  # once, for retrieval: no extra call
     assert answer.metadata["retrieval"]["timings_ms"]["query_embedding"] > 0

@@ -109,3 +109,24 @@ def test_the_full_text_gateway_applies_the_same_rule(kb):
             plans = fts_plans(query="quince orchard", configs=[kb.document.text_config], stats=None, budget=0)
             hits = fts_arm(plans=plans, owner_id=user.pk, document_ids=None, top_k=10, scope=scope)
         assert {Chunk.objects.get(pk=c).document_id for c, _ in hits} == expected
+
+
+def test_the_collections_a_question_searches_are_those_readable_by_gives_for_every_kind_of_reader(
+        kb, django_user_model):
+    """`readable_collections(user)` (read by every question, a plain statement) names exactly what
+    `Collection.objects.readable_by(user)` names: members, outsiders, curators, superusers, inactive accounts."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from retrieval.search.scope import readable_collections
+
+    Collection.objects.create(name="Notices", slug="notices", visibility="everyone")
+    Collection.objects.create(name="Archive", slug="archive", visibility="everyone", is_active=False)
+    boss = django_user_model.objects.create_superuser(username="boss", password="boss-pass-123")
+    idle = django_user_model.objects.create_user(username="idle", password="idle-pass-123", is_active=False)
+    idle.groups.add(kb.readers)
+    seen = []
+    for reader in (kb.member, kb.outsider, kb.curator, boss, idle, AnonymousUser()):
+        expected = list(Collection.objects.readable_by(reader).order_by("id").values("id", "slug", "name"))
+        assert readable_collections(reader) == expected
+        seen.append(len(expected))
+    assert len(set(seen)) > 2 and 0 in seen  # the readers differ: the comparison is not trivially empty

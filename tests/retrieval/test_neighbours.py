@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from chat.citations import make_citation
 from documents.models import Chunk, DocumentText
@@ -74,10 +76,15 @@ def test_a_fact_cut_by_a_chunk_boundary_comes_back_whole_with_both_chunk_ids(use
     stranger = indexed(other_user, FILLER * 2 + FACT + " " + FILLER * 2, "security.txt")
     indexed(user, FILLER * 3, "office.txt")
 
-    result = retrieve(user, "alarm code north warehouse door changed facility manager first Monday quarter")
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(user, "alarm code north warehouse door changed facility manager first Monday quarter")
     top = result.segments[0]
     assert top["document_id"] == document.pk
     assert top["joined_chunk_ids"] == [first.pk, second.pk]
+    # The pair's whole texts come with the passages' fields: one statement reads chunk text, and no
+    # segment carries a whole chunk beside its excerpt.
+    assert len([q for q in queries.captured_queries if "content" in q["sql"] and "documents_chunk" in q["sql"]]) == 1
+    assert not [s for s in result.segments if "content" in s]
     assert top["chunk_id"] in (first.pk, second.pk)
     assert " ".join(FACT.split()) in " ".join(top["excerpt"].split())  # the model sees the whole fact
     assert (top["start_offset"], top["end_offset"]) == (first.start_offset, second.end_offset)
