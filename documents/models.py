@@ -10,7 +10,6 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.contrib.auth.models import Group
 from django.db import models
-from django.utils.translation import gettext_lazy as _
 from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
