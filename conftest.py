@@ -57,6 +57,9 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.DATABASES  # noqa: B018 - load settings now, before pytest-django sets Django up
+    # Passwords hashed in this process cost one PBKDF2 iteration, not a million (tests/hashers.py);
+    # Django's default hashers follow, so hashes the servers of a test write are still accepted.
+    settings.PASSWORD_HASHERS = ["tests.hashers.OneIterationPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
 
 
 def pytest_unconfigure(config):

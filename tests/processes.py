@@ -41,9 +41,11 @@ class ManagedProcess:
         artifacts.mkdir(parents=True, exist_ok=True)
         self.log_path = artifacts / f"{name}-{os.getpid()}-{int(time.time() * 1000)}.log"
         self.proc: subprocess.Popen | None = None
+        self._asked_to_stop = False
 
     def start(self) -> "ManagedProcess":
         self._log = open(self.log_path, "wb")
+        self._asked_to_stop = False
         self.proc = subprocess.Popen(self.args, cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         return self
@@ -59,9 +61,15 @@ class ManagedProcess:
             os.killpg(self.proc.pid, sig)
             self.proc.wait(timeout=30)
 
+    def terminate(self) -> None:
+        """Ask it to stop, once, without waiting (stop() waits)."""
+        if self.alive() and not self._asked_to_stop:
+            self.proc.send_signal(signal.SIGTERM)  # the parent stops its own children in order
+            self._asked_to_stop = True
+
     def stop(self, timeout: float = 20) -> None:
         if self.alive():
-            self.proc.send_signal(signal.SIGTERM)  # the parent stops its own children in order
+            self.terminate()
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -74,6 +82,17 @@ class ManagedProcess:
                 pass
         if getattr(self, "_log", None):
             self._log.close()
+
+
+def stop_all(processes, timeout: float = 20) -> None:
+    """Stop several processes at once: each is asked first, then each waited for within one
+    `timeout` (the longest stop, not the sum of them, as stopping them one by one took)."""
+    processes = list(processes)
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        process.stop(timeout=max(0.1, deadline - time.monotonic()))
 
 
 def wait_for_http(url: str, *, statuses=(200,), timeout: float, what: str, process=None) -> None:

@@ -26,7 +26,7 @@ from documents.models import Chunk, Document
 from identity.tokens import token_create
 from retrieval.models import AiServer, ChunkEmbedding, RetrievalSettings
 from tests.pdfgen import text_pdf
-from tests.processes import ManagedProcess, wait_for
+from tests.processes import ManagedProcess, stop_all, wait_for
 from tests.seaweed import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -85,8 +85,7 @@ def _cluster(*, indexing: tuple[str, ...], database_url, settings, tmp_path, red
             wait_for(lambda: up(nodes[name].url), timeout=60, what=name, process=nodes[name])
         yield nodes
     finally:
-        for node in nodes.values():
-            node.stop()
+        stop_all(nodes.values())
 
 
 @pytest.fixture

@@ -15,6 +15,13 @@ ALICE = {"username": "alice", "password": "alice-pass-123"}
 WRONG = {"username": "alice", "password": "wrong"}
 
 
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """What is counted here is sign-in attempts, not hashing: the production hasher takes ~0.25 s per
+    password, ~80 of them in the ceiling test (as tests/admin/conftest.py and tests/identity do)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def default_rates(settings):
     settings.THROTTLE_RATES = dict(DEFAULTS)
