@@ -172,13 +172,14 @@ def retrieve(user, query: str, scope: Scope | None = None, category: str | None 
 # --- tier 1: approved Q&A pairs --------------------------------------------------------------
 
 
-# The default embedding model's row and whether any approved pair is live (`KnowledgeEntry.objects.live()`),
-# in one plain statement: as two ORM queries they cost ~0.7 ms of CPU of every question to build, this ~0.2 ms.
-_MODEL_AND_PAIRS_SQL = """
-SELECT m.*, EXISTS (SELECT 1 FROM retrieval_knowledgeentry k WHERE k.is_active AND k.approved_at IS NOT NULL)
-       AS any_live_pair
-FROM retrieval_embeddingmodel m WHERE m.name = %s AND m.dim = %s
-"""
+@lru_cache(maxsize=1)
+def _model_and_pairs_sql() -> tuple[str, tuple]:
+    """The default embedding model's row and whether any approved pair is live, in one plain statement: as
+    two ORM queries they cost ~0.7 ms of CPU of every question to build, this ~0.2 ms. "Live" is
+    `KnowledgeEntry.objects.live()`'s own SQL, compiled once per process (the rule is code, not data)."""
+    live, params = KnowledgeEntry.objects.live().order_by().values("pk").query.sql_with_params()
+    return (f"SELECT m.*, EXISTS ({live}) AS any_live_pair FROM retrieval_embeddingmodel m "
+            "WHERE m.name = %s AND m.dim = %s", tuple(params))
 
 
 class QuestionContext(NamedTuple):
@@ -198,8 +199,9 @@ def question_context(rs: RetrievalSettings | None = None) -> QuestionContext:
     server = default_embedding_server(rs)
     model = None
     if server is not None and server.embedding_model:
-        model = next(iter(EmbeddingModel.objects.raw(_MODEL_AND_PAIRS_SQL, [server.embedding_model,
-                                                                             server.embedding_dim])), None)
+        sql, live_params = _model_and_pairs_sql()
+        model = next(iter(EmbeddingModel.objects.raw(sql, [*live_params, server.embedding_model,
+                                                           server.embedding_dim])), None)
     any_live_pair = bool(model.any_live_pair) if model is not None else KnowledgeEntry.objects.live().exists()
     return QuestionContext(distance_bounds(model, rs), model, any_live_pair)
 
@@ -492,7 +494,9 @@ def _pair_neighbours(fused: list, pool: int, trace: RetrievalTrace, tier: int) -
         return fused[:pool], {}
     t0 = time.perf_counter()
     order = [f.key for f in fused]
-    pairs = neighbours.pair_neighbours(order, neighbours.chunk_positions(order), shown=pool)
+    # "join_shown" pairs only within the pool: the positions of the candidates below it are never looked at.
+    looked_at = order[:pool] if neighbours.MODE == "join_shown" else order
+    pairs = neighbours.pair_neighbours(order, neighbours.chunk_positions(looked_at), shown=pool)
     by_key = {f.key: f for f in fused}
     kept = [by_key[key] for key in neighbours.reorder(order, {f.key: f.score for f in fused}, pairs)][:pool]
     trace["timings_ms"][f"neighbours_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
