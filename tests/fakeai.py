@@ -38,7 +38,8 @@ Chat: scripted answers (``script_chat``) are consumed in order by
     {"content": str, "tool_calls": [{"name", "arguments": dict|str} or OpenAI shape],
      "usage": {...} | None,     # None = report no usage at all; absent = computed
      "chunks": [str, ...],      # explicit streamed pieces (default: word by word)
-     "first_token_delay": s, "piece_delay": s, "finish_reason": str}
+     "first_token_delay": s, "piece_delay": s, "finish_reason": str,
+     "hold_after_first": name}  # after the first piece, wait until the test calls release(name)
 
 Computed usage: ``prompt_tokens`` = whitespace-separated words in all messages
 + 1 per message; ``completion_tokens`` = number of streamed pieces (+ words of
@@ -58,6 +59,8 @@ Faults (``fail_next(path_prefix, fault, times)``; applied to the next
 * ``{"status": 500}`` – answer that status with an OpenAI-style error body;
   ``"retry_after": 1`` adds a ``Retry-After`` header;
 * ``{"delay_first_byte": s}`` – sleep before sending anything;
+* ``{"hold": name}`` – send nothing until the test calls ``release(name)`` (or
+  the server stops): a delay the test ends itself, so it never races the clock;
 * ``{"stall_after": n, "stall_seconds": s}`` – streaming: send ``n`` content
   pieces, go silent for ``s`` seconds, then drop the connection without the
   end marker (non-streamed: half the body, stall, drop);
@@ -373,6 +376,7 @@ class FakeAIServer:
         self._answers: deque = deque()
         self._faults: list[list] = []  # [prefix, fault, remaining]
         self._conns: set = set()
+        self._gates: dict[str, threading.Event] = {}
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -431,6 +435,19 @@ class FakeAIServer:
             self.requests.clear()
             self._answers.clear()
             self._faults.clear()
+
+    def release(self, name: str) -> None:
+        """Let the requests held on `name` (a ``hold`` fault, a ``hold_after_first`` answer) go on."""
+        self._gate(name).set()
+
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
+
+    def _wait_gate(self, name: str) -> None:
+        gate = self._gate(name)
+        while not gate.is_set() and not self._stopping.is_set():
+            gate.wait(0.1)
 
     def requests_to(self, path: str) -> list[dict]:
         with self._lock:
@@ -517,6 +534,10 @@ class FakeAIServer:
                 raise _Abort()
             if fault.get("delay_first_byte"):
                 self._sleep(float(fault["delay_first_byte"]))
+                if self._stopping.is_set():
+                    raise _Abort()
+            if fault.get("hold"):
+                self._wait_gate(str(fault["hold"]))
                 if self._stopping.is_set():
                     raise _Abort()
             if fault.get("status"):
@@ -668,6 +689,8 @@ class FakeAIServer:
                 break
             if n and piece_delay:
                 self._sleep(piece_delay)
+            if n == 1 and ans.get("hold_after_first"):
+                self._wait_gate(str(ans["hold_after_first"]))
             r.chunk(encode(piece))
             if fault.get("malformed") and n == 0:
                 r.chunk(malformed_line)

@@ -109,8 +109,16 @@ def wait_for_http(url: str, *, statuses=(200,), timeout: float, what: str, proce
     wait_for(up, timeout=timeout, what=what, process=process)
 
 
+# A wait's timeout is a last resort against a hang, never a speed test: on a loaded machine (other
+# work on both cores) a server's start or a worker's job can take many times its idle time, so no
+# wait gives up before this many seconds, whatever its caller asked.
+WAIT_AT_LEAST = 120.0
+
+
 def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition", process=None):
-    """Poll until predicate() is truthy; fail with the process log when it never is."""
+    """Poll until predicate() is truthy; fail with the process log when it never is (after
+    `timeout` seconds, and never before WAIT_AT_LEAST)."""
+    timeout = max(timeout, WAIT_AT_LEAST)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

@@ -65,7 +65,7 @@ def ws(path: str, *, cookie: bytes | None = None, headers: list | None = None, s
     return WebsocketCommunicator(application, path, headers=base + (headers or []), subprotocols=subprotocols)
 
 
-async def events_until_final(communicator, message_id: int, timeout: float = 10) -> list[dict]:
+async def events_until_final(communicator, message_id: int, timeout: float = 120) -> list[dict]:
     """Every event the WebSocket sends until the answer `message_id` is done or failed."""
     events = []
     while True:

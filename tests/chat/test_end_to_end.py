@@ -30,7 +30,7 @@ def test_upload_index_attach_ask_and_stream_through_real_processes(broker, user,
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                   chunk_size=24, chunk_overlap=0)
     token = token_create(user=user, name="test").key
-    http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=10)
+    http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=120)
 
     upload = http.post("/api/documents/", files={"file": ("safety.pdf", text_pdf(PAGES), "application/pdf")})
     assert upload.status_code == 201, upload.text
@@ -62,7 +62,7 @@ def test_upload_index_attach_ask_and_stream_through_real_processes(broker, user,
         ws_events = []
         while not (ws_events and ws_events[-1]["type"] == "message.status_updated"
                    and ws_events[-1]["message"]["status"] in ("done", "failed")):
-            ws_events.append(await socket.receive_json(timeout=20))
+            ws_events.append(await socket.receive_json(timeout=120))
         await socket.close()
         return posted, sse_events, ws_events
 
@@ -105,7 +105,7 @@ def test_a_citation_names_the_label_printed_on_its_page(user, fake_ai, qcluster,
     RetrievalSettings.objects.filter(pk=1).update(default_embedding_server=server, default_chat_server=server,
                                                   chunk_size=24, chunk_overlap=0)
     token = token_create(user=user, name="test").key
-    http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=10)
+    http = httpx.Client(base_url=daphne.url, headers={"Authorization": f"Token {token}"}, timeout=120)
     pdf = text_pdf(LABELLED_PAGES, page_labels="0 << /S /r >> 3 << /S /D >>")
     upload = http.post("/api/documents/", files={"file": ("travel.pdf", pdf, "application/pdf")})
     assert upload.status_code == 201, upload.text

@@ -19,10 +19,10 @@ def test_stop_is_honoured_by_the_worker_and_keeps_what_was_streamed(user, api, c
     document = indexed(user, BRIDGE, "bridge.txt")
     conversation = conversation_create(user=user, document_ids=[document.pk])
     pieces = [f"word{n} " for n in range(300)] + ["[S1]."]
-    chat_ai.script_chat({"chunks": pieces, "piece_delay": 0.03})  # about 9 s when not stopped
+    chat_ai.script_chat({"chunks": pieces, "piece_delay": 1.0})  # 5 minutes when not stopped
     _, answer = message_send(conversation_id=conversation.pk, user=user, content="How long is the bridge?")
     url = f"/api/conversations/{conversation.pk}/messages/{answer.pk}/"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 240
     while not Message.objects.get(pk=answer.pk).content and time.monotonic() < deadline:
         time.sleep(0.05)  # streaming, some of it saved
     assert Message.objects.get(pk=answer.pk).status == "streaming"
@@ -36,7 +36,7 @@ def test_stop_is_honoured_by_the_worker_and_keeps_what_was_streamed(user, api, c
     full = "".join(pieces)
     assert stored["status"] == "done" and stored["metadata"]["stopped"] is True, stored
     assert stored["content"] and full.startswith(stored["content"]) and len(stored["content"]) < len(full) // 2
-    assert took < 5, took  # ended between chunks, long before the model's stream would have
+    assert took < 120, took  # ended between chunks, long before the model's 5-minute stream would have
     # A finished answer is returned as it is.
     again = api.post(url + "stop/")
     assert again.status_code == 202 and again.json()["content"] == stored["content"]
@@ -69,9 +69,9 @@ def test_a_queued_answer_stopped_is_told_live_to_the_pages_following_the_convers
     async def scenario():
         page = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
         assert (await page.connect())[0]
-        first = await page.receive_json_from(timeout=10)  # what the page joined with: the waiting answer
+        first = await page.receive_json_from(timeout=120)  # what the page joined with: the waiting answer
         await in_worker_thread(lambda: message_stop(conversation_id=conversation.pk, message_id=answer.pk, user=user))
-        told = await page.receive_json_from(timeout=10)
+        told = await page.receive_json_from(timeout=120)
         await page.disconnect()
         return first, told
 

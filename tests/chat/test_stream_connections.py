@@ -58,9 +58,9 @@ def test_waiting_streams_hold_no_database_connection(user):
                 "headers": [(b"host", b"testserver"), (b"authorization", f"Token {token}".encode())],
                 "client": ("127.0.0.1", 50000), "server": ("testserver", 80)})
             await stream.send_input({"type": "http.request", "body": b"", "more_body": False})
-            start = await stream.receive_output(timeout=10)
+            start = await stream.receive_output(timeout=120)
             assert start["type"] == "http.response.start" and start["status"] == 200
-            first = await stream.receive_output(timeout=10)  # the answer's state: the stream is open
+            first = await stream.receive_output(timeout=120)  # the answer's state: the stream is open
             event = json.loads(first["body"].decode().split("data: ", 1)[1])
             assert event["message"]["status"] == "pending"
             streams.append(stream)
@@ -69,7 +69,7 @@ def test_waiting_streams_hold_no_database_connection(user):
         during = await asyncio.to_thread(_backends, params)
         for stream in streams:
             await stream.send_input({"type": "http.disconnect"})
-            await stream.wait(timeout=10)
+            await stream.wait(timeout=120)
         return before, during
 
     before, during = run(scenario)

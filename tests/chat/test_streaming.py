@@ -122,11 +122,11 @@ def test_a_client_that_leaves_mid_answer_does_not_stop_it_and_a_late_one_gets_al
         early = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
         assert (await early.connect())[0]
         answering = _ask_in_background(user, conversation, "How long is the bridge?")
-        first = await early.receive_json_from(timeout=10)  # status: streaming
+        first = await early.receive_json_from(timeout=120)  # status: streaming
         message_id = first["message"]["id"]
         early_events = [first]
         while sum(e["type"] == "token" for e in early_events) < 10:
-            early_events.append(await early.receive_json_from(timeout=10))
+            early_events.append(await early.receive_json_from(timeout=120))
         # A second WebSocket and an SSE client join mid-answer; the SSE client leaves again early.
         late = ws(f"/ws/conversations/{conversation.pk}/", cookie=cookie)
         assert (await late.connect())[0]

@@ -27,8 +27,8 @@ def test_a_token_in_the_url_is_refused_with_a_reason(user):
     async def scenario():
         communicator = ws(f"/ws/conversations/{conversation.pk}/?token={key}")
         connected, _ = await communicator.connect()
-        error = await communicator.receive_json_from(timeout=5)
-        closing = await communicator.receive_output(timeout=5)
+        error = await communicator.receive_json_from(timeout=120)
+        closing = await communicator.receive_output(timeout=120)
         await communicator.wait()
         return connected, error, closing
 
@@ -71,7 +71,7 @@ def test_an_open_websocket_closes_when_its_token_ends(user, quick_recheck, how):
         assert await communicator.receive_json_from() == {"type": "pong"}
         assert await communicator.receive_nothing(timeout=0.6)  # the re-check passes while the token holds
         await in_worker_thread(end_token)
-        closing = await communicator.receive_output(timeout=3)
+        closing = await communicator.receive_output(timeout=120)
         await communicator.disconnect()
         return closing
 
@@ -91,7 +91,7 @@ def test_an_open_websocket_closes_when_its_session_logs_out(user, quick_recheck)
         assert connected
         assert await communicator.receive_nothing(timeout=0.6)
         await in_worker_thread(lambda: browser.post("/accounts/logout/"))
-        closing = await communicator.receive_output(timeout=3)
+        closing = await communicator.receive_output(timeout=120)
         await communicator.disconnect()
         return closing
 

@@ -130,8 +130,8 @@ def test_upload_on_one_node_index_on_another_download_and_stream_after_a_kill(cl
         assert not network.can_connect("indexing", "127.0.0.1", s3_storage.server.s3_port)
         assert network.can_connect("indexing", node_network.host, s3_storage.server.s3_port)
     auth = _ai_and_token(fake_ai=fake_ai, user=user)
-    web1 = httpx.Client(base_url=cluster["web1"].url, headers=auth, timeout=20)
-    web2 = httpx.Client(base_url=cluster["web2"].url, headers=auth, timeout=20)
+    web1 = httpx.Client(base_url=cluster["web1"].url, headers=auth, timeout=120)
+    web2 = httpx.Client(base_url=cluster["web2"].url, headers=auth, timeout=120)
 
     pdf = text_pdf(PAGES)
     upload = web1.post("/api/documents/", files={"file": ("safety.pdf", pdf, "application/pdf")})
@@ -156,7 +156,7 @@ def test_upload_on_one_node_index_on_another_download_and_stream_after_a_kill(cl
 
     # Stream from web1; kill -9 web1 halfway; the client reconnects to web2 and gets the rest.
     text, final = "", None
-    with httpx.stream("GET", cluster["web1"].url + stream_path, headers=auth, timeout=20) as response:
+    with httpx.stream("GET", cluster["web1"].url + stream_path, headers=auth, timeout=120) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 event = json.loads(line[6:])
@@ -166,7 +166,7 @@ def test_upload_on_one_node_index_on_another_download_and_stream_after_a_kill(cl
                         cluster["web1"].kill()
                         break
     assert 0 < len(text) < len(ANSWER) and not cluster["web1"].alive()
-    with httpx.stream("GET", cluster["web2"].url + stream_path, headers=auth, timeout=30) as response:
+    with httpx.stream("GET", cluster["web2"].url + stream_path, headers=auth, timeout=120) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 event = json.loads(line[6:])
@@ -184,7 +184,7 @@ def test_upload_on_one_node_index_on_another_download_and_stream_after_a_kill(cl
 
 def _stream_to_the_end(url: str, *, auth: dict, message_id: int) -> tuple[str, str | None]:
     text, final = "", None
-    with httpx.stream("GET", url, headers=auth, timeout=30) as response:
+    with httpx.stream("GET", url, headers=auth, timeout=120) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 event = json.loads(line[6:])
@@ -207,8 +207,8 @@ def test_indexing_node_killed_mid_document_then_redis_and_postgresql_restarted(c
                                                                                 redis_server, restart_postgres):
     cluster = cluster_two_indexing
     auth = _ai_and_token(fake_ai=fake_ai, user=user, embed_batch_size=1)
-    web1 = httpx.Client(base_url=cluster["web1"].url, headers=auth, timeout=20)
-    web2 = httpx.Client(base_url=cluster["web2"].url, headers=auth, timeout=20)
+    web1 = httpx.Client(base_url=cluster["web1"].url, headers=auth, timeout=120)
+    web2 = httpx.Client(base_url=cluster["web2"].url, headers=auth, timeout=120)
 
     # Kill -9 the indexing node mid-document: the other one takes it over once the lease lapses.
     fake_ai.fail_next("/v1/embeddings", {"delay_first_byte": 0.3}, times=1000)  # one chunk per batch, slowly

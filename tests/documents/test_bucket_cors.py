@@ -32,7 +32,7 @@ def missing_bucket(seaweed, settings):
 
 def _allowed(url: str, origin: str) -> str | None:
     """The Access-Control-Allow-Origin the bucket answers a browser's GET from `origin`."""
-    return httpx.get(url, headers={"Origin": origin}, timeout=10).headers.get("access-control-allow-origin")
+    return httpx.get(url, headers={"Origin": origin}, timeout=120).headers.get("access-control-allow-origin")
 
 
 def test_ensure_bucket_creates_it_and_names_the_sites_origins(missing_bucket, seaweed, settings):

@@ -25,7 +25,7 @@ def _offer(api, data: bytes, *, name="manual.txt", content_type="text/plain", si
 
 
 def _post(offer, data: bytes, *, content_type="text/plain") -> httpx.Response:
-    return httpx.post(offer["url"], data=offer["fields"], files={"file": ("f", data, content_type)}, timeout=30)
+    return httpx.post(offer["url"], data=offer["fields"], files={"file": ("f", data, content_type)}, timeout=120)
 
 
 def test_without_object_storage_both_endpoints_say_why(api):

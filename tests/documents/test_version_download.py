@@ -71,6 +71,6 @@ def test_an_old_version_from_the_bucket_is_a_redirect_to_its_own_file(client, us
     client.force_login(user)
     old = client.get(f"/documents/{document.pk}/download/?version=1")
     assert old.status_code == 302 and old["Location"].startswith(s3_storage.server.endpoint)
-    assert httpx.get(old["Location"], timeout=10).content == V1
+    assert httpx.get(old["Location"], timeout=120).content == V1
     current = client.get(f"/documents/{document.pk}/download/")
-    assert httpx.get(current["Location"], timeout=10).content == V2
+    assert httpx.get(current["Location"], timeout=120).content == V2

@@ -14,7 +14,7 @@ from tests.processes import wait_for
 
 def sign_in(ragsite_url: str, username: str, password: str) -> tuple[httpx.Client, httpx.Response]:
     """Start at ragsite's "Sign in with …" link; returns the client (its cookies) and the last page."""
-    client = httpx.Client(follow_redirects=True, timeout=30)
+    client = httpx.Client(follow_redirects=True, timeout=120)
     form = client.get(f"{ragsite_url}/oidc/authenticate/?next=/")
     to_provider = form.history[0].headers["location"]
     assert "code_challenge=" in to_provider and "code_challenge_method=S256" in to_provider  # PKCE
@@ -157,7 +157,7 @@ def test_a_token_only_user_follows_the_provider_and_a_sign_out_pauses_the_tokens
     document, me = f"{url}/api/documents/{collection_document.pk}/", f"{url}/api/me/"
 
     def models() -> set[str]:
-        return {m["id"] for m in httpx.get(f"{url}/v1/models", headers=token, timeout=30).json()["data"]}
+        return {m["id"] for m in httpx.get(f"{url}/v1/models", headers=token, timeout=120).json()["data"]}
 
     assert httpx.get(document, headers=token).status_code == 200 and "ragsite/finance" in models()
 

@@ -61,7 +61,7 @@ def test_mcp_search_and_list_one_collection_the_user_reads(stack, collections):
 def test_v1_history_turns_keep_the_length_limit_and_nested_json_is_400(stack, settings):
     before = Message.objects.count()
     long_turn = "x" * 2_000_000
-    response = httpx.post(f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+    response = httpx.post(f"{stack.daphne.url}/v1/chat/completions", timeout=120,
                           headers={"Authorization": f"Bearer {stack.tokens[0]}"},
                           json={"model": "ragsite", "messages": [{"role": "user", "content": long_turn},
                                                                  {"role": "assistant", "content": "Yes."},
@@ -70,7 +70,7 @@ def test_v1_history_turns_keep_the_length_limit_and_nested_json_is_400(stack, se
     assert "longer than" in response.json()["error"]["message"]
     assert Message.objects.count() == before  # nothing stored
     nested = "[" * 100_000 + "]" * 100_000
-    response = httpx.post(f"{stack.daphne.url}/v1/chat/completions", content=nested, timeout=30,
+    response = httpx.post(f"{stack.daphne.url}/v1/chat/completions", content=nested, timeout=120,
                           headers={"Authorization": f"Bearer {stack.tokens[0]}", "Content-Type": "application/json"})
     assert response.status_code == 400, response.text[:300]
     assert "nested too deeply" in response.json()["error"]["message"]

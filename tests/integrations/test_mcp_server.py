@@ -99,7 +99,7 @@ def test_bad_arguments_unknown_collection_and_missing_token(stack):
     assert context.is_error and "context_chars" in context.content[0].text
 
     for headers in ({}, {"Authorization": "Bearer nope"}):
-        response = httpx.post(f"{stack.daphne.url}/mcp", headers=headers, timeout=10,
+        response = httpx.post(f"{stack.daphne.url}/mcp", headers=headers, timeout=120,
                               json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
         assert response.headers["www-authenticate"].startswith("Bearer")

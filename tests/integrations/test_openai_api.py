@@ -14,7 +14,7 @@ QUESTION = "How often is the scaffold inspected?"
 
 
 def client(stack, token: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{stack.daphne.url}/v1", api_key=token, max_retries=0, timeout=30)
+    return openai.OpenAI(base_url=f"{stack.daphne.url}/v1", api_key=token, max_retries=0, timeout=120)
 
 
 def prompts_sent(stack) -> list[str]:
@@ -70,7 +70,7 @@ def test_streamed_completion_sends_chunks_then_usage_then_done(stack):
     assert usage.choices == [] and usage.usage.total_tokens > 0
 
     # On the wire: SSE data lines, ending with [DONE].
-    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=120,
                       headers={"Authorization": f"Bearer {stack.tokens[0]}"},
                       json={"model": "ragsite", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as r:
         assert r.headers["content-type"].startswith("text/event-stream")
@@ -136,7 +136,7 @@ def test_errors_in_openai_shape(stack):
     assert caught.value.status_code == 401 and caught.value.code == "invalid_api_key"
     with pytest.raises(openai.AuthenticationError):
         client(stack, "not-a-key").models.list()
-    raw = httpx.post(f"{stack.daphne.url}/v1/chat/completions", json={"model": "ragsite"}, timeout=10)
+    raw = httpx.post(f"{stack.daphne.url}/v1/chat/completions", json={"model": "ragsite"}, timeout=120)
     assert raw.status_code == 401 and set(raw.json()["error"]) == {"message", "type", "param", "code"}
     assert not stack.requests_to("/v1/chat/completions")  # nothing above reached the chat server
 
@@ -155,7 +155,7 @@ def test_expired_and_revoked_tokens_are_refused_on_every_http_path(stack, user):
              ("get", "/api/conversations/999999/messages/999999/stream/", None)]
     for key, wanted in ((live.key, (200, 404)), (expired.key, (401,)), (revoked.key, (401,))):
         for method, path, body in paths:
-            response = httpx.request(method, f"{stack.daphne.url}{path}", json=body, timeout=10, headers={
+            response = httpx.request(method, f"{stack.daphne.url}{path}", json=body, timeout=120, headers={
                 "Authorization": f"{'Bearer' if path.startswith(('/v1', '/mcp')) else 'Token'} {key}",
                 "Accept": "application/json, text/event-stream"})
             assert response.status_code in wanted, (path, key == live.key, response.status_code)
@@ -191,7 +191,7 @@ def test_questions_over_the_rate_get_429_in_openai_shape(stack, daphne_with):
     from tests.integrations.test_mcp_server import mcp_calls
 
     limited = daphne_with({"THROTTLE_QUESTIONS": "2/minute"})
-    ai = openai.OpenAI(base_url=f"{limited.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=30)
+    ai = openai.OpenAI(base_url=f"{limited.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=120)
     stack.script_chat("Seven days [S1].", "Seven days [S1].")
     for _ in range(2):  # normal use is not throttled
         assert ai.chat.completions.create(model="ragsite", messages=[{"role": "user", "content": QUESTION}])
@@ -276,7 +276,7 @@ def test_a_v1_stream_ends_when_its_token_is_revoked(stack, user):
     stack.script_chat({"chunks": pieces, "piece_delay": 0.25})  # ~10 s of answer; the re-check runs every 5 s
     token = token_create(user=user, name="streaming script")
     lines = []
-    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=30,
+    with httpx.stream("POST", f"{stack.daphne.url}/v1/chat/completions", timeout=120,
                       headers={"Authorization": f"Bearer {token.key}"},
                       json={"model": "ragsite", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as r:
         assert r.status_code == 200

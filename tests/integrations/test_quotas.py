@@ -26,8 +26,8 @@ def test_the_question_quota_holds_over_v1_mcp_and_rest_and_usage_counts_each_req
     GroupQuota.objects.create(group=group, questions_per_day=3)
     user.groups.add(group)
     stack.script_chat(*["The scaffold is inspected every seven days [S1]."] * 3)
-    ai = openai.OpenAI(base_url=f"{stack.daphne.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=30)
-    rest = httpx.Client(base_url=stack.daphne.url, headers={"Authorization": f"Token {stack.tokens[0]}"}, timeout=30)
+    ai = openai.OpenAI(base_url=f"{stack.daphne.url}/v1", api_key=stack.tokens[0], max_retries=0, timeout=120)
+    rest = httpx.Client(base_url=stack.daphne.url, headers={"Authorization": f"Token {stack.tokens[0]}"}, timeout=120)
     accepted = 0
 
     assert "seven days" in ai.chat.completions.create(

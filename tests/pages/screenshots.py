@@ -96,7 +96,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     upload_bytes(hr, HANDBOOK.encode(), "travel-policy.md", collection=handbook)
 
     context = browser.new_context(viewport=DESKTOP)
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     page.goto(f"{live_site.url}/accounts/login/")
     page.get_by_label("User name").fill("alice")
@@ -136,7 +136,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     page.get_by_label("Your question").fill(QUESTION)
     page.keyboard.press("Enter")
     answer = page.locator(".msg-assistant").last
-    expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+    expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
     chat_url = page.url
     _shots(page, "chat-desktop.png")
     answer.get_by_role("button", name=re.compile(r"sources?$")).click()

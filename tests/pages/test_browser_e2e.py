@@ -78,7 +78,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
     chat_server.script_chat({"content": ANSWER, "first_token_delay": 0.3, "piece_delay": 0.1})
     pdf = sample_data / "pdf" / "pdflatex-4-pages.pdf"
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -99,7 +99,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         page.evaluate(WATCH, [".doc .badge", "__badges"])
         _drop(page, pdf)
         row = page.locator(".doc", has_text="pdflatex-4-pages")
-        expect(row.locator(".badge")).to_have_text("Ready", timeout=60_000)
+        expect(row.locator(".badge")).to_have_text("Ready", timeout=120_000)
         assert page.evaluate("window.__sameDocument") is True
         badges = page.evaluate("window.__badges")
         assert badges[0] in ("Uploaded — waiting to index", "Reading the document…") or re.match(
@@ -137,7 +137,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         expect(page).to_have_url(re.compile(r"/c/\d+/$"))  # the question created the conversation
         expect(page.locator(".msg-user")).to_have_text(QUESTION)
         answer = page.locator(".msg-assistant").last
-        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
         chat_url = page.url
         assert any('"type": "token"' in f for f in frames), frames[:5]  # streamed over the WebSocket
         texts = [t for t in page.evaluate("window.__answer") if "blind text" in t]
@@ -235,14 +235,14 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         fallback.keyboard.press("Enter")
         expect(fallback.locator(".msg-assistant")).to_have_count(2)
         second = fallback.locator(".msg-assistant").last
-        expect(second).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(second).to_have_attribute("data-status", "done", timeout=120_000)
         expect(second).to_contain_text("The language model is unavailable")
         expect(second.locator(".cite").first).to_be_visible()
         chat_server.script_chat({"content": "It fills a layout before the real text is written. [S1]",
                                  "piece_delay": 0.05})
         second.get_by_role("button", name="Ask the language model again").click()
-        expect(second).not_to_contain_text("The language model is unavailable", timeout=30_000)
-        expect(second).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(second).not_to_contain_text("The language model is unavailable", timeout=120_000)
+        expect(second).to_have_attribute("data-status", "done", timeout=120_000)
         expect(second.locator(".section")).to_contain_text("It fills a layout before the real text is written.")
         expect(second.locator(".cite")).to_have_count(1)
         assert streams, "the answer was not followed over SSE"

@@ -46,7 +46,7 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
 
     kb.curator.user_permissions.add(*Permission.objects.filter(codename__in=["view_document", "change_document"]))
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -62,9 +62,9 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
         rows = page.locator("#rs-uploads tbody tr")
         expect(rows).to_have_count(2)
         good_row, broken_row = rows.filter(has_text=good.name), rows.filter(has_text=broken.name)
-        expect(good_row.locator("td").last).to_have_text(re.compile(r"^#\d+: indexed \(1 chunk\)$"), timeout=60_000)
+        expect(good_row.locator("td").last).to_have_text(re.compile(r"^#\d+: indexed \(1 chunk\)$"), timeout=120_000)
         expect(broken_row.locator("td").last).to_have_text(
-            re.compile(r"^#\d+: failed: This PDF is damaged and cannot be read"), timeout=60_000)
+            re.compile(r"^#\d+: failed: This PDF is damaged and cannot be read"), timeout=120_000)
         for row in (good_row, broken_row):
             assert row.locator("progress").evaluate("p => p.value") == 100
         results = page.evaluate("window.__results")
@@ -86,10 +86,10 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
         good_row = section.locator(".doc-row", has_text=good.stem)
         broken_row = section.locator(".doc-row", has_text=broken.stem)
         # Each row follows its document without a reload.
-        expect(good_row.locator(".badge").first).to_have_text("Ready", timeout=60_000)
+        expect(good_row.locator(".badge").first).to_have_text("Ready", timeout=120_000)
         expect(good_row.locator(".badge").first).to_have_attribute("title", "1 passage indexed")
         expect(broken_row.locator(".badge").first).to_contain_text("Failed — This PDF is damaged and cannot be read",
-                                                                   timeout=60_000)
+                                                                   timeout=120_000)
         assert page.evaluate("window.__sameDocument") is True
         uploads = page.evaluate("window.__uploads")
         # The upload rows showed their progress, then finished.
@@ -111,7 +111,7 @@ def test_the_chat_header_narrows_a_conversation_to_one_collection(live_site, cha
     conversation = Conversation.objects.create(owner=kb.member, title="Pruning")
     chat_server.script_chat({"content": ANSWER, "piece_delay": 0.02})
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

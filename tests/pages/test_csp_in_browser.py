@@ -31,7 +31,7 @@ def test_pages_work_under_the_csp_without_a_violation(live_site, chat_server, us
     chat_server.script_chat({"content": "A blind text shows the look of a font. [S1]", "piece_delay": 0.05})
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     context.add_init_script(LISTEN)
     page = context.new_page()
     console: list[str] = []
@@ -62,7 +62,7 @@ def test_pages_work_under_the_csp_without_a_violation(live_site, chat_server, us
         def ask() -> None:
             page.get_by_label("Your question").fill("What does a blind text show?")
             page.keyboard.press("Enter")
-            expect(page.locator(".msg-assistant").last).to_have_attribute("data-status", "done", timeout=30_000)
+            expect(page.locator(".msg-assistant").last).to_have_attribute("data-status", "done", timeout=120_000)
             expect(page.locator(".msg-assistant").last).to_contain_text("look of a font")
 
         visit("chat", f"/c/{conversation.pk}/", ask)

@@ -51,7 +51,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="cs-CZ",
                                   extra_http_headers={"Accept-Language": "cs"})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -69,7 +69,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
         page.evaluate(WATCH, ".doc .badge")
         page.evaluate(DROP, {"name": pdf.name, "data": base64.b64encode(pdf.read_bytes()).decode()})
         row = page.locator(".doc", has_text="pdflatex-4-pages")
-        expect(row.locator(".badge")).to_have_text("Připraveno", timeout=60_000)
+        expect(row.locator(".badge")).to_have_text("Připraveno", timeout=120_000)
         badges = page.evaluate("window.__badges")
         assert badges and all(CZECH_PROGRESS.match(b) for b in badges), badges
         document = Document.objects.get(owner=user, original_filename=pdf.name)
@@ -90,7 +90,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
         page.get_by_label("Vaše otázka").fill(QUESTION)
         page.keyboard.press("Enter")
         answer = page.locator(".msg-assistant").last
-        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
         expect(answer.locator(".section").first).to_contain_text("Slepý text vás informuje")
         stored = Message.objects.get(conversation__owner=user, role="assistant")
         citation = stored.metadata["citations"][0]

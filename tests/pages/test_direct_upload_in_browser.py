@@ -25,7 +25,7 @@ def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site,
 
     pdf = sample_data / "pdf" / "pdflatex-4-pages.pdf"
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(120_000)
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
     errors: list[str] = []
@@ -38,7 +38,7 @@ def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site,
 
     _drop(page, pdf)
     row = page.locator(".doc", has_text="pdflatex-4-pages")
-    expect(row.locator(".badge")).to_have_text("Ready", timeout=60_000)
+    expect(row.locator(".badge")).to_have_text("Ready", timeout=120_000)
     expect(row.locator(".badge")).to_have_attribute("title", re.compile(r"^\d+ passages? indexed$"))
     assert not errors, errors
     api_posts = [u.removeprefix(live_site.url) for u in posts if u.startswith(live_site.url)]

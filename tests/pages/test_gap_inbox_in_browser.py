@@ -84,7 +84,7 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
         asker.get_by_label("Your question").fill(REWORDED)
         asker.keyboard.press("Enter")
         reply = asker.locator(".msg-assistant").last
-        expect(reply).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(reply).to_have_attribute("data-status", "done", timeout=120_000)
         expect(reply.locator(".section").first).to_contain_text(APPROVED)
         expect(reply.locator(".source-label")).to_have_text(["approved answer"])
         asker.screenshot(path=artifacts / "gap-answered.png")

@@ -77,7 +77,7 @@ def _context(browser, live_site, user, width, height):
     client.force_login(user)
     context = browser.new_context(viewport={"width": width, "height": height})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_site.url)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
     return context
 
@@ -138,7 +138,7 @@ def test_answers_render_markdown_while_streaming_and_after_and_hostile_markup_is
         expect(streaming.locator("li strong")).to_have_text("outriggers")
         expect(streaming.locator(".caret")).to_have_count(1)
         page.screenshot(path=artifacts / "markdown-streaming.png")
-        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
         # Written once: the heading element was never replaced while later tokens came.
         assert page.evaluate("window.__headings.length") == 1
         assert page.evaluate("window.__streamingTables") > 0

@@ -90,7 +90,7 @@ def test_every_cited_passage_is_highlighted_on_its_own_pdf_page(
     assert len(chunks) >= 5
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -72,7 +72,7 @@ def test_the_viewer_draws_pages_from_the_bucket_once_its_cors_rule_names_the_sit
     cited = Chunk.objects.filter(document=document, page_number=2).order_by("chunk_index").first()
 
     page = desktop_page(browser, width=1280, height=800)
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(120_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     redirects: list[str] = []

@@ -47,7 +47,7 @@ def _context(browser, live_site, user, width, height):
     context = browser.new_context(viewport={"width": width, "height": height})
     context.grant_permissions(["notifications"], origin=live_site.url)
     context.add_init_script(NOTES)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
     return context
 

@@ -111,7 +111,7 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user,
         created = Conversation.objects.get(owner=user, title="Who inspects the scaffold?")
         assert page.url.endswith(f"/c/{created.pk}/") and created.origin == "web"
         expect(page.locator("#chat-title")).to_have_text("Who inspects the scaffold?")
-        expect(page.locator(".msg-assistant .caret")).to_be_visible(timeout=30_000)  # being written
+        expect(page.locator(".msg-assistant .caret")).to_be_visible(timeout=120_000)  # being written
         expect(page.locator("#stop-btn")).to_be_visible()
         page.keyboard.press("Escape")
         expect(page.locator(".msg-assistant .msg-stopped")).to_be_visible()

@@ -35,7 +35,7 @@ def _context(browser, live_site, user, scheme, width=1280, height=800):
     client = Client()
     client.force_login(user)
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(120_000)
     context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_site.url}])
     return context
 

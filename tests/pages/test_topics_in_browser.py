@@ -53,7 +53,7 @@ def test_pick_a_topic_and_get_the_approved_answer_marked_as_such(live_site, chat
         page.get_by_label("Your question").fill(QUESTION)
         page.keyboard.press("Enter")
         answer = page.locator(".msg-assistant").last
-        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
         expect(answer.locator(".section").first).to_contain_text(APPROVED)
         expect(answer.locator(".source-label")).to_have_text(["approved answer"])
         expect(answer.locator(".note-extractive")).to_contain_text("An approved answer")

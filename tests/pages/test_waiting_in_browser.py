@@ -48,7 +48,7 @@ def test_wait_for_the_document_then_the_question_is_asked_again(live_site, chat_
         page.get_by_label("Your question").fill("When does the crane manual say to lower the boom?")
         page.keyboard.press("Enter")
         answer = page.locator(".msg-assistant").last
-        expect(answer).to_have_attribute("data-status", "done", timeout=30_000)
+        expect(answer).to_have_attribute("data-status", "done", timeout=120_000)
         expect(answer.locator(".section").first).to_contain_text(
             "“Crane_Manual.pdf” is still being indexed (1 of 2 pages)")
         wait = answer.get_by_role("button", name="Wait for it and ask again")
@@ -67,7 +67,7 @@ def test_wait_for_the_document_then_the_question_is_asked_again(live_site, chat_
         index_document(document.pk)
         # The page notices on its next poll, asks again, and the cited answer replaces the waiting one.
         expect(answer.locator(".section").first).to_contain_text("Lower the boom when the wind exceeds 60 km/h.",
-                                                                 timeout=30_000)
+                                                                 timeout=120_000)
         expect(answer).to_have_attribute("data-status", "done")
         expect(answer.locator(".cite")).to_have_count(1)
         expect(answer.get_by_role("button", name="Wait for it and ask again")).to_have_count(0)

@@ -92,7 +92,7 @@ def test_a_forged_forwarded_for_neither_escapes_the_sign_in_limit_nor_enters_the
         import httpx
 
         # A client's own X-Forwarded-Proto is no HTTPS: no HSTS on plain HTTP.
-        claimed = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
+        claimed = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=120)
         assert claimed.status_code == 200 and "strict-transport-security" not in claimed.headers
     finally:
         proc.stop()
@@ -114,12 +114,12 @@ def test_behind_a_trusted_proxy_each_client_is_counted_and_logged_by_its_own_add
         import httpx
 
         # /metrics by address: through a trusted proxy, the client's own (public) address decides.
-        public = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}, timeout=10)
-        private = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "10.1.2.3"}, timeout=10)
+        public = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}, timeout=120)
+        private = httpx.get(f"{proc.url}/metrics", headers={"X-Forwarded-For": "10.1.2.3"}, timeout=120)
         assert public.status_code == 403 and private.status_code == 200
         # TLS ended at the trusted proxy: the request is HTTPS, so HSTS is sent.
-        tls = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=10)
-        plain = httpx.get(f"{proc.url}/accounts/login/", timeout=10)
+        tls = httpx.get(f"{proc.url}/accounts/login/", headers={"X-Forwarded-Proto": "https"}, timeout=120)
+        plain = httpx.get(f"{proc.url}/accounts/login/", timeout=120)
         assert tls.headers["strict-transport-security"] == "max-age=3600"
         assert "; secure" in tls.headers["set-cookie"].lower()  # SECURE_COOKIES: the CSRF cookie
         assert "strict-transport-security" not in plain.headers

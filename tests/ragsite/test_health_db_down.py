@@ -40,12 +40,14 @@ def test_healthz_503_when_the_database_is_stopped(client, tmp_path, django_db_bl
 def test_requests_while_the_database_is_down_are_503_with_one_log_line(client, tmp_path, django_db_blocker, caplog,
                                                                        monkeypatch):
     """The API and the pages answer 503 with Retry-After and a readable message, not 500; and 30
-    requests log one line about the outage, not a traceback each (issue #29)."""
+    requests within one throttle window log one line about the outage, not a traceback each; the
+    next window's first request logs one more line, counting the ones held back."""
     import logging
 
     from core import unavailable
 
-    monkeypatch.setattr(unavailable, "_throttle", unavailable._Throttle())  # no outage logged before this test
+    now = [1000.0]  # the throttle's clock, moved by this test only: a slow machine cannot end the window
+    monkeypatch.setattr(unavailable, "_throttle", unavailable._Throttle(clock=lambda: now[0]))
     pgdata = tmp_path / "pgdata"
     socket_dir = pg.ensure_embedded(pgdata)
     saved = dict(connection.settings_dict)
@@ -72,6 +74,16 @@ def test_requests_while_the_database_is_down_are_503_with_one_log_line(client, t
         logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert len(logged) == 1, [(r.name, r.getMessage()) for r in logged]
         assert logged[0].code == "database_unavailable"
+        now[0] += unavailable.LOG_EVERY - 0.5
+        with django_db_blocker.unblock():
+            assert client.get("/api/documents/").status_code == 503
+        assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1  # still the same window
+        now[0] += 0.5
+        with django_db_blocker.unblock():
+            assert client.get("/api/documents/").status_code == 503
+        logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(logged) == 2, [(r.name, r.getMessage()) for r in logged]
+        assert logged[1].similar_errors_not_logged == 30  # 29 of the first 30 and the one in the same window
     finally:
         connection.close()
         connection.settings_dict.clear()

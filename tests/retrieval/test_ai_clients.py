@@ -34,8 +34,6 @@ from retrieval.ai.embeddings import OpenAIEmbeddingClient
 from retrieval.ai.rerank import forget_detected_apis
 from tests.fakeai import FakeAIServer, fake_embedding, split_pieces
 
-pytestmark = pytest.mark.timeout(30)
-
 REPO = Path(__file__).resolve().parents[2]
 DIM = 384
 USER = [{"role": "user", "content": "How much protein per day?"}]
@@ -163,10 +161,10 @@ def test_429_retry_after_is_honoured(ai):
 
 def test_retry_after_is_capped(ai, monkeypatch):
     monkeypatch.setattr(aihttp, "RETRY_AFTER_CAP", 0.2)
-    ai.fail_next("/v1/embeddings", {"status": 503, "retry_after": 20})
+    ai.fail_next("/v1/embeddings", {"status": 503, "retry_after": 3600})
     t = time.monotonic()
     embedding_client(ai.config(max_retries=1)).embed_passages(["x"])
-    assert 0.2 <= time.monotonic() - t < 2.0
+    assert 0.2 <= time.monotonic() - t < 600  # the cap, not the server's hour
 
 
 def test_persistent_500_gives_up_with_transient_error(ai):
@@ -215,11 +213,11 @@ def test_connection_refused_is_transient_with_clear_message():
 
 
 def test_slow_first_byte_times_out_as_transient(ai):
-    ai.fail_next("/v1/embeddings", {"delay_first_byte": 2.0})
+    ai.fail_next("/v1/embeddings", {"delay_first_byte": 3600})
     t = time.monotonic()
     with pytest.raises(AiServerError) as ei:
         embedding_client(ai.config(read_timeout=0.3, max_retries=0)).embed_passages(["x"])
-    assert time.monotonic() - t < 1.5
+    assert time.monotonic() - t < 600  # the read timeout, not the server's hour
     assert ei.value.transient is True
     assert str(ei.value) == "The embedding server 'fake' did not answer within 0.3 s."
 
@@ -280,14 +278,16 @@ def test_chat_stream_deltas_in_order_with_server_usage(ai):
 
 
 def test_chat_stream_yields_pieces_as_they_arrive(ai):
-    ai.script_chat({"content": "one two three", "piece_delay": 0.3})
-    stamps = []
-    t = time.monotonic()
-    for d in chat_client(ai.config()).stream(USER):
+    """The first piece reaches the caller while the server still holds back the rest (no clock:
+    the test opens the gate itself once it has the first piece)."""
+    ai.script_chat({"content": "one two three", "hold_after_first": "rest"})
+    pieces = []
+    for d in chat_client(ai.config(read_timeout=300)).stream(USER):
         if d.text:
-            stamps.append(time.monotonic() - t)
-    assert len(stamps) == 3
-    assert stamps[0] < 0.25 and stamps[2] - stamps[0] >= 0.5
+            pieces.append(d.text)
+            if len(pieces) == 1:
+                ai.release("rest")  # the rest is sent only now: the first piece was not buffered
+    assert pieces == ["one ", "two ", "three"]
 
 
 def test_chat_usage_counted_when_server_gives_none(ai):
@@ -306,10 +306,10 @@ def test_chat_usage_counted_when_server_gives_none(ai):
 
 def test_chat_stall_mid_stream_is_transient_and_not_retried(ai):
     ai.script_chat("a b c d e f")
-    ai.fail_next("/v1/chat/completions", {"stall_after": 2, "stall_seconds": 5})
+    ai.fail_next("/v1/chat/completions", {"stall_after": 2, "stall_seconds": 3600})
     t = time.monotonic()
     texts, err, final = stream_until_error(chat_client(ai.config(read_timeout=0.4)), USER)
-    assert time.monotonic() - t < 2.0
+    assert time.monotonic() - t < 600  # the read timeout, not the server's hour
     assert err is not None and err.transient is True and final is None
     assert str(err) == "The chat server 'fake' stopped sending data mid-answer " \
                        "(no data for 0.4 s)."
@@ -491,7 +491,7 @@ def test_builtin_thread_setting_applies_before_load():
     env = dict(os.environ, RAGSITE_EMBED_THREADS="1", PYTHONPATH=str(REPO))
     env.pop("OMP_NUM_THREADS", None)
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
-                         text=True, timeout=20)
+                         text=True, timeout=300)  # a last resort: loading the model is seconds
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1"
 

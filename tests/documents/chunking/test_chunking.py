@@ -338,9 +338,9 @@ def test_chunking_5mb_is_fast_and_tokenizes_bounded_windows(monkeypatch):
         return original(s)
 
     monkeypatch.setattr(ENC, "encode_ordinary", spy)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what other work on the machine does not stretch
     chunks = run(layout)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < 8, elapsed
     assert 0 < longest[0] < 20_000  # never the whole 5 MB at once
     assert chunks[-1].end == len(text)

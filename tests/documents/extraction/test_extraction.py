@@ -441,9 +441,9 @@ def test_docx_zip_bomb_detected_without_decompressing(tmp_path, monkeypatch):
         raise AssertionError("a zip member was opened")
 
     monkeypatch.setattr(zipfile.ZipFile, "open", no_inflating)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what other work on the machine does not stretch
     err = error_of(extract, path, MIME_DOCX)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert err.code == "zip_bomb"
     assert err.message == ("This Word file expands to more than 200 MB when unpacked; "
                            "it was refused to protect the server.")
@@ -577,7 +577,7 @@ def test_50mb_text_without_newlines_bounded_memory(tmp_path):
         while written < 50_000_000:
             fh.write(piece)
             written += len(piece)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what other work on the machine does not stretch
     traced_chunks = 3_000  # tracing every one of the ~20k chunks would triple the run time
     tracemalloc.start()
     try:
@@ -599,7 +599,7 @@ def test_50mb_text_without_newlines_bounded_memory(tmp_path):
         if chunk.index % 500 == 0:
             assert layout.text[chunk.start:chunk.end] == chunk.content
         covered = chunk.end
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert len(layout.text) > 49_000_000 and "\n" not in layout.text
     assert covered == len(layout.text)
     assert chunk.index > 15_000
@@ -679,11 +679,11 @@ def test_markdown_with_10000_headings_is_linear(tmp_path):
     for i in range(10_000):
         parts.append(f"# Chapter {i}\n\nText of chapter {i}.\n\n## Part {i}.1\n\nMore text {i}.\n")
     path = write(tmp_path, "many.md", "\n".join(parts))
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what other work on the machine does not stretch
     blocks = blocks_of(path)
     layout = build_layout(blocks)
     chunks = list(chunk_layout(layout))
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert elapsed < 10, elapsed
     headings = [b for b in blocks if b.kind == "heading"]
     assert len(headings) == 20_000
