@@ -23,6 +23,8 @@ from tests import outside_guard
 
 _session_dir: Path | None = None
 _pgdata: Path | None = None
+# Temporary folders of test sessions and benchmarks (bench/common.py's BenchSite prefixes)
+ORPHAN_PREFIXES = ("ragsite-test-", "ragsite-bench-", "ragsite-shots-")
 
 
 def compile_messages(root: Path) -> None:
@@ -38,12 +40,16 @@ def pytest_configure(config):
     global _session_dir, _pgdata
     outside_guard.install(Path(__file__).resolve().parent)
     compile_messages(Path(__file__).resolve().parent)
+    from core import pg
+
+    # Sessions and benchmarks killed before they could clean up (a timeout, kill -9) left their
+    # embedded PostgreSQL running and their folder behind: stop and delete those whose owner is gone.
+    pg.sweep_orphaned(Path(tempfile.gettempdir()), ORPHAN_PREFIXES)
     _session_dir = Path(tempfile.mkdtemp(prefix="ragsite-test-"))
+    pg.mark_owner(_session_dir)
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))
     if not os.environ.get("DATABASE_URL"):
-        from core import pg
-
         _pgdata = _session_dir / "pgdata"
         socket_dir = pg.ensure_embedded(_pgdata)
         pg.ensure_database(socket_dir, "ragsite")

@@ -14,6 +14,7 @@ import platform
 import queue
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -147,6 +148,21 @@ def machine_info() -> dict:
     }
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a caller's timeout, `kill`) ends this process as Ctrl-C would: the `with BenchSite`
+    block unwinds and close() stops the embedded database and deletes the temporary folder."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return  # someone else's handler
+
+    def _exit(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: close() may take a while
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 class BenchSite:
     """A ragsite on a temporary embedded PostgreSQL (or on `database_url`), set up in this process.
 
@@ -179,6 +195,8 @@ class BenchSite:
         from core import pg
 
         self.tmp = Path(tempfile.mkdtemp(prefix=self.prefix))
+        pg.mark_owner(self.tmp)  # killed before close(): the next test session stops its database
+        _stop_on_sigterm()
         url = self.database_url
         if not url:
             self.pgdata = self.tmp / "pgdata"

@@ -150,6 +150,59 @@ def stop_embedded(pgdata: Path, *, timeout: float = 30.0) -> bool:
     return True
 
 
+OWNER_FILE = ".ragsite-owner.json"
+
+
+def _process_start(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the pid, it tells a
+    process from a later one that reuses its number. None where /proc cannot say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def mark_owner(folder: Path) -> None:
+    """Record this process as the owner of a temporary `folder` holding an embedded database (a test
+    session's, a benchmark's): `sweep_orphaned` stops that database once this process is gone."""
+    pid = os.getpid()
+    (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": _process_start(pid)}))
+
+
+def owner_alive(folder: Path) -> bool | None:
+    """Whether the process recorded by `mark_owner` still runs; None when the folder has no owner record."""
+    try:
+        owner = json.loads((folder / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    pid = int(owner.get("pid") or 0)
+    if pid <= 0 or not pid_alive(pid):
+        return False
+    started = _process_start(pid)
+    return owner.get("start") is None or started is None or started == owner["start"]
+
+
+def sweep_orphaned(parent: Path, prefixes: tuple[str, ...]) -> list[Path]:
+    """Stop the embedded PostgreSQL of, and delete, each folder in `parent` named with one of
+    `prefixes` whose recorded owner process is gone (killed before it could clean up). Folders
+    without an owner record, or whose owner still runs, are left alone. Returns the folders swept."""
+    import shutil
+
+    swept = []
+    for folder in sorted(parent.iterdir() if parent.is_dir() else []):
+        if not folder.name.startswith(prefixes) or not folder.is_dir() or owner_alive(folder) is not False:
+            continue
+        for pidfile in folder.glob("**/postmaster.pid"):
+            try:
+                stop_embedded(pidfile.parent)
+            except Exception:  # noqa: BLE001 - a half-deleted folder: remove what is left anyway
+                logger.warning("could not stop the orphaned PostgreSQL in %s", pidfile.parent, exc_info=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        swept.append(folder)
+    return swept
+
+
 def embedded_url(socket_dir: Path, database: str = "ragsite") -> str:
     return f"postgresql://postgres@/{database}?host={socket_dir}"
 

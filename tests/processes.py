@@ -84,6 +84,57 @@ class ManagedProcess:
             self._log.close()
 
 
+class GroupRun:
+    """A command that may start processes of its own (a benchmark: its embedded PostgreSQL, its
+    workers), run in a process group of its own, with stdout and stderr captured. However the wait
+    for it ends (its timeout, pytest's timeout, Ctrl-C) the whole group is stopped: SIGTERM first,
+    which a benchmark's BenchSite answers by stopping its database and deleting its folder, then
+    SIGKILL for what is left after `grace` seconds."""
+
+    def __init__(self, args: list[str], *, env: dict | None = None, cwd: Path = ROOT, grace: float = 120):
+        self.args, self.grace = args, grace
+        self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+
+    def wait(self, timeout: float) -> subprocess.CompletedProcess:
+        """subprocess.run's result; on `timeout` the group is stopped and TimeoutExpired raised."""
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, out, err)
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGTERM, self.grace), (signal.SIGKILL, 60)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break  # nobody left in the group
+            try:
+                self.proc.communicate(timeout=wait)
+            except subprocess.TimeoutExpired:
+                continue
+            if not _group_alive(self.proc.pid):
+                break
+            time.sleep(1)  # the leader is gone; give the rest of the group a moment before SIGKILL
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def run_in_own_group(args: list[str], *, timeout: float, env: dict | None = None,
+                     cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """subprocess.run(args, capture_output=True, text=True, timeout=timeout) for a benchmark: in a
+    process group of its own, stopped as a whole when the timeout passes (GroupRun)."""
+    return GroupRun(args, env=env, cwd=cwd).wait(timeout)
+
+
 def stop_all(processes, timeout: float = 20) -> None:
     """Stop several processes at once: each is asked first, then each waited for within one
     `timeout` (the longest stop, not the sum of them, as stopping them one by one took)."""
