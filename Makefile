@@ -46,8 +46,7 @@ test-packages:
 	$(call apt_ensure,$(TEST_PACKAGES),the OCR and LDAP tests will fail)
 
 run: install migrate system-packages compile-messages
-	@$(PY) manage.py ensure_admin
-	@$(PY) manage.py serve
+	@$(PY) manage.py serve --ensure-admin
 
 test: install-dev test-packages compile-messages
 	@# Tests make their own PostgreSQL in a temporary folder; pytest exit code 5 (no tests) is a failure.

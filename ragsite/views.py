@@ -1,3 +1,7 @@
+import json
+import logging
+import time
+
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -11,10 +15,38 @@ from core.health import health_report
 
 @never_cache
 def healthz(request):
-    """200 when the database, pgvector and a worker are up; 503 with the reasons otherwise."""
+    """200 when the database, pgvector and a worker are up; 503 with the reasons otherwise.
+
+    A 503 here is an answer, not a failure of the request: it is logged once per change of the
+    reasons by this view (INFO while the web process is starting and its workers come up, WARNING
+    after), never as django.request's ERROR "Service Unavailable" on every poll."""
     healthy, report = health_report()
     body = {"status": "ok" if healthy else "unavailable", **report}
-    return JsonResponse(body, status=200 if healthy else 503)
+    response = JsonResponse(body, status=200 if healthy else 503)
+    if not healthy:
+        _log_unhealthy(report)
+        response._has_been_logged = True  # django.request's log_response: this view logged it
+    else:
+        _last_unhealthy.clear()
+    return response
+
+
+STARTING_FOR = 300.0  # seconds after the web process started in which a 503 is start-up, not an outage
+_started = time.monotonic()
+_last_unhealthy: dict[str, str] = {}
+health_logger = logging.getLogger("ragsite.health")
+
+
+def _log_unhealthy(report: dict) -> None:
+    reasons = {name: part.get("error", "") for name, part in report.items() if not part["ok"]}
+    key = json.dumps(reasons, sort_keys=True)
+    if _last_unhealthy.get("key") == key:
+        return  # the same reasons as the last poll: said already
+    _last_unhealthy["key"] = key
+    starting = time.monotonic() - _started < STARTING_FOR
+    health_logger.log(logging.INFO if starting else logging.WARNING,
+                      "/healthz: unavailable (%s)%s", ", ".join(f"{k}: {v}" for k, v in reasons.items()),
+                      " while starting" if starting else "", extra={"reasons": reasons})
 
 
 @never_cache

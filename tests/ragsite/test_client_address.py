@@ -52,7 +52,8 @@ def _serve(database_url, *, trusted: str):
     proc = ManagedProcess(["manage.py", "serve", "--no-worker", "--port", str(port)], database_url=database_url,
                           name="serve-proxy", env={"TRUSTED_PROXIES": trusted, "THROTTLE_SIGNIN": "3/hour",
                                                    "SIGNIN_FREE_FAILURES": "100", "SECURE_HSTS_SECONDS": "3600",
-                                                   "SECURE_COOKIES": "true"})
+                                                   "SECURE_COOKIES": "true",
+                                                   "CONSOLE_LOG_LEVEL": "INFO"})  # the access lines, read below
     proc.start()
     url = f"http://127.0.0.1:{port}"
     wait_for_http(f"{url}/api/me/", statuses=(401,), timeout=60, what="serve", process=proc)

@@ -106,3 +106,18 @@ def test_bootstrap_starts_the_embedded_database_for_commands_that_need_it(tmp_pa
         assert pg.embedded_running(data / "pgdata") is not None
     finally:
         pg.stop_embedded(data / "pgdata")
+
+
+def test_pg_stop_without_xdg_runtime_dir_prints_no_python_warning(tmp_path):
+    """`python -m core.pg stop` (make stop-db) on a machine without XDG_RUNTIME_DIR: a plain answer,
+    not a RuntimeDirWarning with a line of library source."""
+    pgdata = tmp_path / "pgdata"
+    pg.ensure_embedded(pgdata)
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    try:
+        run = subprocess.run([sys.executable, "-m", "core.pg", "stop", "--pgdata", str(pgdata)], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        pg.stop_embedded(pgdata)
+    assert run.returncode == 0 and run.stdout == "stopped\n", run.stdout + run.stderr
+    assert run.stderr == ""

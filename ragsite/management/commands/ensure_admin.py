@@ -7,24 +7,34 @@ from django.utils.translation import gettext, gettext_lazy
 from core.commands import BaseCommand
 
 
+def admin_ensure() -> str | None:
+    """Create the first admin user when there is no superuser (ADMIN_USERNAME, default "admin";
+    ADMIN_PASSWORD, else a generated one). Returns what to tell the person starting ragsite (the
+    generated password, shown this once), or None when an admin existed already."""
+    User = get_user_model()
+    if User.objects.filter(is_superuser=True).exists():
+        return None
+    username = os.environ.get("ADMIN_USERNAME") or "admin"
+    password = os.environ.get("ADMIN_PASSWORD")
+    generated = not password
+    if generated:
+        password = secrets.token_urlsafe(12)
+    User.objects.create_superuser(username=username, email="", password=password)
+    if generated:
+        return "\n" + gettext(
+            "  Created the admin user — this password is shown only once:\n"
+            "    user name: %(username)s\n    password:  %(password)s\n"
+            "  (change it with `python manage.py changepassword %(username)s`)\n") % {"username": username,
+                                                                                  "password": password}
+    return gettext("Created the admin user %(username)r with ADMIN_PASSWORD.") % {"username": username}
+
+
 class Command(BaseCommand):
     help = gettext_lazy("Create an admin user if there is none (ADMIN_USERNAME / ADMIN_PASSWORD, or a generated password).")
 
     def handle(self, *args, **options):
-        User = get_user_model()
-        if User.objects.filter(is_superuser=True).exists():
-            return
-        username = os.environ.get("ADMIN_USERNAME") or "admin"
-        password = os.environ.get("ADMIN_PASSWORD")
-        generated = not password
-        if generated:
-            password = secrets.token_urlsafe(12)
-        User.objects.create_superuser(username=username, email="", password=password)
-        if generated:
-            self.stdout.write(self.style.WARNING("\n" + gettext(
-                "  Created the admin user — this password is shown only once:\n"
-                "    user name: %(username)s\n    password:  %(password)s\n"
-                "  (change it with `python manage.py changepassword %(username)s`)\n")
-                % {"username": username, "password": password}))
-        else:
-            self.stdout.write(gettext("Created the admin user %(username)r with ADMIN_PASSWORD.") % {"username": username})
+        notice = admin_ensure()
+        if notice and notice.startswith("\n"):
+            self.stdout.write(self.style.WARNING(notice))
+        elif notice:
+            self.stdout.write(notice)

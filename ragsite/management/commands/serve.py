@@ -1,13 +1,23 @@
 """Run ragsite: the ASGI web server (daphne: HTTP + WebSocket) and the django-q2 workers, together, each
-restarted with back-off when it dies; Ctrl-C or SIGTERM stops them all."""
+restarted with back-off when it dies; Ctrl-C or SIGTERM stops them all.
+
+The processes log to $RAGSITE_DATA_DIR/logs/ragsite.log; the console shows serve's own lines and
+the processes' warnings and errors (CONSOLE_LOG_LEVEL, WARNING by default; INFO shows every line), so
+the last lines before the site runs are the admin password (with --ensure-admin, the first time) and
+the address."""
 from __future__ import annotations
 
+import json
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError
@@ -37,6 +47,61 @@ class Child:
     restart_at: float = 0.0
 
 
+def _line_level(line: str) -> int | None:
+    """The level of one JSON log line; None for a line that is not one (a traceback printed by a
+    crashing process, a library's own print): those are always shown."""
+    if not line.startswith("{"):
+        return None
+    try:
+        name = json.loads(line).get("level")
+    except (ValueError, AttributeError):
+        return None
+    level = logging.getLevelName(name) if isinstance(name, str) else None
+    return level if isinstance(level, int) else None
+
+
+class ConsoleEcho(threading.Thread):
+    """Follows the processes' log file from its current end and writes the lines at `level` or above
+    (and every line that is not a JSON log line) to the console."""
+
+    def __init__(self, path: Path, level: int, write):
+        super().__init__(name="ragsite-console-echo", daemon=True)
+        self.path, self.level, self.write = path, level, write
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        pending = ""
+        while not self.stopped.is_set():
+            pending = self.echo(pending)
+            self.stopped.wait(0.2)
+        self.echo(pending)
+
+    def echo(self, pending: str) -> str:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+                self.offset = fh.tell()
+        except OSError:
+            return pending
+        *lines, pending = (pending + chunk).split("\n")
+        for line in lines:
+            level = _line_level(line)
+            if line.strip() and (level is None or level >= self.level):
+                self.write(line)
+        return pending
+
+
+def _accepts(host: str, port: int) -> bool:
+    """Whether something listens at host:port (the web server, once it is up)."""
+    try:
+        with socket.create_connection((host if host not in ("0.0.0.0", "::") else "127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -45,12 +110,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class Command(BaseCommand):
+    _log_path: Path | None = None  # where the processes write (set by handle(); None: this console)
     help = gettext_lazy("Serve ragsite at http://HOST:PORT with its background workers, restarting any that dies; Ctrl-C stops all.")
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("BIND_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=settings.PORT)
         parser.add_argument("--no-worker", action="store_true", help=gettext("Run the web server only."))
+        parser.add_argument("--ensure-admin", action="store_true",
+                            help=gettext("Create the first admin user when there is none (as manage.py ensure_admin "
+                                         "does) and show a generated password last, beside the address."))
+        parser.add_argument("--console-log-level", default=os.environ.get("CONSOLE_LOG_LEVEL", "WARNING"),
+                            help=gettext("The lowest level of the processes' log lines also shown on the console "
+                                         "(CONSOLE_LOG_LEVEL; default WARNING, INFO shows every line). All of them go "
+                                         "to the log file."))
 
     def _queue_outdated_search_vectors(self) -> None:
         """After an upgrade that changed the full-text analysis (e.g. Czech lemmas), rebuild the older
@@ -85,7 +158,16 @@ class Command(BaseCommand):
             self.stderr.write(gettext("%(error)s The PDF viewer and direct uploads need the bucket's CORS rule for "
                                       "this site (see README, Running on several machines).") % {"error": exc})
 
-    def handle(self, *args, host, port, no_worker, **options):
+    def handle(self, *args, host, port, no_worker, ensure_admin=False, console_log_level="WARNING", **options):
+        console_level = logging.getLevelName(str(console_log_level).upper())
+        if not isinstance(console_level, int):
+            raise CommandError(gettext("CONSOLE_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, not %(value)r.")
+                               % {"value": console_log_level})
+        admin_notice = None
+        if ensure_admin:
+            from ragsite.management.commands.ensure_admin import admin_ensure
+
+            admin_notice = admin_ensure()
         try:
             version = require_pgvector(connection)
         except UnsupportedDatabase as exc:
@@ -117,15 +199,17 @@ class Command(BaseCommand):
             children.append(Child("worker", worker_cmd, env, niceness=INDEXING_NICENESS))
             # Answers have a cluster of their own: an indexing job never delays an answer.
             children.append(Child("chat worker", worker_cmd, {**env, "Q_CLUSTER_NAME": "chat"}))
+        log_path = Path(settings.DATA_DIR) / "logs" / "ragsite.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_path = log_path
+        echo = ConsoleEcho(log_path, console_level, lambda line: self.stderr.write(line))
+        echo.start()
         for child in children:
             self._start(child)
         database = (gettext("PostgreSQL with pgvector %(version)s, embedded") if settings.EMBEDDED_PGDATA
                     else gettext("PostgreSQL with pgvector %(version)s")) % {"version": version}
         processes = gettext("no worker") if no_worker else gettext(
             "%(workers)s worker processes, %(chat)s chat workers") % {"workers": workers, "chat": settings.CHAT_WORKERS}
-        self.stdout.write(self.style.SUCCESS(
-            gettext("ragsite is running at %(url)s (%(database)s; %(processes)s). Press Ctrl-C to stop.")
-            % {"url": f"http://{host}:{port}/", "database": database, "processes": processes}))
 
         stopping = False
 
@@ -136,17 +220,43 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
+            # The address is shown once the web server accepts connections, after its start-up lines.
+            while not stopping and not _accepts(host, port):
+                self._supervise(children, lambda: stopping)
+                time.sleep(0.2)
+            if not stopping:
+                time.sleep(0.5)  # the console echo shows what was logged meanwhile first
+                self.stdout.write(gettext("Logs of the web server and the workers: %(path)s (warnings and errors "
+                                          "are shown here too; CONSOLE_LOG_LEVEL=INFO shows every line).")
+                                  % {"path": log_path})
+                if admin_notice:
+                    self.stdout.write(self.style.WARNING(admin_notice))
+                self.stdout.write(self.style.SUCCESS(
+                    gettext("ragsite is running at %(url)s (%(database)s; %(processes)s). Press Ctrl-C to stop.")
+                    % {"url": f"http://{host}:{port}/", "database": database, "processes": processes}))
             while not stopping:
                 self._supervise(children, lambda: stopping)
                 time.sleep(0.2)
         finally:
             self._stop_children(children)
-        self.stdout.write(gettext("ragsite stopped."))
+            echo.stopped.set()
+            echo.join(timeout=5)
+        if settings.EMBEDDED_PGDATA:
+            self.stdout.write(gettext("ragsite stopped. The embedded PostgreSQL keeps running, so the next start is "
+                                      "quick; `make stop-db` (python -m core.pg stop) stops it."))
+        else:
+            self.stdout.write(gettext("ragsite stopped."))
 
     def _start(self, child: "Child") -> None:
         niceness = child.niceness
-        child.proc = subprocess.Popen(child.args, cwd=settings.BASE_DIR, env=child.env, start_new_session=True,
-                                      preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+        log = open(self._log_path, "ab") if self._log_path else None  # the child keeps its own descriptor
+        try:
+            child.proc = subprocess.Popen(child.args, cwd=settings.BASE_DIR, env=child.env, start_new_session=True,
+                                          stdout=log, stderr=subprocess.STDOUT if log else None,
+                                          preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+        finally:
+            if log:
+                log.close()
         child.started_at = time.monotonic()
         self.stderr.write(gettext("Started the %(name)s process (pid %(pid)s).") % {"name": child.name, "pid": child.proc.pid})
 
