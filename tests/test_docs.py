@@ -215,9 +215,29 @@ def test_relative_links_resolve(path):
     assert not broken, "\n".join(f"{path.relative_to(REPO)}:{n}: ({t}) {why}" for n, t, why in broken)
 
 
+# What a measured result looks like: a score (0.973), a latency or a ratio (13 ms, 0.96×), a
+# percentile or a rank metric, a bold number, a percentage. Requirements (Python 3.11, 2 GB) are not.
+MEASURED = re.compile(r"\b0\.\d{2,}\b|\b\d+(?:\.\d+)?\s?(?:ms\b|×)|\bp(?:50|95|99)\b|hit@|recall@|\bMRR\b"
+                      r"|\*\*[\d.,\s+−-]+\*\*|\d\s?%")
+
+
+def measured_figures(markdown: str) -> list[tuple[int, str]]:
+    """(line number, figure) for each measured result in the prose and tables of `markdown`."""
+    return [(n, m.group(0)) for n, line in prose_lines(markdown) for m in MEASURED.finditer(line)]
+
+
+def test_the_figures_check_finds_measured_results():
+    assert [f for _, f in measured_figures("hybrid hit@1 **0.778**, p95 13.4 ms, 0.96× the CPU, 98 %")] == \
+        ["hit@", "**0.778**", "p95", "13.4 ms", "0.96", "8 %"]
+    assert measured_figures("Python 3.11, 2 cores, about 2 GB of memory, 1 s doubling to 30 s") == []
+    assert measured_figures("```\nmake run   # 0.95 in a code block is not prose\n```\n") == []
+
+
 def test_readme_is_a_newcomers_page():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) <= 250
+    assert len(readme.splitlines()) <= 150
+    figures = measured_figures(readme)
+    assert not figures, f"measured figures belong in docs/benchmarks.md, not on the README: {figures}"
     linked = {m.group(1).partition("#")[0] for _, line in prose_lines(readme) for m in LINK.finditer(line)}
     pages = {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
     assert pages <= linked, f"docs pages the README does not link: {sorted(pages - linked)}"
