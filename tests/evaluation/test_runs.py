@@ -232,7 +232,7 @@ def test_eval_retrieval_baseline_fails_ci_when_recall_drops(user, test_set, unre
 @pytest.mark.django_db(transaction=True)
 def test_a_queued_run_finishes_in_a_real_cluster_with_progress_on_the_row(user, test_set, qcluster):
     run = services.run_start(test_set_id=test_set.pk, user=user)
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 300  # a last resort: a loaded machine is slow, not wrong
     while time.monotonic() < deadline:
         run.refresh_from_db()
         if run.status in ("finished", "failed"):

@@ -6,6 +6,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
+
+# An expectation waits until it holds; its timeout is a last resort against a hang, not a speed test
+# (Playwright's default is 5 s, which a page on a loaded machine can miss while doing nothing wrong).
+expect.set_options(timeout=120_000)
 
 ARTIFACTS = Path(os.environ.get("RAGSITE_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "artifacts")) / "pages"
 

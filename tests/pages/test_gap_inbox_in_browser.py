@@ -51,7 +51,7 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
         # 2. The question shows up in the curator's gap inbox (the worker groups it; within a minute).
         staff.goto(f"{live_site.url}/admin/chat/gapgroup/")
         group = staff.locator(".gap-group")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a last resort: a loaded machine is slow, not wrong
         while group.count() == 0 and time.monotonic() < deadline:
             time.sleep(0.5)
             staff.reload()
@@ -73,7 +73,7 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
         assert GapGroup.objects.get().status == "answered"
         staff.goto(f"{live_site.url}/admin/chat/gapgroup/")
         expect(staff.locator("#gap-empty")).to_be_visible()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300
         while KnowledgeEntry.objects.get().embedding_state != "ready" and time.monotonic() < deadline:
             time.sleep(0.2)  # the worker embeds the new pair's question
         assert KnowledgeEntry.objects.get().embedding_state == "ready"
