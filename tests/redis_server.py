@@ -23,7 +23,7 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 20) -> "RedisServer":
+    def start(self, timeout: float = 120) -> "RedisServer":
         binary = shutil.which("redis-server")
         if not binary:
             raise RuntimeError("redis-server is missing: `make test` installs it (Debian package redis-server)")

@@ -56,7 +56,7 @@ class SeaweedS3:
         return {"S3_ENDPOINT_URL": self.endpoint, "S3_BUCKET": bucket, "S3_ACCESS_KEY_ID": ACCESS_KEY,
                 "S3_SECRET_ACCESS_KEY": SECRET_KEY, "S3_REGION": REGION}
 
-    def start(self, timeout: float = 60) -> "SeaweedS3":
+    def start(self, timeout: float = 120) -> "SeaweedS3":
         config = self.dir / "s3.json"
         config.write_text(json.dumps({"identities": [{
             "name": "ragsite", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],

@@ -97,7 +97,7 @@ class Slapd:
                         "-keyout", str(self.dir / "key.pem"), "-out", str(self.ca_file)],
                        check=True, capture_output=True, timeout=60)
 
-    def start(self, timeout: float = 30) -> "Slapd":
+    def start(self, timeout: float = 120) -> "Slapd":
         binary = shutil.which("slapd") or "/usr/sbin/slapd"
         if not Path(binary).exists():
             raise RuntimeError("slapd is missing: `make test` installs it (Debian packages slapd ldap-utils)")

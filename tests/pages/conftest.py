@@ -154,12 +154,12 @@ def live_site(database_url, _live_site_processes):
     _wait_for_quiet_database()
 
 
-def _wait_for_quiet_database(timeout: float = 10) -> None:
+def _wait_for_quiet_database(timeout: float = 60) -> None:
     """Until no other session of the test database is inside a statement or a transaction."""
     _wait_until_no_other_session("AND state IN ('active', 'idle in transaction')", timeout)
 
 
-def _wait_for_other_sessions_to_end(timeout: float = 10) -> None:
+def _wait_for_other_sessions_to_end(timeout: float = 60) -> None:
     """Killed processes' database sessions end a moment later; the flush and drop must not race them."""
     _wait_until_no_other_session("", timeout)
 
