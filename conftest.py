@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -36,6 +37,10 @@ def compile_messages(root: Path) -> None:
             subprocess.run(["msgfmt", "--check", "-o", str(mo), str(po)], check=True)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def pytest_configure(config):
     global _session_dir, _pgdata
     outside_guard.install(Path(__file__).resolve().parent)
@@ -47,6 +52,9 @@ def pytest_configure(config):
     pg.sweep_orphaned(Path(tempfile.gettempdir()), ORPHAN_PREFIXES)
     _session_dir = Path(tempfile.mkdtemp(prefix="ragsite-test-"))
     pg.mark_owner(_session_dir)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        # `kill` (a CI timeout) ends the session as Ctrl-C does: pytest_unconfigure stops its database.
+        signal.signal(signal.SIGTERM, _interrupt)
     os.environ["RAGSITE_DATA_DIR"] = str(_session_dir / "data")
     os.environ.setdefault("RAGSITE_TEST_ARTIFACTS", str(Path(__file__).resolve().parent / "artifacts"))
     if not os.environ.get("DATABASE_URL"):
