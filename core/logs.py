@@ -34,7 +34,10 @@ _OUTAGE_WORDS = ("connection to server", "could not connect", "server closed the
 
 
 def _database_outage(record: logging.LogRecord) -> bool:
-    """True for a warning or error about the database being unreachable (its exception, or its words)."""
+    """True for a warning or error about the database being unreachable (its exception, or its words), and
+    for Django's line about each response answered 503 (the site is unavailable: /healthz, the API)."""
+    if record.name == "django.request" and getattr(record, "status_code", None) == 503:
+        return True
     import psycopg
     from django.db import utils
 
