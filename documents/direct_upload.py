@@ -34,6 +34,7 @@ from django.utils.translation import gettext
 from core.errors import ApplicationError, Conflict, Gone, NotFound
 from core.tasks import queue_at
 from documents import storage
+from documents.titles import upload_filename
 from documents.models import Collection, Document, PendingUpload, document_upload_path
 from documents.services import UploadRejected, UploadResult, upload_too_large_error, announce_index_wanted, sniff_type
 from usage.quotas import upload_check
@@ -77,7 +78,7 @@ def direct_upload_start(*, owner, name: str, size: int, content_type: str,
     if not CONTENT_TYPE.match(content_type):
         raise UploadRejected(gettext("'%(type)s' is not a content type (such as application/pdf).") % {"type": content_type[:100]},
                              code="invalid")
-    name = PurePath(name or "upload").name[:255] or "upload"
+    name = upload_filename(name)
     storage_name = document_upload_path(SimpleNamespace(owner_id=owner.pk), name)  # type: ignore[arg-type]
     expires_at = timezone.now() + timedelta(seconds=settings.S3_URL_EXPIRE)
     pending = PendingUpload.objects.create(owner=owner, collection=collection, name=name, size=size,

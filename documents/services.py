@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from documents.extraction import ExtractionError
 from documents.extraction import detect_type_path
+from documents.titles import upload_filename
 from documents.models import Collection, Document, DocumentStatus, DocumentVersion
 from documents.signals import index_wanted
 from documents.storage import delete_stored, save_original
@@ -109,7 +110,7 @@ def document_upload(
     duplicates are looked for within the collection.
     """
     upload_check(user=owner)  # the group's pages per day: QuotaExceeded (429) before anything is stored
-    filename = PurePath(filename or "upload").name[:255] or "upload"
+    filename = upload_filename(filename)
     if collection is not None and not (category or "").strip() and not (subcategory or "").strip():
         category, subcategory = collection.category, collection.subcategory  # the collection's default topic
     path, sha256, size = spool_upload(source)

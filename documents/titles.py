@@ -9,6 +9,8 @@ import re
 import zipfile
 from pathlib import Path, PurePath
 
+from documents.extraction.types import clean_field
+
 logger = logging.getLogger(__name__)
 
 MIME_PDF = "application/pdf"
@@ -24,7 +26,7 @@ _PLACEHOLDER = re.compile(r"^(?:untitled|no title|title|document\d*|microsoft wo
 
 def clean_title(value: object) -> str:
     """One line, at most 255 characters; "" for a placeholder ("Untitled", "report.docx")."""
-    text = " ".join(str(value or "").split())
+    text = clean_field(value)
     if len(text) < 2 or _PLACEHOLDER.match(text):
         return ""
     return text[:MAX_TITLE]
@@ -58,6 +60,12 @@ def opening_heading(text: str, spans) -> str:
     if not spans or spans[0].kind != "heading":
         return ""
     return clean_title(text[spans[0].start:spans[0].end].lstrip("#").strip())
+
+
+def upload_filename(filename: str) -> str:
+    """The name an uploaded file is kept under: its last path part, cleaned like every string a document
+    brings (no NUL, control characters or lone surrogates, one line), at most 255 characters."""
+    return clean_field(PurePath(clean_field(filename) or "upload").name)[:MAX_TITLE] or "upload"
 
 
 def named_after_file(title: str, filename: str) -> bool:

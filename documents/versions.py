@@ -11,7 +11,6 @@ still open the passage they quoted; `DOCUMENT_VERSIONS_KEPT` limits how many ver
 from __future__ import annotations
 
 import logging
-from pathlib import PurePath
 from typing import BinaryIO
 
 from django.utils.translation import gettext, gettext_noop
@@ -24,6 +23,7 @@ from django.utils import timezone
 from core.errors import ApplicationError, Conflict, NotFound
 from core.reasons import in_english, reason
 from documents.chunking import PreviousChunks
+from documents.titles import upload_filename
 from documents.models import Chunk, Document, DocumentStatus, DocumentText, DocumentVersion, VersionStatus
 from documents.services import spool_upload, announce_index_wanted, sniff_type
 
@@ -55,7 +55,7 @@ def document_version_upload(*, document_id: int, user, source: BinaryIO, filenam
     included, gets 404. Refused while the document is being indexed, and when the file is
     another document of the same owner (or collection) already.
     """
-    filename = PurePath(filename or "upload").name[:255] or "upload"
+    filename = upload_filename(filename)
     _manageable(document_id=document_id, user=user)  # before reading a large body into storage
     path, sha256, size = spool_upload(source)
     try:

@@ -428,7 +428,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "filters": {"database_outage": {"()": "core.logs.DatabaseOutageFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["database_outage"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

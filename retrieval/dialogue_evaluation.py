@@ -17,7 +17,6 @@ found first (the answer is not in the set).
 """
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections import defaultdict
@@ -26,13 +25,11 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
-from documents.services import document_upload
 from retrieval.ai.clients import condenser_for
-from retrieval.evaluation import ARMS, eval_scope, eval_username, default_strategy
+from retrieval.evaluation import ARMS, eval_scope, eval_username, default_strategy, ingest_one
 from retrieval.models import AiServer
 from retrieval.search import retrieve
 from retrieval.search.followup import REWRITE_MAX_TOKENS, standalone_query
-from retrieval.tasks import index_document
 
 METHODS = ("verbatim", "heuristic", "model", "human")
 PARTS = ("first_turns", "follow_ups", "standalone_later", "all")
@@ -69,22 +66,20 @@ def load_passages(path: Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def ingest_passages(passages: list[dict], *, log=print, strategy: str | None = None) -> dict[int, str]:
-    """Index every passage as one document of the evaluation user: {document id: passage id}."""
+def ingest_passages(passages: list[dict], *, log=print, strategy: str | None = None,
+                    failed: list[dict] | None = None) -> dict[int, str]:
+    """Index every passage as one document of the evaluation user: {document id: passage id} (with
+    `failed`: a passage that does not index is recorded there and left out)."""
     strategy = strategy or default_strategy()
     user, _ = get_user_model().objects.get_or_create(username=eval_username(strategy), defaults={"is_active": False})
     ids: dict[int, str] = {}
     started = time.monotonic()
     for passage in passages:
         text = f"{passage.get('title', '')}\n\n{passage['text']}".strip()
-        document = document_upload(owner=user, source=io.BytesIO(text.encode("utf-8")),
-                                   filename=f"{passage['id']}.txt").document
-        if document.status != "indexed":
-            index_document(document.pk, strategy)
-            document.refresh_from_db()
-        if document.status != "indexed":
-            raise RuntimeError(f"{passage['id']} did not index: {document.index_error}")
-        ids[document.pk] = passage["id"]
+        document = ingest_one(user=user, name=f"{passage['id']}.txt", data=text.encode("utf-8"), strategy=strategy,
+                              log=lambda message: None, failed=failed)
+        if document is not None:
+            ids[document.pk] = passage["id"]
     log(f"{len(ids)} passages indexed or reused in {time.monotonic() - started:.1f}s")
     return ids
 

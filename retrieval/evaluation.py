@@ -68,25 +68,64 @@ def eval_username(strategy: str | None = None) -> str:
     return EVAL_USER if strategy == "tokens" else f"{EVAL_USER}-{strategy}"
 
 
-def ingest_articles(articles: list[dict], *, label: str, log=print, strategy: str | None = None) -> list[int]:
-    """Index every article as a document of the strategy's evaluation user; return their ids in order."""
+def ingest_one(*, user, name: str, data: bytes, strategy: str, log=print, failed: list[dict] | None = None,
+               number: int | None = None) -> Document | None:
+    """Upload and index one file for an evaluation (reused by sha256, re-indexed when chunked otherwise).
+
+    A file that is refused or fails to index raises, unless `failed` is given: then it is recorded there
+    ({"file", "reason"}, and "number" when given) and None returned, so one bad file does not end the run."""
+    try:
+        document = document_upload(owner=user, source=io.BytesIO(data), filename=name).document
+        if document.status == "failed" or (document.status == "indexed" and document.chunking_strategy != strategy):
+            document = document_reindex(document_id=document.pk, user=user)
+    except ApplicationError as exc:
+        _ingest_failed(name, str(exc.message), log=log, failed=failed, number=number)
+        return None
+    if document.status != "indexed":
+        started = time.monotonic()
+        index_document(document.pk, strategy)
+        document.refresh_from_db()
+        log(f"indexed {name}: {document.status} {document.chunk_count} chunks, {document.pages_total or 0} pages "
+            f"in {time.monotonic() - started:.1f}s")
+    if document.status != "indexed":
+        why = document.index_error or f"left {document.status} (another process holds its indexing lease)"
+        _ingest_failed(name, why, log=log, failed=failed, number=number)
+        return None
+    return document
+
+
+def _ingest_failed(name: str, reason: str, *, log, failed: list[dict] | None, number: int | None) -> None:
+    if failed is None:
+        raise RuntimeError(f"{name} did not index: {reason}")
+    log(f"FAILED {name}: {reason}")
+    failed.append({"file": name, "status": "failed", "reason": reason,
+                   **({"number": number} if number is not None else {})})
+
+
+def recover_interrupted(log=print) -> int:
+    """Before an evaluation ingests: the worker's crash recovery, so a document a killed run left
+    "processing" (its lease lapsed) is indexed again rather than failing the run."""
+    from retrieval.tasks import recover_stale_documents
+
+    recovered = recover_stale_documents()
+    if recovered:
+        log(f"recovered {recovered} interrupted indexing jobs")
+    return recovered
+
+
+def ingest_articles(articles: list[dict], *, label: str, log=print, strategy: str | None = None,
+                    failed: list[dict] | None = None) -> list[int]:
+    """Index every article as a document of the strategy's evaluation user; return their ids in order
+    (with `failed`: of the articles that indexed; the others are recorded there with their number)."""
     strategy = strategy or default_strategy()
     user, _ = get_user_model().objects.get_or_create(username=eval_username(strategy), defaults={"is_active": False})
     ids = []
     for number, article in enumerate(articles):
         name = f"{label}-{number:02d}-{article.get('title', 'article')[:60]}.txt"
-        result = document_upload(owner=user, source=io.BytesIO(article_text(article).encode("utf-8")), filename=name)
-        document = result.document
-        if document.status == "failed" or (document.status == "indexed" and document.chunking_strategy != strategy):
-            document = document_reindex(document_id=document.pk, user=user)
-        if document.status != "indexed":
-            started = time.monotonic()
-            index_document(document.pk, strategy)
-            document.refresh_from_db()
-            log(f"indexed {name}: {document.status} {document.chunk_count} chunks in {time.monotonic() - started:.1f}s")
-        if document.status != "indexed":
-            raise RuntimeError(f"{name} did not index: {document.index_error}")
-        ids.append(document.pk)
+        document = ingest_one(user=user, name=name, data=article_text(article).encode("utf-8"), strategy=strategy,
+                              log=log, failed=failed, number=number)
+        if document is not None:
+            ids.append(document.pk)
     return ids
 
 

@@ -17,7 +17,6 @@ OCR and table path. Per arm it reports:
 """
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
@@ -28,11 +27,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 
 from documents.models import Document, DocumentText
-from documents.services import document_reindex, document_upload
-from retrieval.evaluation import ARMS, default_strategy, eval_username
+from retrieval.evaluation import ARMS, default_strategy, eval_username, ingest_one
 from retrieval.search import retrieve
 from retrieval.search.scope import Scope
-from retrieval.tasks import index_document
 
 
 class GoldFormatError(ValueError):
@@ -126,24 +123,18 @@ def locate_evidence(text: str, evidence: str, region: tuple[int, int] | None = N
     return None
 
 
-def ingest_files(paths: list[Path], *, log=print, strategy: str | None = None) -> dict[str, int]:
-    """Upload and index each file for the strategy's evaluation user (reused by sha256); {file name: id}."""
+def ingest_files(paths: list[Path], *, log=print, strategy: str | None = None,
+                 failed: list[dict] | None = None) -> dict[str, int]:
+    """Upload and index each file for the strategy's evaluation user (reused by sha256); {file name: id}
+    (with `failed`: a file that does not index is recorded there and left out)."""
     strategy = strategy or default_strategy()
     user, _ = get_user_model().objects.get_or_create(username=eval_username(strategy), defaults={"is_active": False})
     ids = {}
     for path in paths:
-        document = document_upload(owner=user, source=io.BytesIO(path.read_bytes()), filename=path.name).document
-        if document.status == "failed" or (document.status == "indexed" and document.chunking_strategy != strategy):
-            document = document_reindex(document_id=document.pk, user=user)
-        if document.status != "indexed":
-            started = time.monotonic()
-            index_document(document.pk, strategy)
-            document.refresh_from_db()
-            log(f"indexed {path.name}: {document.status} {document.chunk_count} chunks, {document.pages_total} pages "
-                f"in {time.monotonic() - started:.1f}s")
-        if document.status != "indexed":
-            raise RuntimeError(f"{path.name} did not index: {document.index_error}")
-        ids[path.name] = document.pk
+        document = ingest_one(user=user, name=path.name, data=path.read_bytes(), strategy=strategy, log=log,
+                              failed=failed)
+        if document is not None:
+            ids[path.name] = document.pk
     return ids
 
 

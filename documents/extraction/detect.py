@@ -87,6 +87,7 @@ HEAD_BYTES = 64 * 1024  # how much of a file detect_type_path() reads
 NOT_A_VALID_ZIP = gettext_noop("This file looks like a Word document or ZIP archive, but it is damaged and cannot be opened.")
 _TYPES = upload_types_phrase()
 _MARKDOWN_SUFFIXES = next(t.suffixes for t in FILE_TYPES if t.mime_type == MIME_MARKDOWN)
+_TEXT_SUFFIXES = tuple(s for t in FILE_TYPES if t.mime_type in (MIME_TEXT, MIME_MARKDOWN) for s in t.suffixes)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
@@ -187,8 +188,9 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
     """The document type from the first bytes of a file (content decides, not the name).
 
     ``head`` should hold the first 64 KB or so; ``complete`` says whether it is the
-    whole file (guessed from its size when omitted).  The file name only chooses
-    between text/plain and text/markdown.  Raises `ExtractionError` with code
+    whole file (guessed from its size when omitted).  The file name only matters for
+    text: a text or Markdown name (.txt, .md) keeps a file that quotes HTML or an
+    e-mail as text, and chooses between text/plain and text/markdown.  Raises `ExtractionError` with code
     ``empty_file``, ``unsupported_type`` or ``corrupt``.
     """
     if complete is None:
@@ -217,9 +219,12 @@ def detect_type(head: bytes, *, filename: str = "", complete: bool | None = None
             raise _unsupported(what)
     if complete and not text.strip():
         raise EmptyFileError(gettext_noop("This file is empty."))
-    if looks_like_html(text):
+    # A name that says text (.txt, .md) is kept: such a file may quote a web page or an e-mail. The markup
+    # is sniffed only when the name says nothing or says HTML.
+    named_text = filename.lower().endswith(_TEXT_SUFFIXES)
+    if not named_text and looks_like_html(text):
         return MIME_HTML
-    if looks_like_email(text):
+    if not named_text and looks_like_email(text):
         return MIME_EML
     if sniff_csv(text if complete else text[: text.rfind("\n") + 1],
                  named_csv=filename.lower().endswith((".csv", ".tsv"))):

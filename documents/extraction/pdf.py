@@ -19,6 +19,7 @@ from documents.extraction.types import (
     Block,
     Extraction,
     Limits,
+    clean_field,
     clean_text,
     format_page_list,
 )
@@ -256,7 +257,8 @@ class PdfExtraction(Extraction):
         finally:
             self._pdf_ocr.close()
             self._tables.close()
-        self.page_labels = pdf_page_labels(self._reader) or printed_labels(self._printed)
+        labels = pdf_page_labels(self._reader) or printed_labels(self._printed)
+        self.page_labels = {page: clean_field(label) for page, label in labels.items()}
         self.ocr = self._pdf_ocr.summary()
         self._finish_warnings()
 

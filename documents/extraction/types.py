@@ -134,6 +134,7 @@ class Extraction:
         produced = False
         try:
             for block in self._iter_blocks():
+                clean_block(block)
                 if block.text and not block.text.isspace():
                     produced = True
                     yield block
@@ -161,6 +162,15 @@ class Extraction:
 
 # --- text clean-up -------------------------------------------------------
 
+
+def clean_block(block: Block) -> None:
+    """The one boundary every extractor's output passes (`Extraction.blocks()`): text, heading path and
+    table header cleaned of what PostgreSQL or a page cannot hold, whatever the format's reader did."""
+    block.text = clean_field(block.text, one_line=False)
+    block.heading_path = tuple(part for part in (clean_field(p) for p in block.heading_path) if part)
+    if block.table_header is not None:
+        block.table_header = clean_field(block.table_header, one_line=False)
+
 # Line-breaking characters that are not "\n": vertical tab, form feed, NEL, LS, PS.
 _LINE_BREAKS_RE = re.compile("\r\n?|[\x0b\x0c\x85\u2028\u2029]")
 # Control characters (C0 except tab/newline, DEL, C1), BOM/ZWNBSP, non-characters and lone
@@ -172,6 +182,21 @@ def clean_text(text: str) -> str:
     """Normalise line breaks to "\\n" and drop control characters (keeps tabs)."""
     text = _LINE_BREAKS_RE.sub("\n", text)
     return _JUNK_RE.sub("", text)
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_FIELD_JUNK_RE = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff]+")
+
+
+def clean_field(value: object, *, one_line: bool = True) -> str:
+    """A string a document brings along (title, author, heading, sheet or slide name, e-mail header, file
+    name, page label), safe to store and to show: control characters other than tab and newline, the BOM
+    and non-characters removed, a lone surrogate replaced by U+FFFD; `one_line` folds every run of
+    whitespace (line breaks too) into one space and strips the ends. PostgreSQL refuses NUL in text and
+    jsonb, and a surrogate cannot be encoded at all, so every such string passes here before it is kept."""
+    text = _SURROGATE_RE.sub("\ufffd", str(value or ""))
+    text = _FIELD_JUNK_RE.sub("", _LINE_BREAKS_RE.sub("\n", text))
+    return " ".join(text.split()) if one_line else text
 
 
 def table_row(cells: list[str]) -> str:

@@ -62,3 +62,30 @@ def test_a_model_rewrite_goes_through_the_named_chat_server(tmp_path, fake_embed
     result = _run(*files, "--rewrite-server", "fake chat")
     assert result["model"]["model_rewrites"] == 1 and result["model"]["follow_ups"]["hit@1"] == 1.0
     assert len(chat_ai.requests_to("/v1/chat/completions")) == 1  # only the follow-up asked the model
+
+
+def test_a_file_that_does_not_index_is_reported_and_the_run_goes_on(tmp_path, fake_embedder):
+    """One passage that cannot be indexed (binary bytes: refused as not text) used to end the whole run."""
+    args = _files(tmp_path)
+    passages = tmp_path / "passages.jsonl"
+    broken = {"id": "broken-01", "doc": "garden", "title": "", "text": "\x00\x01\x02\x03\x04\x05\x06" * 40}
+    passages.write_text("\n".join(json.dumps(p) for p in [*PASSAGES, broken]), encoding="utf-8")
+    result = _run(*args)
+    [failure] = result["_run"]["failed"]
+    assert failure["file"] == "broken-01.txt" and failure["status"] == "failed" and failure["reason"]
+    assert result["verbatim"]["first_turns"]["n"] == 1 and result["human"]["follow_ups"]["hit@1"] == 1.0
+
+
+def test_a_document_a_killed_run_left_processing_is_recovered(tmp_path, fake_embedder):
+    """A run killed mid-indexing leaves its document "processing"; the next run recovers it (the worker's
+    crash recovery, run at the command's start) instead of failing on it."""
+    from documents.models import Document
+
+    files = _files(tmp_path)
+    _run(*files)
+    left = Document.objects.get(original_filename="roses-01.txt")
+    Document.objects.filter(pk=left.pk).update(status="processing", heartbeat_at=None)  # as a kill -9 leaves it
+    result = _run(*files)
+    assert result["_run"]["failed"] == []
+    assert Document.objects.get(pk=left.pk).status == "indexed"
+    assert result["human"]["follow_ups"]["hit@1"] == 1.0

@@ -1,5 +1,6 @@
 """Run ragsite: the ASGI web server (daphne: HTTP + WebSocket) and the django-q2 workers, together, each
-restarted with back-off when it dies; Ctrl-C or SIGTERM stops them all.
+restarted with back-off when it dies, and the embedded PostgreSQL started again when its postmaster dies;
+Ctrl-C or SIGTERM stops the processes (the database keeps running: `make stop-db` stops it).
 
 The processes log to $RAGSITE_DATA_DIR/logs/ragsite.log; the console shows serve's own lines and
 the processes' warnings and errors (CONSOLE_LOG_LEVEL, WARNING by default; INFO shows every line), so
@@ -24,6 +25,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils.translation import gettext, gettext_lazy, ngettext
 
+from core import pg
 from core.commands import BaseCommand
 from core.dbcheck import UnsupportedDatabase, require_pgvector
 
@@ -100,6 +102,21 @@ def _accepts(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+@dataclass
+class Database:
+    """The embedded PostgreSQL, watched like a process: its postmaster's pid and when to start it again."""
+
+    pgdata: Path
+    pid: int | None = None
+    started_at: float = 0.0
+    delay: float = BACKOFF_FIRST
+    restart_at: float | None = None  # set while it is down
+    checked_at: float = 0.0
+
+
+DATABASE_CHECK_EVERY = 1.0  # seconds between looks at the postmaster
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -206,6 +223,10 @@ class Command(BaseCommand):
         echo.start()
         for child in children:
             self._start(child)
+        embedded = None
+        if settings.EMBEDDED_PGDATA:
+            embedded = Database(Path(settings.EMBEDDED_PGDATA), pid=pg.embedded_running(Path(settings.EMBEDDED_PGDATA)),
+                                started_at=time.monotonic(), checked_at=time.monotonic())
         database = (gettext("PostgreSQL with pgvector %(version)s, embedded") if settings.EMBEDDED_PGDATA
                     else gettext("PostgreSQL with pgvector %(version)s")) % {"version": version}
         processes = gettext("no worker") if no_worker else gettext(
@@ -222,6 +243,8 @@ class Command(BaseCommand):
         try:
             # The address is shown once the web server accepts connections, after its start-up lines.
             while not stopping and not _accepts(host, port):
+                if embedded is not None:
+                    self._supervise_database(embedded)
                 self._supervise(children, lambda: stopping)
                 time.sleep(0.2)
             if not stopping:
@@ -235,6 +258,8 @@ class Command(BaseCommand):
                     gettext("ragsite is running at %(url)s (%(database)s; %(processes)s). Press Ctrl-C to stop.")
                     % {"url": f"http://{host}:{port}/", "database": database, "processes": processes}))
             while not stopping:
+                if embedded is not None:
+                    self._supervise_database(embedded)
                 self._supervise(children, lambda: stopping)
                 time.sleep(0.2)
         finally:
@@ -280,6 +305,45 @@ class Command(BaseCommand):
                 child.proc = None
             elif child.proc is None and now >= child.restart_at:
                 self._start(child)
+
+    def _supervise_database(self, db: Database) -> None:
+        """Start the embedded PostgreSQL again when its postmaster died (kill -9, the OOM killer), with the
+        workers' back-off; PostgreSQL runs its crash recovery as it starts. The processes keep running and
+        reconnect: the web server answers 503 meanwhile, an interrupted indexing job is recovered."""
+        now = time.monotonic()
+        if db.restart_at is None:
+            if now - db.checked_at < DATABASE_CHECK_EVERY:
+                return
+            db.checked_at = now
+            pid = pg.embedded_running(db.pgdata)
+            if pid is not None:
+                db.pid = pid
+                return
+            if now - db.started_at >= STABLE_AFTER:
+                db.delay = BACKOFF_FIRST
+            db.restart_at = now + db.delay
+            self.stderr.write(gettext("The embedded PostgreSQL (pid %(pid)s) stopped; starting it again in %(delay)s s.")
+                              % {"pid": db.pid, "delay": f"{db.delay:g}"})
+            db.delay = min(db.delay * 2, BACKOFF_MAX)
+            return
+        if now < db.restart_at:
+            return
+        try:
+            pg.ensure_embedded(db.pgdata)
+            pid = pg.embedded_running(db.pgdata)
+            if pid is None:
+                raise pg.DatabaseUnavailable("its postmaster is not running")
+        except pg.DatabaseUnavailable as exc:
+            db.restart_at = time.monotonic() + db.delay
+            self.stderr.write(gettext("The embedded PostgreSQL could not be started (%(error)s); trying again in "
+                                      "%(delay)s s.") % {"error": str(exc).splitlines()[0], "delay": f"{db.delay:g}"})
+            db.delay = min(db.delay * 2, BACKOFF_MAX)
+            return
+        db.restart_at = None
+        db.started_at = db.checked_at = time.monotonic()
+        db.pid = pid
+        self.stderr.write(gettext("Started the embedded PostgreSQL again (pid %(pid)s) after its crash recovery.")
+                          % {"pid": db.pid})
 
     def _stop_children(self, children: list["Child"]) -> None:
         running = [(c.name, c.proc) for c in children if c.proc is not None]

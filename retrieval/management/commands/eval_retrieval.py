@@ -83,7 +83,11 @@ class Command(BaseCommand):
         label = squad.stem
         strategy = strategy or evaluation.default_strategy()
         started = time.monotonic()
-        ids = evaluation.ingest_articles(data, label=label, log=log, strategy=strategy)
+        evaluation.recover_interrupted(log=log)
+        failed: list[dict] = []
+        ids = evaluation.ingest_articles(data, label=label, log=log, strategy=strategy, failed=failed)
+        left_out = {f["number"] for f in failed}
+        data = [article for number, article in enumerate(data) if number not in left_out]
         ingest_s = time.monotonic() - started
         texts = None
         if questions:
@@ -99,7 +103,7 @@ class Command(BaseCommand):
         results["_run"] = {"documents": squad.name, "questions": (questions or squad).name, "articles": len(ids),
                            "k": k, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1),
-                           "strategy": strategy, **evaluation.strategies_used(ids)}
+                           "strategy": strategy, "failed": failed, **evaluation.strategies_used(ids)}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
 
     def _dialogues(self, path: Path, passages_path: Path, *, k: int, json: bool, strategy, server_name, timeout,
@@ -121,8 +125,10 @@ class Command(BaseCommand):
             dialogue_evaluation.load_dialogues(path)
         strategy = strategy or evaluation.default_strategy()
         started = time.monotonic()
+        evaluation.recover_interrupted(log=log)
+        failed: list[dict] = []
         documents = dialogue_evaluation.ingest_passages(dialogue_evaluation.load_passages(passages_path), log=log,
-                                                        strategy=strategy)
+                                                        strategy=strategy, failed=failed)
         ingest_s = time.monotonic() - started
         user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
         results = dialogue_evaluation.evaluate_dialogues(user, documents, dialogues, k=k, rewrite_server=server,
@@ -130,7 +136,8 @@ class Command(BaseCommand):
         results["_run"] = {"dialogues": path.name, "passages": passages_path.name, "dialogue_count": len(dialogues),
                            "turns": sum(len(d.turns) for d in dialogues), "k": k, "arms": "hybrid",
                            "rewrite_server": server_name, "ingest_seconds": round(ingest_s, 1),
-                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy}
+                           "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy,
+                           "failed": failed}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))
 
     def handle_gold(self, gold: Path, files: Path | None, *, k: int, arms: str, limit: int | None, json: bool,
@@ -159,7 +166,10 @@ class Command(BaseCommand):
         strategy = strategy or evaluation.default_strategy()
         started = time.monotonic()
         # Every file of the folder is searched: the ones no question names are the distractors.
-        ids = gold_evaluation.ingest_files(gold_evaluation.folder_files(files), log=log, strategy=strategy)
+        evaluation.recover_interrupted(log=log)
+        failed: list[dict] = []
+        ids = gold_evaluation.ingest_files(gold_evaluation.folder_files(files), log=log, strategy=strategy,
+                                           failed=failed)
         ingest_s = time.monotonic() - started
         located, pages = gold_evaluation.locate(asked, ids)
         user = get_user_model().objects.get(username=evaluation.eval_username(strategy))
@@ -168,6 +178,6 @@ class Command(BaseCommand):
         results["_run"] = {"questions": gold.name, "n": len(asked), "k": k, "ingest_seconds": round(ingest_s, 1),
                            "eval_seconds": round(time.monotonic() - started - ingest_s, 1), "strategy": strategy,
                            "documents": gold_evaluation.documents_summary(ids),
-                           "evidence_not_found": gold_evaluation.unlocated(located),
+                           "evidence_not_found": gold_evaluation.unlocated(located), "failed": failed,
                            **evaluation.strategies_used(list(ids.values()))}
         self.stdout.write(__import__("json").dumps(results, indent=None if json else 2))

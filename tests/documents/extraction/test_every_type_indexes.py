@@ -165,3 +165,29 @@ def test_a_docx_paragraph_with_an_odd_outline_level_is_body_text(tmp_path):
     document.save(path)
     blocks = list(extract(path, "application/vnd.openxmlformats-officedocument.wordprocessingml.document").blocks())
     assert [(b.kind, b.text) for b in blocks] == [("paragraph", "The penstock feeds the turbine.")]
+
+
+QUOTED_HTML = (b"<html><body>\n<p>How to write a web page: put the text inside the body element.</p>\n"
+               b"</body></html>\nThe stylesheet notes for the intranet team end here.\n")
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("quoting.txt", "text/plain"), ("quoting.md", "text/markdown"), ("QUOTING.TXT", "text/plain"),
+    ("page.html", "text/html"), ("page.htm", "text/html"), ("", "text/html"), ("noext", "text/html"),
+])
+def test_a_text_name_keeps_a_file_that_quotes_html_text(name, expected):
+    from documents.extraction import detect_type
+
+    assert detect_type(QUOTED_HTML, filename=name) == expected
+
+
+def test_a_txt_file_that_quotes_html_indexes_as_text(api, fake_embedder):
+    """It was sniffed as a web page and failed with "This web page has no text in its main content"."""
+    response = api.post("/api/documents/", {"file": SimpleUploadedFile("quoting.txt", QUOTED_HTML)}, format="multipart")
+    assert response.status_code == 201, response.content
+    assert response.json()["mime_type"] == "text/plain"
+    index_document(response.json()["id"])
+    document = Document.objects.get(pk=response.json()["id"])
+    assert document.status == "indexed", document.index_error
+    found = api.get("/api/search/", {"q": "stylesheet"})
+    assert document.pk in {s["document_id"] for s in found.json()["segments"]}, found.json()
