@@ -88,7 +88,8 @@ def conversation_start(*, user, question: str, origin: str, title: str = "", doc
     with transaction.atomic():
         conversation = conversation_create(user=user, title=title, document_ids=document_ids, collection=collection,
                                            category=category, subcategory=subcategory, origin=origin)
-        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata)
+        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata,
+                                     origin=origin)
     return conversation, asked, answer
 
 
@@ -160,7 +161,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     """Save the question and a pending answer; the chat worker answers it (in order) after commit.
 
     `metadata`: the client's own object, kept with the question as `metadata.client` (validated
-    and size-limited by the caller's serializer); `origin`: which interface asked (`openai`, `mcp`).
+    and size-limited by the caller's serializer); `origin`: which interface asked (`web`, `api`, `openai`,
+    `mcp`: the audit channel of its answer, chat.orchestrator.answer_channel).
     `category` / `subcategory`: this question's own topic; None (not sent) asks under the
     conversation's topic. The question records the topic it was asked under (`metadata.category`,
     `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").

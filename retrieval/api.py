@@ -16,7 +16,7 @@ from retrieval.search import retrieve
 from retrieval.topics import topics_for
 from core.errors import BadGateway, NotFound, PermissionDenied
 from identity.audit import audit_passages
-from identity.models import AuditAction
+from identity.models import AuditAction, AuditChannel
 
 
 class SearchQuery(serializers.Serializer):
@@ -45,7 +45,7 @@ class SearchView(APIView):
         scope = scope_for(request.user, conversation=data.get("conversation"), collection=data.get("collection"))
         result = retrieve(request.user, data["q"], scope,
                           category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
-        audit_passages(action=AuditAction.SEARCH, user=request.user, segments=result.segments, via="api")
+        audit_passages(action=AuditAction.SEARCH, user=request.user, segments=result.segments, via=AuditChannel.REST)
         return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})
 
 
