@@ -68,7 +68,7 @@ def test_tools_search_read_list_and_ask_as_the_tokens_user(stack):
     lines = AuditEvent.objects.filter(user_id=stack.alice_doc.owner_id, document_id=stack.alice_doc.pk)
     searched = set(lines.filter(action="search", via="mcp").values_list("chunk_id", flat=True))
     assert {r["chunk_id"] for r in results} <= searched and top["chunk_id"] in searched
-    assert lines.filter(action="answer", via="chat", message_id__isnull=False, chunk_id__isnull=False).exists()
+    assert lines.filter(action="answer", via="mcp", message_id__isnull=False, chunk_id__isnull=False).exists()
 
 
 def test_two_tokens_never_see_each_others_documents(stack):
