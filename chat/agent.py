@@ -47,6 +47,8 @@ from chat.prompts import select_segments
 from chat.selectors import conversation_documents, conversation_scope
 from retrieval.contracts import Segment
 from retrieval.search import retrieve
+from core.errors import QuotaExceeded
+from usage.quotas import ModelCall, model_call_check
 
 EXTRA_ROUNDS = 2  # requests besides one per search: a first look, and the answer after the last search
 MIN_RESULT_TOKENS = 500  # one search's results never get less room than this
@@ -155,6 +157,7 @@ class Agent:
         self.texts: list[str] = []
         self.rounds = 0
         self.model = ""
+        self.quota_reached = False  # the owner's tokens for the month ran out during this answer
 
     def run(self) -> Outcome:
         job = self.job
@@ -165,7 +168,7 @@ class Agent:
         job.mark("prompt")
         while True:
             self.rounds += 1
-            offer = len(self.searches) < self.max_searches and self.rounds < self.max_rounds
+            offer = len(self.searches) < self.max_searches and self.rounds < self.max_rounds and not self.quota_reached
             if not offer:
                 messages.append({"role": "user", "content": BUDGET_USED_UP.format(
                     used=len(self.searches), max=self.max_searches)})
@@ -194,6 +197,7 @@ class Agent:
             extra={"agent": {"max_searches": self.max_searches, "searches": self.searches,
                              "rejected_calls": self.rejected, "rounds": self.rounds,
                              "budget_exhausted": len(self.searches) >= self.max_searches,
+                             "quota_reached": self.quota_reached,
                              "rounds_exhausted": self.rounds >= self.max_rounds}})
 
     def _call(self, call: dict) -> str:
@@ -209,8 +213,24 @@ class Agent:
         query, error = parse_query(arguments)
         if error:
             return self._reject(name, arguments, error)
+        if not self._quota_allows():
+            return self._reject(name, arguments, "The user's chat model quota is used up: no more searches. Answer "
+                                                 "from the results you have.", reason="quota")
         self._check_time()
         return self._search(query)
+
+    def _quota_allows(self) -> bool:
+        """Each search leads to one more model request: held to the owner's tokens for the month, this
+        answer's own requests so far included (usage.quotas, the one check of every model call)."""
+        if self.quota_reached:
+            return False
+        spent = sum(int(u.get("prompt_tokens") or 0) + int(u.get("completion_tokens") or 0) for u in self.usages)
+        try:
+            model_call_check(user=self.job.conversation.owner, call=ModelCall.AGENT_SEARCH, spent_tokens=spent)
+        except QuotaExceeded:
+            self.quota_reached = True
+            return False
+        return True
 
     def _reject(self, name: str, arguments, error: str, *, reason: str = "invalid") -> str:
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False, default=str)

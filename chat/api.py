@@ -161,7 +161,8 @@ class MessageListView(generics.ListAPIView):
         """Ask: the question and a pending answer at once; follow the answer over SSE or the WebSocket."""
         form = MessageCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        question, answer = services.message_send(conversation_id=conversation_id, user=request.user,
+        origin = "web" if isinstance(request.successful_authenticator, SessionAuthentication) else "api"
+        question, answer = services.message_send(conversation_id=conversation_id, user=request.user, origin=origin,
                                                  **form.validated_data)
         return Response(_asked(request, question, answer), status=status.HTTP_201_CREATED)
 

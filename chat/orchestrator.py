@@ -38,7 +38,7 @@ from core.dbcheck import transient_database_error
 from core.reasons import in_english, reason
 from core.errors import ApplicationError
 from identity.audit import audit_passages
-from identity.models import AuditAction
+from identity.models import AuditAction, AuditChannel
 from retrieval.ai import AiServerError
 from usage.recorder import answer_recorded
 
@@ -126,6 +126,17 @@ def _requeue_interrupted(conversation_id: int) -> None:
             Message.objects.filter(pk=message.pk, status=MessageStatus.STREAMING).update(
                 status=MessageStatus.PENDING, content="", updated_at=timezone.now())
         logger.warning("interrupted answer recovered", extra={"message_id": message.pk, "attempts": attempts})
+
+
+# The interface a question came by (its metadata.origin, else its conversation's origin) → the audit channel
+# its answer's passages are recorded under.
+_ANSWER_CHANNELS = {"openai": AuditChannel.V1, "mcp": AuditChannel.MCP, "api": AuditChannel.REST}
+
+
+def answer_channel(question: Message | None, conversation: Conversation) -> str:
+    """The audit channel of an answer: `v1`, `mcp`, `api` (REST with a token), else `chat` (the chat page)."""
+    origin = ((question.metadata or {}).get("origin") if question is not None else None) or conversation.origin
+    return _ANSWER_CHANNELS.get(origin, AuditChannel.CHAT)
 
 
 class Job:
@@ -336,7 +347,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
         message.save(update_fields=["status", "content", "sources", "metadata", "updated_at"])
         # Which passages went into this answer (to the model, or quoted): one INSERT, saved with it.
         audit_passages(action=AuditAction.ANSWER, user=job.conversation.owner, segments=outcome.tag_map.values(),
-                       via="chat", message_id=message.pk, detail={"mode": outcome.mode})
+                       via=answer_channel(job.question, job.conversation), message_id=message.pk,
+                       detail={"mode": outcome.mode})
         usage = outcome.usage or {}
         answer_recorded(user_id=job.conversation.owner_id, collection_id=job.conversation.collection_id,
                         mode=outcome.mode, chat_model=str(usage.get("model") or ""),

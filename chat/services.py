@@ -28,7 +28,7 @@ from chat.tasks import enqueue_answer
 from documents.models import Document
 from core.errors import ApplicationError, Conflict, NotFound
 from retrieval.topics import topic_validate
-from usage.quotas import answer_check, question_check
+from usage.quotas import ModelCall, model_call_check
 from usage.recorder import question_recorded
 
 logger = logging.getLogger(__name__)
@@ -88,7 +88,8 @@ def conversation_start(*, user, question: str, origin: str, title: str = "", doc
     with transaction.atomic():
         conversation = conversation_create(user=user, title=title, document_ids=document_ids, collection=collection,
                                            category=category, subcategory=subcategory, origin=origin)
-        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata)
+        asked, answer = message_send(conversation_id=conversation.pk, user=user, content=question, metadata=metadata,
+                                     origin=origin)
     return conversation, asked, answer
 
 
@@ -160,7 +161,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     """Save the question and a pending answer; the chat worker answers it (in order) after commit.
 
     `metadata`: the client's own object, kept with the question as `metadata.client` (validated
-    and size-limited by the caller's serializer); `origin`: which interface asked (`openai`, `mcp`).
+    and size-limited by the caller's serializer); `origin`: which interface asked (`web`, `api`, `openai`,
+    `mcp`: the audit channel of its answer, chat.orchestrator.answer_channel).
     `category` / `subcategory`: this question's own topic; None (not sent) asks under the
     conversation's topic. The question records the topic it was asked under (`metadata.category`,
     `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").
@@ -177,7 +179,8 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         if conversation is None:
             raise NotFound(gettext("No such conversation."))
-        question_check(user=user)  # the group's quotas: QuotaExceeded (429) names the limit and its reset
+        # The group's quotas: QuotaExceeded (429) names the limit and its reset.
+        model_call_check(user=user, call=ModelCall.EDIT if edit_of is not None else ModelCall.QUESTION)
         versions = {"version_of": _edited_root(conversation, edit_of)} if edit_of is not None else {}
         own = category is not None or subcategory is not None
         if own:
@@ -246,7 +249,7 @@ def message_retry(*, conversation_id, message_id, user) -> Message:
         if message.role != MessageRole.ASSISTANT or not (message.status == MessageStatus.FAILED or waited):
             raise Conflict(gettext("Only a failed answer, one that waited for a document or for the language model, can be retried."),
                            code="invalid_state", extra={"status": message.status})
-        answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
+        model_call_check(user=user, call=ModelCall.RETRY)  # the month's tokens: QuotaExceeded (429)
         _requeue(message)
     return message
 
@@ -279,7 +282,8 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
 def message_regenerate(*, conversation_id, message_id, user) -> Message:
     """Write a new version of the conversation's last answer, kept beside the earlier ones: a new pending
     answer to the same question (metadata.question_id), queued. Only a finished or failed answer of the
-    last question can be regenerated (a later question would have been asked after the older version)."""
+    last question can be regenerated (a later question would have been asked after the older version).
+    A regeneration is a new model call: held to the day's questions and counted as one (usage.quotas)."""
     with transaction.atomic():
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
@@ -297,12 +301,15 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
                                   status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
             raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
                            code="answer_in_progress")
-        answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
+        # A new model call like a question: the day's questions and the month's tokens (QuotaExceeded, 429).
+        model_call_check(user=user, call=ModelCall.REGENERATE)
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
                                         metadata={"question_id": question_id, "version_of": message.pk})
         _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
         conversation.save(update_fields=["updated_at"])
+        question_recorded(user_id=user.pk, collection_id=conversation.collection_id,
+                          origin=conversation.origin)  # counted as a question of the day
         _enqueue_with(conversation.pk)
     logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
     return answer

@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
@@ -34,6 +34,7 @@ from documents.serializers import (
 from documents.services import document_delete, document_reindex, document_set_topic, document_upload
 from documents.uploads import SizeLimitUploadHandler
 from documents.versions import document_version_upload, versions_list
+from core.parsers import StrictJSONParser
 from core.errors import ApplicationError, NotFound, TooLarge
 from identity.audit import audit_record
 from identity.models import AuditAction
@@ -59,7 +60,7 @@ class FileRenderer(BaseRenderer):
 class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = DocumentSerializer
     # Uploads are multipart; PATCH (moving a document) is JSON.
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, StrictJSONParser]
 
     def get_queryset(self):
         user = self.request.user
@@ -128,7 +129,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(DocumentSerializer(document).data)
 
     @extend_schema(request=UploadUrlRequestSerializer, responses={201: UploadUrlSerializer})
-    @action(detail=False, methods=["post"], url_path="upload-url", parser_classes=[JSONParser])
+    @action(detail=False, methods=["post"], url_path="upload-url", parser_classes=[StrictJSONParser])
     def upload_url(self, request):
         """A presigned POST straight to the bucket for a big file (object storage only; 400 otherwise).
         Post `fields` and then the file to `url`, then call finalize with the `upload_id`."""
@@ -144,7 +145,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(UploadUrlSerializer(body).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=FinalizeRequestSerializer, responses={201: DocumentSerializer, 200: DocumentSerializer})
-    @action(detail=False, methods=["post"], parser_classes=[JSONParser])
+    @action(detail=False, methods=["post"], parser_classes=[StrictJSONParser])
     def finalize(self, request):
         """Check the uploaded object (size, type, sha256) and queue its indexing like a normal upload;
         200 with `duplicate` when the same bytes are a document already."""
@@ -161,7 +162,7 @@ class DocumentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=DocumentTopicSerializer, responses=DocumentSerializer)
-    @action(detail=True, methods=["patch"], parser_classes=[JSONParser])
+    @action(detail=True, methods=["patch"], parser_classes=[StrictJSONParser])
     def topic(self, request, pk=None):
         """Change the document's category / subcategory (its owner or a curator of its collection)."""
         form = DocumentTopicSerializer(data=request.data, partial=True)

@@ -24,9 +24,11 @@ import secrets
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils import translation
 from django.utils.translation import gettext as _
 
-from core.errors import ApplicationError, Gone, NotFound
+from core.errors import ApplicationError, Gone, NotFound, PermissionDenied
+from identity.language import language_choice_of
 from identity.models import ApiToken
 from identity.services import tokens_revoke_all
 
@@ -55,9 +57,27 @@ def _clean(*, name: str, expires_at: datetime.datetime | None) -> str:
     return name
 
 
-def token_create(*, user, name: str = DEFAULT_NAME, expires_at: datetime.datetime | None = None) -> ApiToken:
-    """A new API token; its key is on the returned object as `.key`, this once only."""
+def _within_caller(made_with: ApiToken | None, expires_at: datetime.datetime | None) -> None:
+    """A token that expires may make or renew only keys that expire no later than itself, so a stolen
+    short-lived key cannot outlive its expiry; a token without expiry, or a signed-in session (None), any."""
+    if made_with is None or made_with.expires_at is None:
+        return
+    if expires_at is None or expires_at > made_with.expires_at:
+        limit = made_with.expires_at.isoformat()
+        # In the user's saved language (else the request's): a token client sends no session.
+        with translation.override(language_choice_of(made_with.user) or translation.get_language()):
+            message = _("The token you call with expires at %(expires_at)s: it may create or rotate only tokens that expire "
+                        "no later. Give an earlier expiry, or sign in to the site to make a longer-lived token.") % {
+                            "expires_at": limit}
+        raise PermissionDenied(message, code="token_outlives_caller", extra={"expires_at": limit})
+
+
+def token_create(*, user, name: str = DEFAULT_NAME, expires_at: datetime.datetime | None = None,
+                 made_with: ApiToken | None = None) -> ApiToken:
+    """A new API token; its key is on the returned object as `.key`, this once only. `made_with`: the
+    token the request came with (None: a signed-in session or a password), whose expiry bounds the new one."""
     name = _clean(name=name, expires_at=expires_at)
+    _within_caller(made_with, expires_at)
     key = _new_key()
     token = ApiToken.objects.create(user=user, name=name, prefix=key[:8], digest=_digest(key), expires_at=expires_at)
     token.key = key  # type: ignore[attr-defined]
@@ -76,14 +96,16 @@ def token_revoke(*, user, token_id: int) -> None:
         raise NotFound(_("No such token."), code="token_not_found")
 
 
-def token_rotate(*, user, token_id: int) -> ApiToken:
-    """A new key for one of the user's tokens (same name and expiry); the old key stops at once."""
+def token_rotate(*, user, token_id: int, made_with: ApiToken | None = None) -> ApiToken:
+    """A new key for one of the user's tokens (same name and expiry); the old key stops at once.
+    `made_with`: the token the request came with, whose expiry bounds the token rotated (token_create)."""
     with transaction.atomic():
         token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
         if token is None:
             raise NotFound(_("No such token."), code="token_not_found")
         if token.expires_at is not None and token.expires_at <= timezone.now():
             raise Gone(_("This token has expired: create a new one."), code="token_expired")
+        _within_caller(made_with, token.expires_at)
         key = _new_key()
         token.prefix, token.digest, token.rotated_at = key[:8], _digest(key), timezone.now()
         token.save(update_fields=["prefix", "digest", "rotated_at"])

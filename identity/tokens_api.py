@@ -46,6 +46,11 @@ class ApiTokenCreateSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True, label=_("Expires at"))
 
 
+def _calling_token(request) -> ApiToken | None:
+    """The token the request came with (None: a signed-in session): its expiry bounds the tokens it makes."""
+    return request.auth if isinstance(request.auth, ApiToken) else None
+
+
 class ApiTokenListView(APIView):
     """`GET /api/auth/tokens/` (yours, newest first) and `POST` (a new token; its key shown once)."""
 
@@ -57,12 +62,14 @@ class ApiTokenListView(APIView):
 
     @extend_schema(request=ApiTokenCreateSerializer, responses={201: ApiTokenCreatedSerializer},
                    summary="Create a named API token",
-                   description="`token` is the key, returned this once: only its hash is stored.")
+                   description="`token` is the key, returned this once: only its hash is stored. Called with "
+                               "a token that expires, the new token must expire no later (403 "
+                               "`token_outlives_caller` otherwise).")
     def post(self, request):
         data = ApiTokenCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         token = token_create(user=request.user, name=data.validated_data["name"],
-                             expires_at=data.validated_data.get("expires_at"))
+                             expires_at=data.validated_data.get("expires_at"), made_with=_calling_token(request))
         return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
 
@@ -79,9 +86,12 @@ class ApiTokenRotateView(APIView):
     """`POST /api/auth/tokens/{id}/rotate/`: a new key for one of your tokens."""
 
     @extend_schema(request=None, responses={200: ApiTokenCreatedSerializer}, summary="Rotate one of your API tokens",
-                   description="The old key stops working at once; the new one is returned this once.")
+                   description="The old key stops working at once; the new one is returned this once. Called "
+                               "with a token that expires, only a token expiring no later may be rotated (403 "
+                               "`token_outlives_caller`).")
     def post(self, request, token_id: int):
-        return Response(ApiTokenCreatedSerializer(token_rotate(user=request.user, token_id=token_id)).data)
+        return Response(ApiTokenCreatedSerializer(
+            token_rotate(user=request.user, token_id=token_id, made_with=_calling_token(request))).data)
 
 
 class TokenRotateView(APIView):

@@ -13,6 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from integrations import mcp_tools
 from integrations.answers import ask_start, answer_of, citations_of
+from integrations.scopes import resolve_collection
 from core.errors import ApplicationError
 
 USER_SCOPE_KEY = "ragsite_user"
@@ -62,13 +63,15 @@ async def get_passage(chunk_id: int, ctx: Context, context_chars: int = 0) -> di
 
 
 @server.tool()
-async def ask(question: str, ctx: Context) -> dict[str, Any]:
+async def ask(question: str, ctx: Context, collection: str | None = None) -> dict[str, Any]:
     """Ask a question: ragsite answers from your documents with [S1]-style markers and the citations they stand
-    for (document, page, offsets, snippet). The question and answer are saved as a conversation."""
+    for (document, page, offsets, snippet). The question and answer are saved as a conversation.
+    `collection`: the slug of one collection you read to answer from, or empty for all you read."""
     user = _user(ctx)
+    scope = await _run(resolve_collection, user=user, slug=collection)
     question = await _run(mcp_tools.clean_text, value=question, name="question")
     await _run(mcp_tools.question_allowed, user=user)
-    answer = await _run(ask_start, user=user, question=question, origin="mcp")
+    answer = await _run(ask_start, user=user, question=question, origin="mcp", collection=scope.collection)
     try:
         message = await answer_of(user=user, answer=answer)
     except ApplicationError as exc:

@@ -13,7 +13,7 @@ from integrations.scopes import resolve_collection
 from core.errors import ApplicationError, NotFound, Throttled
 from core.throttles import QuestionThrottle, retry_after
 from identity.audit import audit_passages, audit_record
-from identity.models import AuditAction
+from identity.models import AuditAction, AuditChannel
 from retrieval.search import retrieve
 from retrieval.search.scope import collection_scope
 
@@ -44,7 +44,7 @@ def search_documents(*, user, query: str, collection: str | None = None, k: int 
         raise ApplicationError(f"k must be between 1 and {MAX_K}.", code="invalid")
     result = retrieve(user, query[:2000], collection_scope(user, scope.collection) if scope.collection else None,
                       k=int(k))
-    audit_passages(action=AuditAction.SEARCH, user=user, segments=result.segments, via="mcp")
+    audit_passages(action=AuditAction.SEARCH, user=user, segments=result.segments, via=AuditChannel.MCP)
     return {"query": query, "results": [
         {"chunk_id": s.get("chunk_id"), "qa_id": s.get("qa_id"), "source_type": s.get("source_type", "document"),
          "document_id": s.get("document_id"), "document_name": s.get("document_name"),
@@ -80,7 +80,7 @@ def get_passage(*, user, chunk_id: int, context_chars: int = 0) -> dict:
              .filter(pk=int(chunk_id)).first())
     if chunk is None:
         raise NotFound(f"No passage {chunk_id} among your documents.")
-    audit_record(action=AuditAction.SEARCH, user=user, via="mcp", document=chunk.document, chunk_id=chunk.pk,
+    audit_record(action=AuditAction.SEARCH, user=user, via=AuditChannel.MCP, document=chunk.document, chunk_id=chunk.pk,
                  detail={"tool": "get_passage"})
     before = after = ""
     if context_chars:

@@ -273,6 +273,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON that is no valid Unicode (a lone surrogate) is a 400 for every field (core/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.StrictJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "core.pagination.Pagination",
     "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
@@ -307,7 +310,7 @@ SPECTACULAR_SETTINGS = {
     # Request bodies get their own components, so required text fields say minLength 1.
     "COMPONENT_SPLIT_REQUEST": True,
     # Request bodies are documented as JSON (uploads say multipart themselves); form posts still work.
-    "PARSER_WHITELIST": ["rest_framework.parsers.JSONParser"],
+    "PARSER_WHITELIST": ["core.parsers.StrictJSONParser"],
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "core.openapi.add_error_responses"],
 }

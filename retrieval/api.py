@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, serializers
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from django.utils.translation import gettext
@@ -15,8 +15,9 @@ from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
 from retrieval.topics import topics_for
 from core.errors import BadGateway, NotFound, PermissionDenied
+from core.permissions import staff_with
 from identity.audit import audit_passages
-from identity.models import AuditAction
+from identity.models import AuditAction, AuditChannel
 
 
 class SearchQuery(serializers.Serializer):
@@ -45,7 +46,7 @@ class SearchView(APIView):
         scope = scope_for(request.user, conversation=data.get("conversation"), collection=data.get("collection"))
         result = retrieve(request.user, data["q"], scope,
                           category=data.get("category"), subcategory=data.get("subcategory"), k=data.get("k"))
-        audit_passages(action=AuditAction.SEARCH, user=request.user, segments=result.segments, via="api")
+        audit_passages(action=AuditAction.SEARCH, user=request.user, segments=result.segments, via=AuditChannel.REST)
         return Response({"query": data["q"], "segments": result.segments, "trace": result.trace})
 
 
@@ -56,15 +57,16 @@ class EmbedRequest(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["query", "passage"], default="query")
 
 
+EMBED_PERMISSION = "retrieval.view_aiserver"  # staff who may see the AI servers in the admin
 EXTERNAL_EMBED_PERMISSION = "retrieval.change_aiserver"
 
 
 class EmbedView(APIView):
-    """Staff only: embed texts with a server, to check it. An external server (text leaves the
-    organisation) only for superusers and staff who may change AI servers, and never while external AI
+    """Staff who may view (or change) AI servers: embed texts with a server, to check it. An external server (text leaves
+    the organisation) only for superusers and staff who may change AI servers, and never while external AI
     is disabled."""
 
-    permission_classes = [permissions.IsAdminUser]
+    permission_classes = [staff_with(EMBED_PERMISSION, EXTERNAL_EMBED_PERMISSION)]
 
     @extend_schema(request=EmbedRequest)
     def post(self, request):

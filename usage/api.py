@@ -1,12 +1,12 @@
-"""`GET /api/usage/` (staff): the daily usage figures for a group, a user, a collection and a date range."""
+"""`GET /api/usage/` (staff who may read the usage report, `usage.view_usageday`): the daily usage figures for a group, a user, a collection and a date range."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.permissions import staff_with
 from usage.selectors import usage_filter_parse, usage_report
 
 _parameters = [
@@ -22,7 +22,8 @@ class UsageView(APIView):
     """Per day: questions, answers by mode, unanswered rate, tokens in/out per chat model, cited documents,
     indexing jobs, minutes and pages; and the totals of the range (docs/usage.md)."""
 
-    permission_classes = [permissions.IsAdminUser]
+    # The admin report's permission: without it a staff member reads neither (per-user counts, user names).
+    permission_classes = [staff_with("usage.view_usageday")]
 
     @extend_schema(parameters=_parameters, responses={200: OpenApiTypes.OBJECT})
     def get(self, request):

@@ -1,6 +1,8 @@
-"""Per-group quotas, checked once where work is accepted: a question (chat.services.message_send, used by
-the chat page, REST, /v1 and MCP), an upload (documents.services.document_upload) and an indexing job
-(retrieval/indexing/quotas.py, once its pages are known).
+"""Per-group quotas, checked once where work is accepted: every call of the chat model (`model_call_check`:
+a question from the chat page, REST, /v1 or MCP and its edited versions in chat.services.message_send, a
+regenerated or retried answer, each further search of an agentic answer in chat.agent), an upload
+(documents.services.document_upload) and an indexing job (retrieval/indexing/quotas.py, once its pages
+are known).
 
 A user's limits are those of the groups they belong to that have a quota, limit by limit the most
 generous: an empty limit in any of them is no limit. A user in no group with a quota has no limits;
@@ -24,6 +26,23 @@ from usage import metrics
 from usage.models import GroupQuota, UsageDay
 
 LIMITS = ("questions_per_day", "tokens_per_month", "pages_per_day")
+
+
+class ModelCall:
+    """The ways a chat model call is asked for; `CALL_LIMITS` says which limits hold each one back."""
+
+    QUESTION = "question"  # a new question: the chat page, REST, /v1, MCP (chat.services.message_send)
+    EDIT = "edit"  # a question edited into a new version (message_send with edit_of)
+    REGENERATE = "regenerate"  # a new version of the last answer: counted as a question of the day
+    RETRY = "retry"  # a failed or waiting answer written again: its question is counted already
+    AGENT_SEARCH = "agent_search"  # one more search (and model round) of an agentic answer already accepted
+
+
+_BOTH = ("questions_per_day", "tokens_per_month")
+CALL_LIMITS: dict[str, tuple[str, ...]] = {
+    ModelCall.QUESTION: _BOTH, ModelCall.EDIT: _BOTH, ModelCall.REGENERATE: _BOTH,
+    ModelCall.RETRY: ("tokens_per_month",), ModelCall.AGENT_SEARCH: ("tokens_per_month",),
+}
 _LOCK_CLASS = 0x5553  # pg_advisory_xact_lock(class, user id): one question check at a time per limited user
 
 
@@ -83,33 +102,26 @@ def _tokens_this_month(user) -> int:
                .aggregate(n=Sum(F("tokens_in") + F("tokens_out")))["n"] or 0)
 
 
-def question_check(*, user) -> None:
-    """Raise QuotaExceeded when the user may ask no more questions now (call inside the transaction that
-    saves the question: concurrent questions of one limited user are checked one after another)."""
+def model_call_check(*, user, call: str, spent_tokens: int = 0) -> None:
+    """Raise QuotaExceeded when the user may not make the chat model call `call` (a ModelCall) now: the one
+    check every way of calling the model goes through. `spent_tokens`: tokens an answer being written has
+    used already (not yet in the day's counters). Call a question's or a regeneration's check inside the
+    transaction that saves it: concurrent ones of one limited user are then checked one after another."""
+    held = CALL_LIMITS[call]
     limits = limits_for(user)
-    if limits["questions_per_day"] is None and limits["tokens_per_month"] is None:
+    if all(limits[name] is None for name in held):
         return
-    if connection.in_atomic_block:
+    if "questions_per_day" in held and connection.in_atomic_block:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, user.pk])
-    if (allowed := limits["questions_per_day"]) is not None:
+    if "questions_per_day" in held and (allowed := limits["questions_per_day"]) is not None:
         used = _used_today(user, "questions")
         if used >= allowed:
             raise _refuse(user, "questions_per_day", allowed, used, _next_midnight())
-    _tokens_check(user, limits)
-
-
-def _tokens_check(user, limits: dict) -> None:
     if (allowed := limits["tokens_per_month"]) is not None:
-        used = _tokens_this_month(user)
+        used = _tokens_this_month(user) + max(0, int(spent_tokens))
         if used >= allowed:
             raise _refuse(user, "tokens_per_month", allowed, used, _next_month())
-
-
-def answer_check(*, user) -> None:
-    """Raise QuotaExceeded when the user's tokens for the month are used up: before an answer is written
-    again (retry, regenerate), which asks no new question."""
-    _tokens_check(user, limits_for(user))
 
 
 def upload_check(*, user) -> None:

@@ -125,3 +125,43 @@ def test_the_user_menu_page_shows_a_new_key_once_and_rotates_and_ends_tokens(use
     ended = browser.post("/accounts/tokens/", {"action": "revoke", "token_id": token.pk})
     assert ended.status_code == 302 and _status(new_key) == 401 and not ApiToken.objects.exists()
     assert Client().get("/accounts/tokens/").status_code == 302  # signed out: to the sign-in page
+
+
+def test_an_expiring_token_makes_and_rotates_only_tokens_that_expire_no_later(user, api):
+    from identity.language import language_choice_save
+
+    now = timezone.now()
+    short = token_create(user=user, name="short", expires_at=now + datetime.timedelta(days=1))
+    calling = APIClient(HTTP_AUTHORIZATION=f"Token {short.key}")
+    later = (now + datetime.timedelta(days=30)).isoformat()
+    sooner = (now + datetime.timedelta(hours=2)).isoformat()
+
+    for body in ({"name": "forever"}, {"name": "forever", "expires_at": None}, {"name": "later", "expires_at": later}):
+        refused = calling.post("/api/auth/tokens/", body, format="json")
+        assert refused.status_code == 403, (body, refused.content)
+        assert refused.json()["code"] == "token_outlives_caller"
+        assert refused.json()["extra"]["expires_at"] == short.expires_at.isoformat()
+        assert "expire no later" in refused.json()["message"]
+    assert set(ApiToken.objects.filter(user=user).values_list("name", flat=True)) == {"short"}
+    made = calling.post("/api/auth/tokens/", {"name": "sooner", "expires_at": sooner}, format="json")
+    assert made.status_code == 201, made.content
+    same = calling.post("/api/auth/tokens/", {"name": "same", "expires_at": short.expires_at.isoformat()}, format="json")
+    assert same.status_code == 201, same.content
+
+    # Rotating: a token that outlives the caller is refused (and keeps its key); the caller itself, or one
+    # expiring sooner, is rotated.
+    forever = token_create(user=user, name="forever")
+    refused = calling.post(f"/api/auth/tokens/{forever.pk}/rotate/")
+    assert refused.status_code == 403 and refused.json()["code"] == "token_outlives_caller"
+    assert _status(forever.key) == 200
+    assert calling.post(f"/api/auth/tokens/{made.json()['id']}/rotate/").status_code == 200
+
+    # In the user's language; a token without expiry and a signed-in session make any token.
+    language_choice_save(user=user, language="cs")
+    czech = calling.post("/api/auth/tokens/", {"name": "x"}, format="json").json()["message"]
+    assert czech.startswith("Token, se kterým voláte, vyprší"), czech
+    unlimited = APIClient(HTTP_AUTHORIZATION=f"Token {forever.key}")
+    assert unlimited.post("/api/auth/tokens/", {"name": "any", "expires_at": later}, format="json").status_code == 201
+    assert unlimited.post("/api/auth/tokens/", {"name": "never"}, format="json").status_code == 201
+    assert api.post("/api/auth/tokens/", {"name": "from session"}, format="json").status_code == 201
+    assert calling.post(f"/api/auth/token/rotate/").status_code == 200  # the caller's own key: same expiry

@@ -68,7 +68,7 @@ def test_tools_search_read_list_and_ask_as_the_tokens_user(stack):
     lines = AuditEvent.objects.filter(user_id=stack.alice_doc.owner_id, document_id=stack.alice_doc.pk)
     searched = set(lines.filter(action="search", via="mcp").values_list("chunk_id", flat=True))
     assert {r["chunk_id"] for r in results} <= searched and top["chunk_id"] in searched
-    assert lines.filter(action="answer", via="chat", message_id__isnull=False, chunk_id__isnull=False).exists()
+    assert lines.filter(action="answer", via="mcp", message_id__isnull=False, chunk_id__isnull=False).exists()
 
 
 def test_two_tokens_never_see_each_others_documents(stack):
@@ -86,11 +86,23 @@ def test_two_tokens_never_see_each_others_documents(stack):
 
 
 def test_bad_arguments_unknown_collection_and_missing_token(stack):
-    _, (collection, listing, k, context, nul, empty) = mcp_calls(
+    from chat.models import Conversation, Message
+    from documents.models import Collection
+
+    Collection.objects.create(name="Rules", slug="rules", visibility="everyone")
+    stack.script_chat("Nothing about that in the rules.")
+    _, (collection, listing, k, context, nul, empty, asked_elsewhere, asked_in) = mcp_calls(
         stack, stack.tokens[0], ("search_documents", {"query": "scaffold", "collection": "handbook"}),
         ("list_documents", {"collection": "handbook"}), ("search_documents", {"query": "scaffold", "k": 500}),
         ("get_passage", {"chunk_id": 1, "context_chars": -1}), ("search_documents", {"query": "a\u0000b"}),
-        ("ask", {"question": "  "}))
+        ("ask", {"question": "  "}), ("ask", {"question": "Scaffold?", "collection": "handbook"}),
+        ("ask", {"question": "Scaffold?", "collection": "rules"}))
+    # `ask` takes `collection` like the other tools: an unknown one is refused and nothing is asked; a
+    # collection the user reads is the new conversation's.
+    assert asked_elsewhere.is_error and "Unknown collection 'handbook'" in asked_elsewhere.content[0].text
+    assert Message.objects.filter(conversation__owner__username="alice", role="user").count() == 1
+    conversation = Conversation.objects.get(pk=data(asked_in)["conversation_id"])
+    assert conversation.collection.slug == "rules" and conversation.origin == "mcp"
     assert nul.is_error and "NUL" in nul.content[0].text
     assert empty.is_error and "The question is empty" in empty.content[0].text
     for result in (collection, listing):

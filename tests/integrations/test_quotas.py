@@ -14,6 +14,7 @@ QUESTION = "How often is the scaffold inspected?"
 
 
 def test_the_question_quota_holds_over_v1_mcp_and_rest_and_usage_counts_each_request(stack, user):
+    """…and each answer is audited under the channel its question came by (v1, mcp, api)."""
     from django.contrib.auth.models import Group
     from django.db.models import Sum
     from django.utils import timezone
@@ -66,3 +67,12 @@ def test_the_question_quota_holds_over_v1_mcp_and_rest_and_usage_counts_each_req
     assert sums["questions"] == accepted == 3 and sums["answers"] == 3 and sums["tokens"] > 0
     assert Message.objects.filter(conversation__owner=user, role="user").count() == accepted
     rest.close()
+
+    # Each answer's passages are audited under the way the question came in: /v1, MCP, REST.
+    from identity.models import AuditEvent
+
+    channels = {}
+    for answer in Message.objects.filter(conversation__owner=user, role="assistant").order_by("pk"):
+        channels[answer.pk] = set(AuditEvent.objects.filter(action="answer", message_id=answer.pk)
+                                  .values_list("via", flat=True))
+    assert list(channels.values()) == [{"v1"}, {"mcp"}, {"api"}], channels

@@ -2,6 +2,8 @@
 or the ordinary answer, and nothing stored."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from chat.models import Conversation
@@ -66,3 +68,23 @@ def test_new_conversation_with_document_id_superscript_two(browser, user):
     assert response.status_code == 302 and response["Location"] == "/c/new/", response.content[:300]
     assert browser.get("/c/new/?document=²").status_code == 200  # not an id: nothing to attach
     assert not Conversation.objects.exists()  # the first question creates the conversation
+
+
+def test_a_lone_surrogate_in_a_choice_field_is_400_not_500(api, user, browser):
+    """DRF's choice fields repeat a refused value in their message, which could not be encoded: every JSON
+    body with text that is no valid Unicode is refused where it is parsed (core/parsers.py)."""
+    from chat.services import message_send
+
+    conversation = Conversation.objects.create(owner=user)
+    _, answer = message_send(conversation_id=conversation.pk, user=user, content="Pump?", enqueue=False)
+    Collection.objects.create(name="Handbook", slug="handbook", visibility="everyone")
+    for url, body in (
+            ("/api/collections/", {"name": "X", "slug": "x", "visibility": "\ud800"}),
+            (f"/api/conversations/{conversation.pk}/messages/{answer.pk}/feedback/", {"rating": "\ud800"}),
+            (f"/api/conversations/{conversation.pk}/messages/{answer.pk}/feedback/", {"rating": "down",
+                                                                                    "reason": "\ud800"}),
+            ("/api/conversations/", {"title": "ok", "\ud800": 1})):
+        response = api.post(url, data=json.dumps(body), content_type="application/json")  # "\ud800" escaped
+        assert response.status_code == 400, (url, response.content[:300])
+        assert response.json()["code"] == "parse_error" and "lone surrogate" in response.json()["message"]
+    assert not Collection.objects.filter(slug="x").exists() and Conversation.objects.count() == 1

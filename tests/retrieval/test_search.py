@@ -395,11 +395,21 @@ def test_search_api_for_another_users_conversation_is_404(api, other_api, user, 
     assert other_api.get("/api/search/", {"q": "x", "conversation": conversation.pk}).status_code == 404
 
 
-def test_embed_api_is_staff_only(api, staff_user, fake_embedder):
+def test_embed_api_is_for_staff_who_may_view_ai_servers(api, staff_user, fake_embedder, fake_ai):
+    from django.contrib.auth.models import Permission
+
     payload = {"server_id": fake_embedder.server_row.pk, "texts": ["hello world"]}
     assert api.post("/api/embed/", payload, format="json").status_code == 403
     staff = APIClient()
-    staff.force_authenticate(staff_user)
+    helpdesk = type(staff_user).objects.create_user(username="helpdesk", password="x-pass-123", is_staff=True)
+    staff.force_authenticate(helpdesk)
+    sent = len(fake_ai.requests_to("/v1/embeddings"))
+    assert staff.post("/api/embed/", payload, format="json").status_code == 403  # staff without the permission
+    assert len(fake_ai.requests_to("/v1/embeddings")) == sent
+    helpdesk.user_permissions.add(Permission.objects.get(codename="view_aiserver"))
+    staff.force_authenticate(type(staff_user).objects.get(pk=helpdesk.pk))  # permissions are cached per object
+    assert staff.post("/api/embed/", payload, format="json").status_code == 200
+    staff.force_authenticate(staff_user)  # a superuser
     body = staff.post("/api/embed/", payload, format="json").json()
     assert body["dim"] == 384 and len(body["vectors"][0]) == 384
 
@@ -431,6 +441,7 @@ def test_embed_api_sends_text_to_an_external_server_only_for_those_allowed(djang
         return client
 
     staff = django_user_model.objects.create_user(username="helpdesk", password="x-pass-123", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_aiserver"))
     sent = len(fake_ai.requests_to("/v1/embeddings"))
     refused = as_user(staff).post("/api/embed/", payload, format="json")
     assert refused.status_code == 403 and "external AI server" in refused.json()["message"]
@@ -442,7 +453,10 @@ def test_embed_api_sends_text_to_an_external_server_only_for_those_allowed(djang
     assert as_user(boss).post("/api/embed/", payload, format="json").status_code == 200
     settings.EXTERNAL_AI_DISABLED = True
     assert as_user(boss).post("/api/embed/", payload, format="json").status_code == 409
-    server.is_external = False  # an internal server stays open to any staff member
+    server.is_external = False  # an internal server: any staff member who may view AI servers
     server.save(update_fields=["is_external"])
     helpdesk2 = django_user_model.objects.create_user(username="helpdesk2", password="x-pass-123", is_staff=True)
+    assert as_user(helpdesk2).post("/api/embed/", payload, format="json").status_code == 403
+    helpdesk2.user_permissions.add(Permission.objects.get(codename="view_aiserver"))
+    helpdesk2 = django_user_model.objects.get(pk=helpdesk2.pk)
     assert as_user(helpdesk2).post("/api/embed/", payload, format="json").status_code == 200

@@ -211,7 +211,7 @@ def test_tokens_are_counted_per_chat_server_even_when_two_run_a_model_of_one_nam
     assert report["days"][-1]["tokens_by_server"] == report["totals"]["tokens_by_server"]
 
 
-def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_user, staff_user, client):
+def test_usage_api_is_for_staff_with_the_report_permission_with_daily_figures_and_filters(api, user, other_user, staff_user, client):
     from rest_framework.test import APIClient
 
     today = timezone.localdate()
@@ -222,10 +222,20 @@ def test_usage_api_is_for_staff_with_daily_figures_and_filters(api, user, other_
     usage_add(user_id=user.pk, questions=1, day=today - timedelta(days=2))
     usage_add(user_id=other_user.pk, questions=5, indexing_seconds=90, indexing_pages=4)
 
+    from django.contrib.auth.models import Permission
+
     assert api.get("/api/usage/").status_code == 403
     assert APIClient().get("/api/usage/").status_code in (401, 403)
     staff = APIClient()
-    staff.force_authenticate(staff_user)
+    # Staff without the admin report's permission read nothing (per-user counts, user names).
+    helpdesk = type(staff_user).objects.create_user(username="helpdesk", password="x-pass-123", is_staff=True)
+    staff.force_authenticate(helpdesk)
+    assert staff.get("/api/usage/", {"user": "bob"}).status_code == 403
+    assert staff.get("/api/usage/").status_code == 403
+    helpdesk.user_permissions.add(Permission.objects.get(codename="view_usageday"))
+    staff.force_authenticate(type(staff_user).objects.get(pk=helpdesk.pk))  # permissions are cached per object
+    assert staff.get("/api/usage/", {"user": "bob"}).json()["totals"]["questions"] == 5
+    staff.force_authenticate(staff_user)  # a superuser
 
     everyone = staff.get("/api/usage/", {"from": (today - timedelta(days=2)).isoformat()}).json()
     assert [d["date"] for d in everyone["days"]] == [(today - timedelta(days=n)).isoformat() for n in (2, 1, 0)]
