@@ -21,6 +21,8 @@ from django.utils.translation import gettext_lazy
 from core.errors import ApplicationError
 from evaluation import charts, selectors, services
 from evaluation.models import EvalRun, RunStatus, TestQuestion, TestSet
+from identity.audit import audit_answers, audit_record
+from identity.models import AuditAction, AuditChannel
 from retrieval.admin.registrations import RetrievalSettingsAdmin
 from retrieval.models import AiServer, RetrievalSettings
 from retrieval.selectors import retrieval_settings_get
@@ -165,13 +167,17 @@ class TestSetAdmin(admin.ModelAdmin):
             if not chosen:
                 self.message_user(request, _("Tick the answers to add first."), messages.ERROR)
                 return HttpResponseRedirect(request.path)
-            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen)
+            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen, user=request.user)
             self.message_user(request, _("%(count)d questions added from thumbed-up answers.") % {"count": added},
                               messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:evaluation_testset_change", args=[test_set.pk]))
+        candidates = selectors.thumbed_up_candidates(test_set, user=request.user)
+        # Staff read users' questions and answers here: a line each in the audit log.
+        audit_answers(user=request.user, answers=[(c["message_id"], c["document_ids"]) for c in candidates],
+                      via=AuditChannel.ADMIN, detail={"page": "from-answers", "test_set": test_set.pk})
         return TemplateResponse(request, "admin/evaluation/from_answers.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set,
-            "candidates": selectors.thumbed_up_candidates(test_set),
+            "candidates": candidates,
             "title": _("Add thumbed-up answers to %(name)s") % {"name": test_set.name}})
 
     def chart_view(self, request, pk: int):
@@ -182,6 +188,7 @@ class TestSetAdmin(admin.ModelAdmin):
         return HttpResponse(svg, content_type="image/svg+xml")
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
+        _audit_gold_passages(request, TestQuestion.objects.filter(test_set_id=_int(object_id)))
         extra = {"import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
                  "run_url": reverse("admin:evaluation_testset_run", args=[object_id]),
                  "chart_url": reverse("admin:evaluation_testset_chart", args=[object_id]),
@@ -212,6 +219,25 @@ class TestQuestionAdmin(admin.ModelAdmin):
     list_display = ("question", "test_set", "language", "kind")
     list_filter = ("test_set", "language", "kind")
     search_fields = ("question", "external_id")
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        _audit_gold_passages(request, TestQuestion.objects.filter(pk=_int(object_id)))
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _int(value) -> int | None:
+    return int(value) if str(value).isascii() and str(value).isdigit() else None
+
+
+def _audit_gold_passages(request, questions) -> None:
+    """Gold passages are copies of document text (from thumbed-up answers or files): showing them to
+    staff in the admin is a read, one audit line per page view (the set and how many questions hold them)."""
+    if request.method != "GET" or not request.user.has_perm("evaluation.view_testquestion"):
+        return
+    holding = list(questions.exclude(gold_passages=[]).values_list("pk", "test_set_id"))
+    if holding:
+        audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN,
+                     detail={"page": "test set", "test_set": holding[0][1], "questions": [pk for pk, _s in holding]})
 
 
 def _pct(value) -> str:

@@ -92,7 +92,8 @@ class ApiToken(models.Model):
 class AuditAction(models.TextChoices):
     DOWNLOAD = "download", _("download")
     VIEW = "view", _("viewer open")
-    TEXT = "text", _("text read through the API")
+    TEXT = "text", _("document text read")
+    READ_ANSWER = "read_answer", _("question and answer read")
     SEARCH = "search", _("passage returned by a search")
     ANSWER = "answer", _("passage sent for an answer")
     SIGN_IN = "sign_in", _("sign-in")
@@ -101,10 +102,31 @@ class AuditAction(models.TextChoices):
     PERMISSIONS = "permissions", _("permission change")
 
 
-# How an audited read or sign-in came in (AuditEvent.via): stored as a code, shown in the reader's language.
+class AuditChannel:
+    """How an audited read or sign-in came in (AuditEvent.via): the one vocabulary every writer uses.
+
+    The codes are stored (the log is append-only, so they never change); `AUDIT_CHANNELS` names
+    them in the reader's language. Reads of documents and answers come in by WEB (the site's pages),
+    ADMIN (the admin), REST (`/api/`), V1 (the OpenAI-compatible `/v1/`), MCP (`/mcp`) or CHAT
+    (passages sent for an answer on the chat page); sign-ins by API_TOKEN, LDAP, OIDC or LOCAL."""
+
+    WEB = "page"
+    ADMIN = "admin"
+    REST = "api"
+    V1 = "v1"
+    MCP = "mcp"
+    CHAT = "chat"
+    API_TOKEN = "api_token"
+    LDAP = "ldap"
+    OIDC = "oidc"
+    LOCAL = "local"
+
+
 AUDIT_CHANNELS = {
-    "page": _("web page"), "api": _("REST API"), "mcp": _("MCP"), "chat": _("chat answer"), "admin": _("admin"),
-    "api_token": _("API token"), "ldap": _("LDAP"), "oidc": _("OpenID Connect"), "local": _("password"),
+    AuditChannel.WEB: _("web page"), AuditChannel.REST: _("REST API"), AuditChannel.V1: _("OpenAI-compatible API"),
+    AuditChannel.MCP: _("MCP"), AuditChannel.CHAT: _("chat answer"), AuditChannel.ADMIN: _("admin"),
+    AuditChannel.API_TOKEN: _("API token"), AuditChannel.LDAP: _("LDAP"), AuditChannel.OIDC: _("OpenID Connect"),
+    AuditChannel.LOCAL: _("password"),
 }
 
 
@@ -121,7 +143,7 @@ class AuditEvent(models.Model):
     username = models.CharField(max_length=150, blank=True, verbose_name=_("user name"))
     # Who made the change when it is not `user` (an administrator changing someone's groups).
     actor = models.CharField(max_length=150, blank=True, verbose_name=_("changed by"))
-    # page, api, mcp, chat, admin, api_token, ldap, oidc, local (AUDIT_CHANNELS names them)
+    # An AuditChannel code (AUDIT_CHANNELS names them)
     via = models.CharField(max_length=20, blank=True, verbose_name=_("channel"))
     document_id = models.BigIntegerField(null=True, blank=True, db_index=True, verbose_name=_("document id"))
     document_title = models.CharField(max_length=300, blank=True, verbose_name=_("document title"))
