@@ -156,7 +156,7 @@ class DocumentAdmin(admin.ModelAdmin):
         response = super().change_view(request, object_id, form_url, extra_context)
         if request.method == "GET" and response.status_code == 200:
             # The page shows the document's first chunks: a read of its text, as the viewer's would be.
-            document = Document.objects.filter(pk=_int(object_id)).only("pk", "title", "original_filename", "version").first()
+            document = Document.objects.filter(pk=_int(object_id)).only("id", "title", "original_filename", "version").first()
             if document is not None:
                 audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN, document=document,
                              detail={"page": "document admin", "chunks": FIRST_CHUNKS})
@@ -327,7 +327,7 @@ class ChunkAdmin(admin.ModelAdmin):
         response = super().change_view(request, object_id, form_url, extra_context)
         if request.method == "GET" and response.status_code == 200:
             chunk = Chunk.objects.filter(pk=_int(object_id)).select_related("document").only(
-                "pk", "document__pk", "document__title", "document__original_filename", "document__version").first()
+                "id", "document__id", "document__title", "document__original_filename", "document__version").first()
             if chunk is not None:
                 audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN, document=chunk.document,
                              chunk_id=chunk.pk, detail={"page": "chunk admin"})
