@@ -34,6 +34,10 @@ class TestQuestionInline(admin.TabularInline):
     extra = 0
     show_change_link = True
 
+    def get_queryset(self, request):
+        # Gold passages copied from documents the viewer may not read are not shown (nor saved over).
+        return selectors.questions_shown_to(super().get_queryset(request), user=request.user)
+
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
         if db_field.name in ("question", "gold_passages", "gold_documents", "key_facts") and field is not None:
@@ -220,6 +224,9 @@ class TestQuestionAdmin(admin.ModelAdmin):
     list_filter = ("test_set", "language", "kind")
     search_fields = ("question", "external_id")
 
+    def get_queryset(self, request):
+        return selectors.questions_shown_to(super().get_queryset(request), user=request.user)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         _audit_gold_passages(request, TestQuestion.objects.filter(pk=_int(object_id)))
         return super().change_view(request, object_id, form_url, extra_context)
@@ -285,7 +292,10 @@ class EvalRunAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise DjangoPermissionDenied
         run = get_object_or_404(EvalRun.objects.select_related("test_set", "baseline"), pk=object_id)
-        results = run.results.order_by("id")
+        questions = TestQuestion.objects.filter(test_set_id=run.test_set_id)
+        shown = selectors.questions_shown_to(questions, user=request.user)
+        # A question grown from an answer the viewer may not see is left out of the rows (its text is the user's).
+        results = run.results.exclude(question__in=questions.exclude(pk__in=shown.values("pk"))).order_by("id")
         return TemplateResponse(request, "admin/evaluation/run.html", self._context(
             request, run=run, results=results, title=str(run),
             refresh=run.status in (RunStatus.QUEUED, RunStatus.RUNNING),

@@ -48,6 +48,15 @@ def thumbed_up_candidates(test_set: TestSet, *, user, limit: int = 100) -> list[
     return found
 
 
+def questions_shown_to(questions, *, user):
+    """`questions` (a TestQuestion queryset) without those whose gold passages were copied from a
+    document `user` may not read (`passage_document_ids`; questions from files have none)."""
+    rows = list(questions.exclude(passage_document_ids=[]).values_list("pk", "passage_document_ids"))
+    readable = readable_document_ids(user, {int(d) for _pk, ids in rows for d in ids})
+    hidden = [pk for pk, ids in rows if not {int(d) for d in ids} <= readable]
+    return questions.exclude(pk__in=hidden) if hidden else questions
+
+
 def _cited(message: Message) -> dict:
     """The answer's cited passages and approved pairs (ids), and their documents' names to show."""
     sources = {s.get("source_id"): s for s in message.sources or [] if isinstance(s, dict)}

@@ -212,3 +212,28 @@ def test_staff_reads_in_the_admin_are_audited_with_the_channel(world, django_use
     assert texts.filter(detail__page="chunk admin", chunk_id=chunk.pk, document_id=world.document.pk).exists()
     assert texts.filter(detail__page="test set", detail__test_set=world.test_set.pk).exists()
     assert lines.filter(action=AuditAction.READ_ANSWER, detail__document_ids=[world.document.pk]).exists()
+
+
+def test_gold_passages_one_curator_copied_are_not_shown_to_a_curator_who_may_not_read_them(world, django_user_model):
+    from evaluation import runner, services
+
+    copier = _viewer(world, django_user_model, "Q&A curator reading the collection")
+    assert services.testset_add_thumbed_up(test_set=world.test_set, message_ids=[world.answers["up"].pk],
+                                           user=copier) == 1
+    question = world.test_set.questions.get()
+    assert (question.gold_passages, question.passage_document_ids) == ([world.document.chunks.get().content],
+                                                                       [world.document.pk])
+    run = services.run_start(test_set_id=world.test_set.pk, user=copier)
+    runner.run_execute(run.pk)
+    pages = [reverse("admin:evaluation_testset_change", args=[world.test_set.pk]),
+             reverse("admin:evaluation_testquestion_change", args=[question.pk]),
+             reverse("admin:evaluation_testquestion_changelist"), reverse("admin:evaluation_evalrun_change", args=[run.pk])]
+    for name, sees in (("Q&A curator", False), ("Q&A curator reading the collection", True), ("superuser", True)):
+        viewer = copier if sees and name != "superuser" else _viewer(world, django_user_model, name)
+        client = Client()
+        client.force_login(viewer)
+        responses = [client.get(page) for page in pages]
+        # They may open the pages (the hidden question's own page sends them away as for no such question)...
+        assert [r.status_code for r in responses] == [200, 200 if sees else 302, 200, 200], name
+        body = _body(*responses)  # ...and read everything but the copied question and passages
+        assert (SECRET_WORDS in body, QUP in body) == (sees, sees), name
