@@ -12,7 +12,11 @@ from django.utils.translation import gettext_lazy as _
 
 from chat import gaps
 from chat.gaps import can_curate
-from chat.models import Conversation, ConversationDocument, GapGroup, GapReason, GapStatus, Message
+from chat.models import Conversation, ConversationDocument, GapGroup, GapReason, GapStatus, Message, MessageRole
+from chat.selectors import conversations_shown_to_staff
+from documents.answer_access import answer_document_ids as documents_drawn_on
+from identity.audit import audit_answers
+from identity.models import AuditChannel
 from core.admin import ReadOnlyModelAdmin
 from core.errors import ApplicationError
 from documents.governance import sources_due
@@ -40,23 +44,63 @@ class MessageInline(admin.TabularInline):
         return obj.error_text
 
 
+def _audit_conversation_read(request, conversation_id, message_ids=None) -> None:
+    """Staff opened a conversation or a message in the admin: a line per answer shown (who, which)."""
+    if request.method != "GET":
+        return
+    answers = Message.objects.filter(conversation_id=conversation_id, role=MessageRole.ASSISTANT)
+    if message_ids is not None:
+        answers = answers.filter(pk__in=message_ids)
+    audit_answers(user=request.user, via=AuditChannel.ADMIN, detail={"page": "conversation admin"},
+                  answers=[(m.pk, documents_drawn_on(m.sources, m.metadata))
+                           for m in answers.only("pk", "sources", "metadata")])
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
+    """Conversations are private: staff holding `chat.view_message` see those whose every answer drew
+    only on documents they may read (the rule for answers, documents.answer_access), and each opening
+    is audited."""
+
     list_display = ("id", "title", "owner", "created_at", "updated_at")
     search_fields = ("title", "owner__username")
     list_select_related = ("owner",)
     raw_id_fields = ("owner",)
     inlines = [AttachmentInline, MessageInline]
 
+    def get_queryset(self, request):
+        return conversations_shown_to_staff(super().get_queryset(request), user=request.user)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if response.status_code == 200 and str(object_id).isdigit():
+            _audit_conversation_read(request, int(object_id))
+        return response
+
 
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
+    """Messages by the same rule as conversations (ConversationAdmin), each opening audited."""
+
     list_display = ("id", "conversation", "role", "status", "created_at")
     list_filter = ("role", "status")
     search_fields = ("content",)
     raw_id_fields = ("conversation",)
     readonly_fields = ("created_at", "updated_at")
     actions = ["promote_to_qa_pair"]
+
+    def get_queryset(self, request):
+        return conversations_shown_to_staff(super().get_queryset(request), user=request.user, field="conversation_id")
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if response.status_code == 200 and str(object_id).isdigit():
+            message = Message.objects.filter(pk=int(object_id)).values_list("conversation_id", "role").first()
+            if message is not None:
+                # A question's page shows the question; its answer's documents say whose it is.
+                _audit_conversation_read(request, message[0],
+                                         None if message[1] == MessageRole.USER else [int(object_id)])
+        return response
 
     @admin.action(description=_("Promote to Q&A pair (prefilled with the question and this answer)"))
     def promote_to_qa_pair(self, request, queryset):
@@ -113,8 +157,8 @@ class GapGroupAdmin(ReadOnlyModelAdmin):
         groups = gaps.gap_groups(user=request.user, status=status)
         add = reverse("admin:retrieval_knowledgeentry_add")
         rows = [{"view": view, "answer_url": add + "?" + urlencode(
-                    {"question": view.example_question or "", "category": view.group.category,
-                     "subcategory": view.group.subcategory, "from_gap": view.id})}
+                    {"question": view.example_question or "", "category": view.category,
+                     "subcategory": view.subcategory, "from_gap": view.id})}
                 for view in groups]
         return self._page(request, "admin/chat/gap_inbox.html", title=_("Knowledge gaps"), rows=rows,
                           status=status, statuses=GapStatus.choices, reason_labels=dict(GapReason.choices),

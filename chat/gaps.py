@@ -26,9 +26,12 @@ Nothing is fitted to a set; bench/gaps.py measures it, and docs/knowledge-base.m
 that lost.
 
 **Privacy.** Groups hold no text. A question's text is read from its message (a deleted
-conversation cascades its gap rows away) and shown to a curator only when it was asked in a shared
-collection or under a topic with no documents attached, or when it is the curator's own. An answer
-and its sources are shown only to a viewer who may read every document the answer drew on.
+conversation cascades its gap rows away) and shown by the one rule for answers
+(`documents.answer_access.may_see_answer`): to its asker, and to a curator when every document its
+answer drew on is one the curator may read and there is at least one (the documents say whose
+collection the question is about), or when the asker shared it with the curators on 👎 — never when
+the answer drew on a document the curator may not read. Privacy by who may read, not by the topic or
+collection picked. Its 👎 reason and comment are shown with it, its answer and sources too.
 """
 from __future__ import annotations
 
@@ -42,10 +45,12 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from chat.models import (Feedback, FeedbackRating, GapGroup, GapPending, GapQuestion, GapReason, GapStatus,
+from chat.models import (Feedback, FeedbackRating, FeedbackReason, GapGroup, GapPending, GapQuestion, GapReason, GapStatus,
                          Message, MessageRole, MessageStatus)
 from core.errors import Conflict, NotFound
 from core.tasks import queue
+from documents.answer_access import answer_document_ids as documents_drawn_on
+from documents.answer_access import may_see_answer, readable_document_ids
 from documents.models import Document
 from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
@@ -118,10 +123,7 @@ def grouping_distances(model: EmbeddingModel, bounds: Bounds) -> tuple[float, fl
 
 def answer_document_ids(message: Message) -> list[int]:
     """Every document an answer drew on: cited, given to the model, or retrieved for it."""
-    metadata = message.metadata or {}
-    rows = [*(message.sources or []), *(metadata.get("context_sources") or []),
-            *(metadata.get("retrieved_segments") or [])]
-    return sorted({int(r["document_id"]) for r in rows if isinstance(r, dict) and r.get("document_id")})
+    return sorted(documents_drawn_on(message.sources, message.metadata))
 
 
 # --- recording (one batch task) --------------------------------------------------------------------
@@ -245,8 +247,10 @@ def gap_record_batch(*, answer_ids: list[int], vectors: dict[int, tuple[str, obj
     outcomes: dict[int, str] = {}
     answers = {a.pk: a for a in Message.objects.filter(pk__in=answer_ids, role=MessageRole.ASSISTANT,
                                                        status=MessageStatus.DONE).select_related("conversation")}
-    thumbed = set(Feedback.objects.filter(message_id__in=list(answers), rating=FeedbackRating.DOWN)
-                  .values_list("message_id", flat=True))
+    thumbed: dict[int, bool] = {}  # answer: thumbed down, and whether its asker shared it with the curators
+    for message_id, user_id, shared in (Feedback.objects.filter(message_id__in=list(answers), rating=FeedbackRating.DOWN,
+                                                                source_id="").values_list("message_id", "user_id", "shared")):
+        thumbed[message_id] = thumbed.get(message_id, False) or (shared and user_id == answers[message_id].conversation.owner_id)
     recorded = set(GapQuestion.objects.filter(answer_id__in=list(answers)).values_list("answer_id", flat=True))
     new: list[tuple[Message, Message, list[str]]] = []
     for answer_id in answer_ids:
@@ -260,7 +264,7 @@ def gap_record_batch(*, answer_ids: list[int], vectors: dict[int, tuple[str, obj
             deleted, _rows = GapQuestion.objects.filter(answer=answer).delete()
             outcomes[answer_id] = "removed" if deleted else "not a gap"
         elif answer_id in recorded:
-            GapQuestion.objects.filter(answer=answer).update(reasons=reasons)
+            GapQuestion.objects.filter(answer=answer).update(reasons=reasons, shared=thumbed.get(answer_id, False))
             outcomes[answer_id] = "updated"
         elif (question := _question_of(answer)) is None or not question.content.strip():
             outcomes[answer_id] = "skipped: no question"
@@ -303,10 +307,9 @@ def gap_record_batch(*, answer_ids: list[int], vectors: dict[int, tuple[str, obj
                 subcategory=str(metadata.get("subcategory") or conversation.subcategory or "")[:100]).pk
         groups.setdefault(group_id, []).append(member)
         touched.add(group_id)
-        shared = bool(conversation.collection_id or conversation.category) and not conversation.attachments.exists()
         rows.append(GapQuestion(
             answer=answer, question=question, asker_id=conversation.owner_id, group_id=group_id, reasons=reasons,
-            language=language, shared=shared, document_ids=answer_document_ids(answer),
+            language=language, shared=thumbed.get(answer.pk, False), document_ids=answer_document_ids(answer),
             embedding=[float(x) for x in vector], asked_at=question.created_at))
         outcomes[answer.pk] = "grouped"
     GapQuestion.objects.bulk_create(rows)
@@ -334,16 +337,13 @@ class GapView:
     answer: str | None = None  # the latest answer given that the viewer may read, with its sources
     answer_mode: str = ""
     sources: list[dict] = field(default_factory=list)
+    feedback: list[dict] = field(default_factory=list)  # the 👎 reasons and comments of the questions shown
+    category: str = ""  # the group's topic, only when a question of it is shown (a topic can be private too)
+    subcategory: str = ""
 
     @property
     def id(self) -> int:
         return self.group.pk
-
-
-def _readable_documents(user, ids: set[int]) -> set[int]:
-    if not ids:
-        return set()
-    return set(Document.objects.visible_to(user).filter(pk__in=ids).values_list("pk", flat=True))
 
 
 def _order_by_centrality(members: list[GapQuestion]) -> list[GapQuestion]:
@@ -367,28 +367,41 @@ def gap_groups(*, user, status: str = GapStatus.OPEN, group_ids: list[int] | Non
     by_group: dict[int, list[GapQuestion]] = {}
     for member in members:
         by_group.setdefault(member.group_id, []).append(member)
-    readable = _readable_documents(user, {d for ms in by_group.values() for m in ms for d in m.document_ids})
-    return [_view(group, by_group.get(group.pk, []), user=user, readable=readable) for group in groups]
+    readable = readable_document_ids(user, {d for ms in by_group.values() for m in ms for d in m.document_ids})
+    shown = {m.answer_id for ms in by_group.values() for m in ms
+             if may_see_answer(user, owner_id=m.asker_id, document_ids=m.document_ids, shared=m.shared, readable=readable)}
+    feedback: dict[int, dict] = {}
+    for answer_id, reason, comment, owner_id, user_id in (
+            Feedback.objects.filter(message_id__in=shown, rating=FeedbackRating.DOWN, source_id="")
+            .values_list("message_id", "reason", "comment", "message__conversation__owner_id", "user_id")):
+        if owner_id == user_id and (reason or comment):
+            feedback[answer_id] = {"reason": reason, "reason_label": str(FeedbackReason(reason).label) if reason else "",
+                                   "comment": comment}
+    return [_view(group, by_group.get(group.pk, []), shown=shown, feedback=feedback) for group in groups]
 
 
-def _view(group: GapGroup, members: list[GapQuestion], *, user, readable: set[int]) -> GapView:
-    visible = [m for m in members if m.shared or m.asker_id == user.pk]
-    texts = [m.question.content.strip() for m in _order_by_centrality(visible)]
+def _view(group: GapGroup, members: list[GapQuestion], *, shown: set[int], feedback: dict[int, dict]) -> GapView:
+    visible = [m for m in members if m.answer_id in shown]
+    ordered = _order_by_centrality(visible)
+    texts = [m.question.content.strip() for m in ordered]
     view = GapView(group=group, questions_count=len(members), askers_count=len({m.asker_id for m in members}),
                    languages=sorted({m.language for m in members if m.language}),
                    reasons=[r for r in GapReason.values if any(r in m.reasons for m in members)],
                    first_asked=members[0].asked_at, last_asked=members[-1].asked_at,
                    example_question=texts[0] if texts else None, questions=texts,
-                   private_questions=len(members) - len(visible))
-    for member in reversed(visible):
-        if set(member.document_ids) <= readable:
-            view.answer = member.answer.content
-            view.answer_mode = str((member.answer.metadata or {}).get("mode") or "")
-            view.sources = [{"source_id": s.get("source_id"), "document_id": s.get("document_id"),
-                             "document_name": s.get("document_name"), "qa_id": s.get("qa_id"),
-                             "page_label": s.get("page_label") or s.get("page_number"), "preview": s.get("preview")}
-                            for s in member.answer.sources or []]
-            break
+                   private_questions=len(members) - len(visible),
+                   feedback=[{"question": m.question.content.strip(), **feedback[m.answer_id]}
+                             for m in ordered if m.answer_id in feedback])
+    if visible:
+        view.category, view.subcategory = group.category, group.subcategory
+    if visible:  # the latest answer: the rule that shows a question shows its answer and passages
+        latest = visible[-1].answer
+        view.answer = latest.content
+        view.answer_mode = str((latest.metadata or {}).get("mode") or "")
+        view.sources = [{"source_id": s.get("source_id"), "document_id": s.get("document_id"),
+                         "document_name": s.get("document_name"), "qa_id": s.get("qa_id"),
+                         "page_label": s.get("page_label") or s.get("page_number"), "preview": s.get("preview")}
+                        for s in latest.sources or [] if isinstance(s, dict)]
     return view
 
 

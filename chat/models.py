@@ -174,6 +174,10 @@ class Feedback(models.Model):
     rating = models.CharField(max_length=10, choices=FeedbackRating.choices, verbose_name=_("rating"))
     reason = models.CharField(max_length=20, choices=FeedbackReason.choices, blank=True, default="", verbose_name=_("reason"))
     comment = models.TextField(blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS, verbose_name=_("comment"))
+    # A 👎 the user chose to share with the curators: the gap inbox shows its question (and the
+    # reason and comment) to Q&A curators even when the answer drew on no document; never text of a
+    # document the curator may not read (documents.answer_access). The choice is remembered per user.
+    shared = models.BooleanField(default=False, verbose_name=_("shared with the curators"))
     mode = models.CharField(max_length=30, blank=True, default="", verbose_name=_("mode"))
     cited_sources = models.JSONField(default=list, blank=True, verbose_name=_("cited sources"))
     retrieval_settings = models.JSONField(default=dict, blank=True, verbose_name=_("retrieval settings"))
@@ -273,7 +277,8 @@ class GapQuestion(models.Model):
     group = models.ForeignKey(GapGroup, on_delete=models.CASCADE, related_name="questions")
     reasons = models.JSONField(default=list)
     language = models.CharField(max_length=10, blank=True, default="")
-    # Curators may read its text: asked in a shared collection or under a topic, with no documents attached.
+    # The asker shared the question with the curators (a 👎 with Feedback.shared); who may read its
+    # text is documents.answer_access.may_see_answer's rule.
     shared = models.BooleanField(default=False)
     document_ids = models.JSONField(default=list, blank=True)  # every document the answer drew on
     embedding = VectorField()

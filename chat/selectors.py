@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models.expressions import RawSQL
 from django.db.models import Count, Exists, F, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.translation import gettext
@@ -11,15 +12,45 @@ from chat.models import (
     ConversationDocument,
     ConversationOrigin,
     Feedback,
+    FeedbackRating,
     Message,
     MessageRole,
     MessageStatus,
 )
+from documents.answer_access import VIEW_MESSAGE
 from documents.models import VISIBLE_DOCUMENT_SQL, Document
 from core.errors import NotFound
 from retrieval.search.scope import Scope, collection_scope, scope_of_rows
 
 IN_FLIGHT = (MessageStatus.PENDING, MessageStatus.STREAMING)
+
+# Conversations with a message that drew on a document the user may not read: every source list an
+# answer keeps (documents.answer_access.answer_document_ids reads the same four), in SQL for the admin's lists.
+_SOURCE_LISTS = " || ".join(
+    f"CASE WHEN jsonb_typeof({expr}) = 'array' THEN {expr} ELSE '[]'::jsonb END"
+    for expr in ("m.sources", "m.metadata -> 'sources'", "m.metadata -> 'context_sources'",
+                 "m.metadata -> 'retrieved_segments'"))
+_UNREADABLE_CONVERSATIONS_SQL = (
+    f"SELECT m.conversation_id FROM chat_message m CROSS JOIN LATERAL jsonb_array_elements({_SOURCE_LISTS}) AS s(item) "
+    "WHERE jsonb_typeof(s.item) = 'object' AND (s.item ->> 'document_id') ~ '^[0-9]{1,18}$' "
+    "AND NOT EXISTS (SELECT 1 FROM documents_document d WHERE d.id = (s.item ->> 'document_id')::bigint AND "
+    + VISIBLE_DOCUMENT_SQL.replace("%(user)s", "%s") + ")")
+
+
+def conversations_shown_to_staff(queryset: QuerySet, *, user, field: str = "pk") -> QuerySet:
+    """`queryset` (conversations, or messages with `field="conversation_id"`) narrowed to what `user`
+    may see by the rule for answers (documents.answer_access.may_see_answer): their own, and for
+    holders of `chat.view_message` those whose every answer drew only on documents they may read."""
+    own = Q(**{"conversation__owner_id" if field != "pk" else "owner_id": user.pk})
+    if not user.is_active or not user.is_staff or not user.has_perm(VIEW_MESSAGE):
+        return queryset.filter(own)
+    unreadable = RawSQL(_UNREADABLE_CONVERSATIONS_SQL, [user.pk, user.pk])
+    return queryset.filter(own | ~Q(**{f"{field}__in": unreadable}))
+
+
+def conversation_shown_to_staff(conversation: Conversation, *, user) -> bool:
+    """One conversation by the same rule (its change page, its messages' pages)."""
+    return conversations_shown_to_staff(Conversation.objects.filter(pk=conversation.pk), user=user).exists()
 
 
 def _count(model) -> Coalesce:
@@ -143,6 +174,13 @@ def answer_locate(*, user, message_id=None, conversation_id=None) -> Message:
     if message is None:
         raise NotFound(gettext("No such answer."))
     return message
+
+
+def feedback_share_default(*, user) -> bool:
+    """Whether the user's next 👎 is shared with the curators: the choice of their last 👎 (off at first)."""
+    last = (Feedback.objects.filter(user=user, rating=FeedbackRating.DOWN).order_by("-updated_at", "-id")
+            .values_list("shared", flat=True).first())
+    return bool(last)
 
 
 def feedback_list(*, user):

@@ -79,6 +79,7 @@ def feedback_data(feedback: Feedback) -> dict:
         "rating": feedback.rating,
         "reason": feedback.reason,
         "comment": feedback.comment,
+        "shared": feedback.shared,
         "mode": feedback.mode,
         "cited_sources": feedback.cited_sources,
         "retrieval_settings": feedback.retrieval_settings,
@@ -99,7 +100,7 @@ class FeedbackSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Feedback
-        fields = ["message_id", "source_id", "rating", "reason", "comment", "mode", "cited_sources",
+        fields = ["message_id", "source_id", "rating", "reason", "comment", "shared", "mode", "cited_sources",
                   "retrieval_settings", "created_at", "updated_at"]
         read_only_fields = fields
 
@@ -114,6 +115,9 @@ class FeedbackCreateSerializer(serializers.Serializer):
     comment = StrictCharField(required=False, allow_blank=True, default="", max_length=FEEDBACK_COMMENT_MAX_CHARS)
     source_id = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=10, default=None,
                                 help_text="One of the answer's cited sources (S1…) to rate it alone")
+    shared = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                      help_text="Share this 'down' (question, reason, comment) with the curators' gap "
+                                                "inbox; omitted: your last choice")
 
 
 def _cited_documents(messages) -> set[int]:
@@ -311,11 +315,13 @@ class GapGroupSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.CharField())
     first_asked = serializers.DateTimeField()
     last_asked = serializers.DateTimeField()
-    category = serializers.CharField(source="group.category")
-    subcategory = serializers.CharField(source="group.subcategory")
+    category = serializers.CharField()
+    subcategory = serializers.CharField()
     answer = serializers.CharField(allow_null=True)
     answer_mode = serializers.CharField()
     sources = serializers.ListField(child=serializers.DictField())
+    feedback = serializers.ListField(child=serializers.DictField(),
+                                     help_text="The askers' 👎 reasons and comments of the questions shown")
     knowledge_entry_id = serializers.IntegerField(source="group.answer_id", allow_null=True)
     document_id = serializers.IntegerField(source="group.document_id", allow_null=True)
 

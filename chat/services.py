@@ -22,7 +22,7 @@ from chat.models import (
     MessageRole,
     MessageStatus,
 )
-from chat.selectors import conversation_get, message_get
+from chat.selectors import conversation_get, feedback_share_default, message_get
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
@@ -435,9 +435,12 @@ def _source_tag(message: Message, source_id) -> str:
 
 
 def feedback_give(*, conversation_id, message_id, user, rating: str, reason: str = "", comment: str = "",
-                  source_id: str | None = None) -> tuple[Feedback, bool]:
+                  source_id: str | None = None, shared: bool | None = None) -> tuple[Feedback, bool]:
     """Rate one of the user's finished answers, or one of its cited sources: a second rating of the
     same (answer, source) replaces the first. Returns the feedback and whether it is new.
+
+    `shared`: a 👎 shared with the curators (the gap inbox shows them its question, reason and
+    comment); None takes the user's last choice (selectors.feedback_share_default). A 👍 is never shared.
 
     `rating`, `reason` and `comment` are validated by chat.serializers.FeedbackSerializer.
     """
@@ -448,6 +451,8 @@ def feedback_give(*, conversation_id, message_id, user, rating: str, reason: str
     feedback, created = Feedback.objects.update_or_create(
         message=message, user=user, source_id=tag,
         defaults={"rating": rating, "reason": reason, "comment": comment.strip(),
+                  "shared": rating == FeedbackRating.DOWN and (
+                      feedback_share_default(user=user) if shared is None else bool(shared)),
                   "mode": str((message.metadata or {}).get("mode") or "")[:30],
                   "cited_sources": _cited_sources(message), "retrieval_settings": _retrieval_snapshot()})
     _gap_check(message)

@@ -28,6 +28,8 @@ from documents.collections import document_move
 from documents.services import document_reindex
 from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError
+from identity.audit import audit_record
+from identity.models import AuditAction, AuditChannel
 
 FIRST_CHUNKS = 10
 STATUS_COLOURS = {
@@ -149,6 +151,16 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # documents come in through the upload page, the API or `manage.py ingest`
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if request.method == "GET" and response.status_code == 200:
+            # The page shows the document's first chunks: a read of its text, as the viewer's would be.
+            document = Document.objects.filter(pk=_int(object_id)).only("id", "title", "original_filename", "version").first()
+            if document is not None:
+                audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN, document=document,
+                             detail={"page": "document admin", "chunks": FIRST_CHUNKS})
+        return response
 
     def get_queryset(self, request):
         return with_dates(super().get_queryset(request)).select_related("collection__owner")
@@ -310,3 +322,26 @@ class ChunkAdmin(admin.ModelAdmin):
     list_select_related = ("document",)
     raw_id_fields = ("document", "owner")
     readonly_fields = ("search_vector",)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        if request.method == "GET" and response.status_code == 200:
+            chunk = Chunk.objects.filter(pk=_int(object_id)).select_related("document").only(
+                "id", "document__id", "document__title", "document__original_filename", "document__version").first()
+            if chunk is not None:
+                audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN, document=chunk.document,
+                             chunk_id=chunk.pk, detail={"page": "chunk admin"})
+        return response
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        query = request.GET.get("q", "").strip()
+        if request.method == "GET" and query and response.status_code == 200:
+            # Searching chunks' text tells which documents hold the words: a search, audited like one.
+            audit_record(action=AuditAction.SEARCH, user=request.user, via=AuditChannel.ADMIN,
+                         detail={"page": "chunk admin", "query_chars": len(query)})
+        return response
+
+
+def _int(value) -> int | None:
+    return int(value) if str(value).isascii() and str(value).isdigit() else None

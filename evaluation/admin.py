@@ -21,6 +21,8 @@ from django.utils.translation import gettext_lazy
 from core.errors import ApplicationError
 from evaluation import charts, selectors, services
 from evaluation.models import EvalRun, RunStatus, TestQuestion, TestSet
+from identity.audit import audit_answers, audit_record
+from identity.models import AuditAction, AuditChannel
 from retrieval.admin.registrations import RetrievalSettingsAdmin
 from retrieval.models import AiServer, RetrievalSettings
 from retrieval.selectors import retrieval_settings_get
@@ -31,6 +33,10 @@ class TestQuestionInline(admin.TabularInline):
     fields = ("question", "language", "kind", "gold_documents", "gold_passages", "key_facts")
     extra = 0
     show_change_link = True
+
+    def get_queryset(self, request):
+        # Gold passages copied from documents the viewer may not read are not shown (nor saved over).
+        return selectors.questions_shown_to(super().get_queryset(request), user=request.user)
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         field = super().formfield_for_dbfield(db_field, request, **kwargs)
@@ -165,13 +171,17 @@ class TestSetAdmin(admin.ModelAdmin):
             if not chosen:
                 self.message_user(request, _("Tick the answers to add first."), messages.ERROR)
                 return HttpResponseRedirect(request.path)
-            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen)
+            added = services.testset_add_thumbed_up(test_set=test_set, message_ids=chosen, user=request.user)
             self.message_user(request, _("%(count)d questions added from thumbed-up answers.") % {"count": added},
                               messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:evaluation_testset_change", args=[test_set.pk]))
+        candidates = selectors.thumbed_up_candidates(test_set, user=request.user)
+        # Staff read users' questions and answers here: a line each in the audit log.
+        audit_answers(user=request.user, answers=[(c["message_id"], c["document_ids"]) for c in candidates],
+                      via=AuditChannel.ADMIN, detail={"page": "from-answers", "test_set": test_set.pk})
         return TemplateResponse(request, "admin/evaluation/from_answers.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "test_set": test_set,
-            "candidates": selectors.thumbed_up_candidates(test_set),
+            "candidates": candidates,
             "title": _("Add thumbed-up answers to %(name)s") % {"name": test_set.name}})
 
     def chart_view(self, request, pk: int):
@@ -182,6 +192,7 @@ class TestSetAdmin(admin.ModelAdmin):
         return HttpResponse(svg, content_type="image/svg+xml")
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
+        _audit_gold_passages(request, TestQuestion.objects.filter(test_set_id=_int(object_id)))
         extra = {"import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
                  "run_url": reverse("admin:evaluation_testset_run", args=[object_id]),
                  "chart_url": reverse("admin:evaluation_testset_chart", args=[object_id]),
@@ -212,6 +223,28 @@ class TestQuestionAdmin(admin.ModelAdmin):
     list_display = ("question", "test_set", "language", "kind")
     list_filter = ("test_set", "language", "kind")
     search_fields = ("question", "external_id")
+
+    def get_queryset(self, request):
+        return selectors.questions_shown_to(super().get_queryset(request), user=request.user)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        _audit_gold_passages(request, TestQuestion.objects.filter(pk=_int(object_id)))
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _int(value) -> int | None:
+    return int(value) if str(value).isascii() and str(value).isdigit() else None
+
+
+def _audit_gold_passages(request, questions) -> None:
+    """Gold passages are copies of document text (from thumbed-up answers or files): showing them to
+    staff in the admin is a read, one audit line per page view (the set and how many questions hold them)."""
+    if request.method != "GET" or not request.user.has_perm("evaluation.view_testquestion"):
+        return
+    holding = list(questions.exclude(gold_passages=[]).values_list("pk", "test_set_id"))
+    if holding:
+        audit_record(action=AuditAction.TEXT, user=request.user, via=AuditChannel.ADMIN,
+                     detail={"page": "test set", "test_set": holding[0][1], "questions": [pk for pk, _s in holding]})
 
 
 def _pct(value) -> str:
@@ -259,7 +292,10 @@ class EvalRunAdmin(admin.ModelAdmin):
         if not self.has_view_permission(request):
             raise DjangoPermissionDenied
         run = get_object_or_404(EvalRun.objects.select_related("test_set", "baseline"), pk=object_id)
-        results = run.results.order_by("id")
+        questions = TestQuestion.objects.filter(test_set_id=run.test_set_id)
+        shown = selectors.questions_shown_to(questions, user=request.user)
+        # A question grown from an answer the viewer may not see is left out of the rows (its text is the user's).
+        results = run.results.exclude(question__in=questions.exclude(pk__in=shown.values("pk"))).order_by("id")
         return TemplateResponse(request, "admin/evaluation/run.html", self._context(
             request, run=run, results=results, title=str(run),
             refresh=run.status in (RunStatus.QUEUED, RunStatus.RUNNING),

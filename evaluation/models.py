@@ -58,6 +58,10 @@ class TestQuestion(models.Model):
     gold_passages = models.JSONField(_("gold passages"), default=list, blank=True,
                                      help_text=_("Texts a right passage contains."))
     gold_chunk_ids = models.JSONField(_("gold chunk ids"), default=list, blank=True)
+    # The documents gold passages were copied from (thumbed-up answers): the question is shown only to
+    # staff who may read them all (evaluation.selectors.questions_shown_to).
+    passage_document_ids = models.JSONField(_("documents of the gold passages"), default=list, blank=True,
+                                            editable=False)
     gold_qa_ids = models.JSONField(_("gold approved pairs"), default=list, blank=True)
     key_facts = models.JSONField(_("key facts"), default=list, blank=True,
                                  help_text=_("Words or figures a right answer states."))

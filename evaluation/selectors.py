@@ -1,19 +1,23 @@
 """Reads of test sets and runs: a run's rows, two runs compared, a settings check's report."""
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 
 from chat.models import FeedbackRating, Message, MessageRole
+from documents.answer_access import answer_document_ids, may_see_answer, readable_document_ids
 from evaluation import metrics
 from evaluation.models import EvalRun, RunStatus, TestSet
 
 THUMBED_UP_KIND = "thumbed-up answer"
 
 
-def thumbed_up_candidates(test_set: TestSet, *, limit: int = 100) -> list[dict]:
+def thumbed_up_candidates(test_set: TestSet, *, user, limit: int = 100) -> list[dict]:
     """Answers users rated 👍 (the whole answer) that cite passages, newest first, with the question
     asked and the cited sources' ids; not yet in the set, and rated 👎 by nobody. The curator confirms
-    which become test questions (services.testset_add_thumbed_up)."""
+    which become test questions (services.testset_add_thumbed_up).
+
+    Only answers `user` may see (documents.answer_access.may_see_answer: their own, or — for staff who
+    read others' answers — those whose every document is one they may read)."""
     present = {int(x.removeprefix("answer-")) for x in test_set.questions.filter(external_id__startswith="answer-")
                .values_list("external_id", flat=True) if x.removeprefix("answer-").isascii() and x.removeprefix("answer-").isdigit()}
     asked = (Message.objects.filter(conversation_id=OuterRef("conversation_id"), role=MessageRole.USER,
@@ -22,14 +26,35 @@ def thumbed_up_candidates(test_set: TestSet, *, limit: int = 100) -> list[dict]:
     answers = (Message.objects.filter(role=MessageRole.ASSISTANT, feedback__rating=FeedbackRating.UP,
                                       feedback__source_id="")
                .exclude(feedback__rating=FeedbackRating.DOWN).exclude(pk__in=present)
-               .annotate(asked=Subquery(asked)).distinct().order_by("-created_at", "-id"))
-    found = []
-    for message in answers[:limit]:
-        cited = _cited(message)
-        if message.asked and (cited["chunk_ids"] or cited["qa_ids"]):
-            found.append({"message_id": message.pk, "question": message.asked, "answer": message.content,
-                          "created_at": message.created_at, **cited})
+               .annotate(asked=Subquery(asked), owner_id=F("conversation__owner_id"))
+               .distinct().order_by("-created_at", "-id"))
+    found: list[dict] = []
+    batch = 200
+    for start in range(0, 100_000, batch):  # filtered by the viewer in Python: read in pages until `limit`
+        page = list(answers[start:start + batch])
+        drawn = {m.pk: answer_document_ids(m.sources, m.metadata) for m in page}
+        readable = readable_document_ids(user, {d for ids in drawn.values() for d in ids})
+        for message in page:
+            if not may_see_answer(user, owner_id=message.owner_id, document_ids=drawn[message.pk], readable=readable):
+                continue
+            cited = _cited(message)
+            if message.asked and (cited["chunk_ids"] or cited["qa_ids"]):
+                found.append({"message_id": message.pk, "question": message.asked, "answer": message.content,
+                              "created_at": message.created_at, "document_ids": sorted(drawn[message.pk]), **cited})
+                if len(found) >= limit:
+                    return found
+        if len(page) < batch:
+            break
     return found
+
+
+def questions_shown_to(questions, *, user):
+    """`questions` (a TestQuestion queryset) without those whose gold passages were copied from a
+    document `user` may not read (`passage_document_ids`; questions from files have none)."""
+    rows = list(questions.exclude(passage_document_ids=[]).values_list("pk", "passage_document_ids"))
+    readable = readable_document_ids(user, {int(d) for _pk, ids in rows for d in ids})
+    hidden = [pk for pk, ids in rows if not {int(d) for d in ids} <= readable]
+    return questions.exclude(pk__in=hidden) if hidden else questions
 
 
 def _cited(message: Message) -> dict:

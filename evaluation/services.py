@@ -70,22 +70,26 @@ def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcate
     return len(new)
 
 
-def testset_add_thumbed_up(*, test_set: TestSet, message_ids: list[int]) -> int:
+def testset_add_thumbed_up(*, test_set: TestSet, message_ids: list[int], user) -> int:
     """Add the confirmed thumbed-up answers' questions with their cited passages (and approved pairs) as
-    gold; an answer already in the set, or no longer a candidate, is skipped. Returns how many were added.
+    gold; an answer already in the set, no longer a candidate, or one `user` may not see
+    (selectors.thumbed_up_candidates) is skipped, and only text of chunks `user` may read is copied.
+    Returns how many were added.
 
     The passages are kept as text, not chunk ids: a document indexed again gets new chunks, and the
     comparison by text still finds them (evaluation.metrics.passage_in)."""
     wanted = {int(pk) for pk in message_ids}
     with transaction.atomic():
         TestSet.objects.select_for_update().get(pk=test_set.pk)
-        chosen = [c for c in thumbed_up_candidates(test_set, limit=10_000) if c["message_id"] in wanted]
-        texts = dict(Chunk.objects.filter(pk__in=[i for c in chosen for i in c["chunk_ids"]])
-                     .values_list("pk", "content"))
+        chosen = [c for c in thumbed_up_candidates(test_set, user=user, limit=10_000) if c["message_id"] in wanted]
+        chunks = {pk: (document_id, content) for pk, document_id, content in Chunk.objects.visible_to(user)
+                  .filter(pk__in=[i for c in chosen for i in c["chunk_ids"]]).values_list("pk", "document_id", "content")}
+        texts = {pk: content for pk, (_document_id, content) in chunks.items()}
         start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
         new = [TestQuestion(test_set=test_set, external_id=f"answer-{c['message_id']}", question=c["question"],
                             language=detect_question_language(c["question"])[:12], kind=THUMBED_UP_KIND,
-                            gold_passages=[texts[i] for i in c["chunk_ids"] if i in texts], gold_qa_ids=c["qa_ids"])
+                            gold_passages=[texts[i] for i in c["chunk_ids"] if i in texts], gold_qa_ids=c["qa_ids"],
+                            passage_document_ids=sorted({chunks[i][0] for i in c["chunk_ids"] if i in chunks}))
                for c in reversed(chosen)]
         new = [q for q in new if q.gold_passages or q.gold_qa_ids]  # its passages were deleted since
         for number, question in enumerate(new):

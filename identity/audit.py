@@ -73,6 +73,19 @@ def audit_passages(*, action: str, user, segments: Iterable[dict], via: str, mes
     return len(rows)
 
 
+def audit_answers(*, user, answers: Iterable[tuple[int, Iterable[int]]], via: str, detail: dict | None = None) -> int:
+    """One bulk INSERT: a line (READ_ANSWER) per question and answer shown to `user` — `answers` holds
+    (message id, the ids of the documents the answer drew on), kept in the line's detail. Returns how many."""
+    user_id, name = _who(user)
+    actor = _actor()
+    rows = [AuditEvent(action=AuditAction.READ_ANSWER, user_id=user_id, username=name, actor=actor, via=via,
+                       message_id=message_id, detail={**(detail or {}), "document_ids": sorted(set(document_ids))})
+            for message_id, document_ids in answers]
+    if rows:
+        AuditEvent.objects.bulk_create(rows)
+    return len(rows)
+
+
 def audit_purge() -> int:
     """Delete lines older than AUDIT_RETENTION_DAYS (0: keep for ever); the one DELETE the
     database allows. The daily django-q2 schedule runs it; running it twice changes nothing more."""

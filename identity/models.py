@@ -92,7 +92,8 @@ class ApiToken(models.Model):
 class AuditAction(models.TextChoices):
     DOWNLOAD = "download", _("download")
     VIEW = "view", _("viewer open")
-    TEXT = "text", _("text read through the API")
+    TEXT = "text", _("document text read")
+    READ_ANSWER = "read_answer", _("question and answer read")
     SEARCH = "search", _("passage returned by a search")
     ANSWER = "answer", _("passage sent for an answer")
     SIGN_IN = "sign_in", _("sign-in")

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.views import View
 
 from core.errors import ApplicationError
+from documents.answer_access import answer_document_ids, may_see_answer
 from retrieval.admin.forms import EmbedTextForm, KnowledgeImportForm, RetrievalTestForm
 from retrieval.ai import AiServerError
 from retrieval.admin.dashboard import dashboard
@@ -25,8 +26,8 @@ from retrieval.knowledge.importing import MAX_FILE_BYTES, knowledge_entries_impo
 from retrieval.models import AiServer, KnowledgeEntry
 from retrieval.search.scope import scope_for
 from retrieval.search import retrieve
-from identity.audit import audit_passages
-from identity.models import AuditAction
+from identity.audit import audit_answers, audit_passages
+from identity.models import AuditAction, AuditChannel
 from retrieval.selectors import retrieval_settings_get
 from retrieval.ai.server_check import ai_server_embed_texts, ai_server_test_connection
 
@@ -126,33 +127,26 @@ class KnowledgeImport(AdminPage):
 def promotion_prefill(message_id: int, *, user) -> dict | None:
     """Question and answer for a new Q&A pair from an assistant message and the user message before it.
 
-    None when there is no such answer, or when `user` may not read it: a conversation is private to
-    its owner, so only the owner — or staff who may read messages in the admin anyway
-    (`chat.view_message`) — may promote it, and even they only when every document the answer drew
-    on (its cited and its context sources) is one they may read: an answer quotes its passages.
-    The same None for "not yours" and "no such message", so ids reveal nothing.
+    None when there is no such answer, or when `user` may not see it (`may_see_answer`, the one rule
+    for every page that shows an answer to someone other than its asker). The same None for "not
+    yours" and "no such message", so ids reveal nothing.
     """
     # By app registry, not import: chat depends on retrieval, never the reverse.
     Message = apps.get_model("chat", "Message")
-    Document = apps.get_model("documents", "Document")
     answer = Message.objects.filter(pk=message_id, role="assistant").select_related("conversation").first()
     if answer is None or not answer.content.strip():
         return None
-    if answer.conversation.owner_id != user.pk and not user.has_perm("chat.view_message"):
-        return None
-    metadata = answer.metadata or {}
-    # Cited (the message's own sources), given to the model, or retrieved for it: all quote passages.
-    quoted = {source.get("document_id")
-              for source in [*(answer.sources or []), *(metadata.get("sources") or []),
-                             *(metadata.get("context_sources") or []), *(metadata.get("retrieved_segments") or [])]
-              if isinstance(source, dict)} - {None}
-    if quoted and Document.objects.visible_to(user).filter(pk__in=quoted).count() != len(quoted):
+    # The one rule (documents.answer_access): the asker, or staff reading others' answers when
+    # every document the answer drew on is one they may read.
+    drawn_on = answer_document_ids(answer.sources, answer.metadata)
+    if not may_see_answer(user, owner_id=answer.conversation.owner_id, document_ids=drawn_on):
         return None
     question = (Message.objects.filter(conversation_id=answer.conversation_id, role="user")
                 .filter(created_at__lte=answer.created_at).exclude(pk=answer.pk)
                 .order_by("-created_at", "-id").first())
     if question is None:
         return None
+    audit_answers(user=user, answers=[(answer.pk, drawn_on)], via=AuditChannel.ADMIN, detail={"page": "Q&A prefill"})
     return {"question": question.content.strip(), "answer": CITATION_TAGS.sub("", answer.content).strip()}
 
 

@@ -126,3 +126,18 @@ def test_listing_messages_with_feedback_needs_a_constant_number_of_queries(api, 
         results = api.get(f"/api/conversations/{conversation.pk}/messages/").json()["results"]
     assert sum(len(m["feedback"]) for m in results) == 6
     assert len(many) == len(few)
+
+
+def test_a_thumbs_down_is_shared_with_the_curators_by_choice_and_the_choice_is_remembered(api, user):
+    _c, _q, first = answered(user)
+    _c, _q, second = answered(user)
+    _c, _q, third = answered(user)
+    assert api.post(url(first), {"rating": "down"}, format="json").json()["shared"] is False  # off at first
+    shared = api.post(url(first), {"rating": "down", "reason": "wrong", "shared": True}, format="json")
+    assert shared.status_code == 200 and shared.json()["shared"] is True
+    assert api.post(url(second), {"rating": "down"}, format="json").json()["shared"] is True  # the last choice
+    assert api.post(url(second), {"rating": "up", "shared": True}, format="json").json()["shared"] is False  # 👍: never
+    assert api.post(url(first), {"rating": "down", "shared": False}, format="json").json()["shared"] is False
+    assert api.post(url(third), {"rating": "down"}, format="json").json()["shared"] is False
+    refused = api.post(url(third), {"rating": "down", "shared": "perhaps"}, format="json")
+    assert refused.status_code == 400

@@ -47,6 +47,15 @@ def asked(owner, question: str, *, mode: str = "refused", content: str = "I cann
                                   metadata={"mode": mode, "retrieval": {"question_language": "en"}, **(metadata or {})})
 
 
+def shared(answer: Message, *, reason: str = "", comment: str = "") -> Message:
+    """The asker's 👎 on `answer`, shared with the curators (the gap inbox then shows its question)."""
+    from chat.models import Feedback
+
+    Feedback.objects.create(message=answer, user=answer.conversation.owner, rating="down", reason=reason,
+                            comment=comment, shared=True)
+    return answer
+
+
 # --- which answers are gaps ---------------------------------------------------------------------------
 
 
@@ -259,13 +268,13 @@ def test_a_curator_answers_a_group_and_the_question_asked_again_gets_the_approve
 
     for owner, text in [(user, "When is garlic planted?"), (other_user, "When is garlic planted here?"),
                         (user, "When is the garlic planted?")]:
-        gap_record(answer_id=asked(owner, text, category="garden").pk)
+        gap_record(answer_id=shared(asked(owner, text, category="garden")).pk)
     assert api.get("/api/knowledge/gaps/").status_code == 403  # not a curator
     listed = curator_api.get("/api/knowledge/gaps/")
     assert listed.status_code == 200, listed.content
     [group] = listed.json()["results"]
     assert (group["questions_count"], group["askers_count"], group["reasons"], group["languages"]) == (
-        3, 2, ["refused"], ["en"])
+        3, 2, ["refused", "thumbs_down"], ["en"])
     assert group["example_question"] in {"When is garlic planted?", "When is the garlic planted?"}
     assert group["category"] == "garden" and group["answer"] == "I cannot answer that from the documents."
 
@@ -307,13 +316,15 @@ def test_dismiss_and_link_a_document_close_a_group(fake_embedder, user, curator,
 
 def test_the_admin_inbox_writes_the_approved_answer_through_the_qa_form_and_closes_the_group(
         fake_embedder, client, user, curator, django_capture_on_commit_callbacks):
-    gap_record(answer_id=asked(user, "When is garlic planted?", category="garden").pk)
+    gap_record(answer_id=shared(asked(user, "When is garlic planted?", category="garden"),
+                                reason="outdated", comment="The planting calendar changed.").pk)
     group = GapGroup.objects.get()
     client.force_login(curator)
     page = client.get(reverse("admin:chat_gapgroup_changelist"))
     assert page.status_code == 200
     [row] = page.context["rows"]
     assert "When is garlic planted?" in page.content.decode()
+    assert "The planting calendar changed." in page.content.decode()  # the 👎 reason and comment with it
     form = client.get(row["answer_url"]).context["adminform"].form
     assert (form.initial["question"], form.initial["category"], str(form.initial["from_gap"])) == (
         "When is garlic planted?", "garden", str(group.pk))
@@ -339,7 +350,7 @@ def test_curators_read_only_shared_questions_and_answers_quoting_documents_they_
     quoting = [{"source_id": "S1", "document_id": private_doc.pk, "document_name": "diary.txt",
                 "preview": "planted on 3 October"}]
     hr = Collection.objects.create(name="Garden", slug="garden")
-    gap_record(answer_id=asked(user, "When is garlic planted?", collection=hr).pk)  # shared collection
+    gap_record(answer_id=shared(asked(user, "When is garlic planted?", collection=hr)).pk)  # shared on 👎
     gap_record(answer_id=asked(user, "When was my garlic planted?", mode="documents", content="On 3 October [S1].",
                                sources=quoting, metadata={"ungrounded_sections": 1}).pk)  # private, quoting
     [group] = curator_api.get("/api/knowledge/gaps/").json()["results"]
@@ -348,6 +359,12 @@ def test_curators_read_only_shared_questions_and_answers_quoting_documents_they_
     assert group["questions"] == ["When is garlic planted?"]
     assert "my garlic" not in body and "3 October" not in body and "diary" not in body
     assert group["answer"] == "I cannot answer that from the documents."  # the shared question's answer
+
+    # Shared on 👎, but quoting a document the curator may not read: still private.
+    shared(Message.objects.get(content="On 3 October [S1]."))
+    gap_record(answer_id=Message.objects.get(content="On 3 October [S1].").pk)
+    [group] = curator_api.get("/api/knowledge/gaps/").json()["results"]
+    assert group["private_questions"] == 1 and "my garlic" not in str(group) and "3 October" not in str(group)
 
     # Only a private question: the group is counted, with no text at all.
     GapQuestion.objects.filter(question__content="When is garlic planted?").delete()
@@ -407,5 +424,5 @@ def test_a_refused_answer_reaches_the_inbox_through_the_orchestrator(user, chat_
     assert [t["args"] for t in queued_tasks() if t["func"] == GAP_TASK] == [(answer.pk,)]
     run_queued()
     [group] = curator_api.get("/api/knowledge/gaps/").json()["results"]
-    assert (group["example_question"], group["reasons"], group["category"]) == ("Who plants tulips?", ["refused"],
-                                                                                "port")
+    # Its topic exists only in the asker's private document, which the answer drew on: no text, no topic.
+    assert (group["example_question"], group["reasons"], group["category"]) == (None, ["refused"], "")

@@ -27,7 +27,12 @@ def answered(owner, question: str, chunk, *, ratings: dict) -> Message:
 
 def test_a_curator_adds_confirmed_thumbed_up_answers_with_their_cited_passages(client, staff_user, user,
                                                                              django_user_model, library):
+    from documents.models import Collection, Document
+
     other = django_user_model.objects.create_user(username="other", password="pw-other-123")
+    # In a collection everyone reads: the staff member may read the cited documents (documents.answer_access).
+    handbook = Collection.objects.create(name="Handbook", slug="handbook", visibility="everyone")
+    Document.objects.filter(pk__in=[d.pk for d in library.values()]).update(collection=handbook)
     leave = library["leave.txt"].chunks.get()
     car = library["car.txt"].chunks.get()
     liked = answered(user, "How long is the annual leave of full-time staff?", leave, ratings={user: "up"})
@@ -51,7 +56,7 @@ def test_a_curator_adds_confirmed_thumbed_up_answers_with_their_cited_passages(c
         "How long is the annual leave of full-time staff?", "thumbed-up answer", f"answer-{liked.pk}")
     assert question.gold_passages == [leave.content]  # as text: the chunk may be replaced by a new indexing
     assert "How long is the annual leave" not in client.get(url).content.decode()  # offered once
-    assert services.testset_add_thumbed_up(test_set=test_set, message_ids=[liked.pk]) == 0
+    assert services.testset_add_thumbed_up(test_set=test_set, message_ids=[liked.pk], user=staff_user) == 0
 
     run = services.run_start(test_set_id=test_set.pk, user=user)
     runner.run_execute(run.pk)

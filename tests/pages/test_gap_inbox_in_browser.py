@@ -9,7 +9,7 @@ import time
 import pytest
 from django.contrib.auth.models import Group
 
-from chat.models import GapGroup, Message
+from chat.models import Feedback, GapGroup, Message
 from chat.services import conversation_create
 from retrieval.models import KnowledgeEntry
 from tests.browser import signed_in_page
@@ -30,7 +30,7 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
     curator.groups.add(Group.objects.get(name="curator"))
     indexed(user, "Roses are pruned in March, above an outward bud.", "roses.txt", category="garden",
             subcategory="roses")  # the topic is in use
-    conversation = conversation_create(user=user, category="garden")  # under a topic: curators read it
+    conversation = conversation_create(user=user, category="garden")
     Message.objects.create(conversation=conversation, role="user", content=QUESTION)
     answer = Message.objects.create(conversation=conversation, role="assistant", content="Garlic is planted 1 m deep.",
                                     metadata={"mode": "documents", "retrieval": {"question_language": "en"}})
@@ -40,13 +40,19 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
     for page in (asker, staff):
         page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        # 1. The user thumbs the answer down with a reason.
+        # 1. The user thumbs the answer down with a reason and a comment, and shares it with the curators
+        #    (the answer drew on no document: nothing else would tell a curator it is theirs to read).
         asker.goto(f"{live_site.url}/c/{conversation.pk}/")
         asker.locator(f"#msg-{answer.pk} .feedback-btn[data-rating='down']").click()
         form = asker.locator(f"#msg-{answer.pk} .feedback-form")
         form.locator("select[name='reason']").select_option("wrong")
+        form.locator("textarea[name='comment']").fill("One metre is far too deep.")
+        share = form.get_by_label("Share this question with the curators")
+        expect(share).not_to_be_checked()  # off until the user first chooses it
+        share.check()
         form.get_by_role("button", name="Send").click()
         expect(form).to_have_count(0)
+        assert Feedback.objects.get(message=answer).shared
 
         # 2. The question shows up in the curator's gap inbox (the worker groups it; within a minute).
         staff.goto(f"{live_site.url}/admin/chat/gapgroup/")
@@ -58,6 +64,7 @@ def test_a_thumbed_down_question_becomes_an_approved_answer_the_user_then_gets(
         expect(group).to_have_count(1)
         expect(group.locator("h2")).to_have_text(QUESTION)
         expect(group.locator(".gap-reason")).to_have_text(["Thumbed down"])
+        expect(group.locator(".gap-feedback")).to_contain_text("One metre is far too deep.")
         staff.screenshot(path=artifacts / "gap-inbox.png")
 
         # 3. The curator writes the approved answer from it: the form comes prefilled; saving closes the group.

@@ -1,6 +1,7 @@
 /* Feedback on answers: 👍 / 👎 in the action row under an answer and a small 👎 on each cited source in
    the sources panel (messages.js and sources.js draw them, pressed as the stored feedback says). After
-   👎 on an answer, a small inline form asks why (a reason and an optional comment). Pressing a pressed
+   👎 on an answer, a small inline form asks why (a reason, an optional comment, and whether to share
+   the question with the curators). Pressing a pressed
    button again withdraws the rating. The clicks are handled here, for the whole thread and the panel. */
 import { upsert } from "./messages.js";
 import { convId, feedbackOf, messages, panelList, thread } from "./state.js";
@@ -54,8 +55,14 @@ function reasonForm(m) {
   const comment = el("textarea", { name: "comment", rows: "2", maxlength: "2000",
     "aria-label": gettext("Comment (optional)"), placeholder: gettext("Comment (optional)") });
   comment.value = current.comment || "";
+  // Shown to the curators' gap inbox with its reason and comment; the choice is remembered (the server
+  // gives a new 👎 the user's last choice, so the box starts as they left it).
+  const share = el("input", { type: "checkbox", name: "shared", class: "feedback-share-box" });
+  share.checked = Boolean(current.shared);
+  const shareLabel = el("label", { class: "feedback-share" }, share, " ",
+    gettext("Share this question with the curators"));
   const form = el("form", { class: "feedback-form", dataset: { message: m.id }, "aria-label": gettext("Feedback") },
-    select, comment,
+    select, comment, shareLabel,
     el("div", { class: "feedback-form-buttons" },
       el("button", { type: "submit", class: "btn btn-sm btn-primary" }, gettext("Send")),
       el("button", { type: "button", class: "btn btn-sm btn-ghost feedback-cancel" }, gettext("Close"))));
@@ -111,9 +118,10 @@ thread.addEventListener("submit", async (e) => {
   if (!m) return;
   const reason = form.elements.reason.value;
   const comment = form.elements.comment.value;
+  const shared = form.elements.shared.checked;
   for (const control of form.elements) control.disabled = true;
   try {
-    await give(m, { rating: "down", reason, comment });
+    await give(m, { rating: "down", reason, comment, shared });
     toast(gettext("Thank you for your feedback."));
     focusAgain(`#msg-${id} .feedback-btn[data-rating="down"]`);
   } catch (err) {
