@@ -1,7 +1,7 @@
 """What retrieval hands to the layers above: the retrieved segment and the trace of how it was found
 (no Django, only types).
 
-Produced by retrieval.search.retriever (documents, tiers 2-3) and its Q&A tier (tier 1), then
+Produced by retrieval.search.retriever: its document tiers (2-3, retrieval.search.document_tier) and its Q&A tier (tier 1, retrieval.search.qa_tier), then
 reordered by retrieval.search.rerank; consumed by chat (prompts, citations, the extractive
 answer, the agent), the search API and the admin's test page, and stored in a message's
 `metadata.retrieved_segments`.
