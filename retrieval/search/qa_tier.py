@@ -4,6 +4,10 @@ A topic narrows first and never gates: the subcategory's pairs, then the categor
 topic's. Pairs are ranked by their distance less the model's calibrated shift for the two questions'
 language relation (retrieval/knowledge/calibration.py), so the right pair in another language is not
 pushed out by pairs that are merely in the user's language.
+
+A pair within the bound is admitted by its meaning (retrieval/knowledge/agreement.py, `admission`):
+within the direct-answer distance, or sharing a content word or a number with the question; at most
+MAX_PAIRS of them. The pairs refused are in the tier's trace (`refused`: id, ranked distance, reason).
 """
 from __future__ import annotations
 
@@ -11,17 +15,23 @@ import time
 from functools import lru_cache
 
 from django.db import connection
+from django.utils.translation import gettext
 
 from documents.language import detect_question_language
 from retrieval.contracts import Segment, TierTrace
+from retrieval.knowledge.agreement import admission, function_stems
 from retrieval.knowledge.calibrating import Bounds, distance_bounds
 from retrieval.models import EmbeddingModel, KnowledgeEntry, RetrievalSettings
 from retrieval.search import arms as search_arms
+from retrieval.search.followup import STOP_WORDS
 from retrieval.search.request import QuestionContext, Search
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 
 ALL_TOPICS = "all topics"  # the Q&A tier's last attempt: every topic's pairs
 QA_CANDIDATES_MAX = 1000  # a guard on the pairs tier 1 ranks for one question (they are all within its bound)
+MAX_PAIRS = 2  # approved pairs one question's context takes at most
+REFUSED_TRACED = 5  # refused pairs named in the trace
+FUNCTION_STEMS = function_stems(STOP_WORDS)  # cs/en/de/ru function and question words: never shared meaning
 
 
 @lru_cache(maxsize=1)
@@ -94,10 +104,13 @@ def qa_tier(search: Search, category: str, subcategory: str) -> list[Segment]:
         if ids and len(rows) < len(ids):
             tier["without_vectors"] = len(ids) - len(rows)
         tier["searched"] = label
-        kept = _within_bound(search, rows)[:rs.qa_limit]
+        within = _within_bound(search, rows)
+        kept = _admitted(search, within, tier)[:min(rs.qa_limit, MAX_PAIRS)]
         if kept:
             break
-        why = (f"approved Q&A pairs of '{label}' found, none within the distance threshold "
+        why = ("approved Q&A pairs of '{label}' within the distance threshold, none sharing a word with the "
+               "question".format(label=label) if within else
+               f"approved Q&A pairs of '{label}' found, none within the distance threshold "
                f"{bounds.qa:g} (closest {rows[0][1]:.3f})" if rows else f"no approved Q&A pairs of '{label}'")
         more = attempts[n + 1][0] if n + 1 < len(attempts) else None
         trace["fallbacks"].append(why + ("" if more is None else "; tried every topic" if more == ALL_TOPICS
@@ -143,11 +156,28 @@ def _within_bound(search: Search, rows: list) -> list:
     return [row for row in ranked if row[2] < bounds.qa]
 
 
+def _admitted(search: Search, within: list, tier: TierTrace) -> list:
+    """The pairs within the bound that the question's meaning admits (agreement.admission), in order; the
+    refused ones go into the tier's trace."""
+    admitted = []
+    refused = tier.get("refused", [])
+    for entry, distance, ranked in within:
+        decision = admission(question=search.query, pair_question=entry.question, pair_answer=entry.answer,
+                             distance=ranked, direct_bound=search.bounds.direct, function_words=FUNCTION_STEMS)
+        if decision.direct:
+            admitted.append((entry, distance, ranked))
+        elif len(refused) < REFUSED_TRACED and all(r["qa_id"] != entry.pk for r in refused):
+            refused.append({"qa_id": entry.pk, "ranked_distance": round(ranked, 6), "reason": decision.reason})
+    if refused:
+        tier["refused"] = refused
+    return admitted
+
+
 def qa_segment(entry: KnowledgeEntry, distance: float, ranked: float | None = None) -> Segment:
-    """An approved pair as a retrieved segment (tier 1)."""
+    """An approved pair as a retrieved segment (tier 1), named in the reader's language."""
     return {
         "source_type": "qa", "qa_id": entry.pk, "chunk_id": None, "document_id": None,
-        "document_name": "Approved answer", "chunk_index": None, "page_number": None, "heading_path": [],
+        "document_name": gettext("Approved answer"), "chunk_index": None, "page_number": None, "heading_path": [],
         "start_offset": None, "end_offset": None, "question": entry.question, "answer": entry.answer,
         "excerpt": f"Q: {entry.question}\nA: {entry.answer}", "score": round(1.0 - distance, 6),
         "distance": round(distance, 6), "vector_rank": None, "fts_rank": None, "tier": 1,

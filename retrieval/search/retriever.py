@@ -136,23 +136,25 @@ def _topical_tiers(search: Search) -> list[Segment]:
 
 def _untopical_tiers(search: Search) -> list[Segment]:
     """Without a topic approved pairs are searched across all topics: most users never pick one, and
-    the pairs are the one way approved knowledge reaches them. They take at most half of the final
-    top-N, so the passages keep room. With no approved pair at all the tier is not tried (and not
-    traced): nothing to embed the query for."""
-    k = _k(search)
-    qa = qa_tier(search, "", "")[:max(1, k // 2)] if search.context.any_live_pair else []
-    return qa + document_tier(search, DocumentTier(tier=2, limit=k))
+    the pairs are the one way approved knowledge reaches them. The pairs the question's meaning admits
+    (at most two, qa_tier) come on top of the final top-N passages, never in their place. With no
+    approved pair at all the tier is not tried (and not traced): nothing to embed the query for."""
+    qa = qa_tier(search, "", "") if search.context.any_live_pair else []
+    return qa + document_tier(search, DocumentTier(tier=2, limit=_k(search)))
 
 
 def _final_cut(search: Search, segments: list[Segment]) -> list[Segment]:
-    """Tier order (stable: each tier keeps its own order, fused or the reranker's), cut to the final top-N
-    without a topic or with an explicit k."""
+    """Tier order (stable: each tier keeps its own order, fused or the reranker's); without a topic or with
+    an explicit k the document passages are cut to the final top-N, the admitted pairs (at most two) kept
+    on top of them: a pair never takes a passage's slot."""
     segments.sort(key=lambda s: s["tier"])
     k = _k(search)
     if search.request.k or not search.request.topical:
-        if len(segments) > k:
-            search.trace.setdefault("cut", []).append({"reason": f"final top-{k}", "dropped": len(segments) - k})
-        segments = segments[:k]
+        pairs = [s for s in segments if s["source_type"] == "qa"]
+        documents = [s for s in segments if s["source_type"] != "qa"]
+        if len(documents) > k:
+            search.trace.setdefault("cut", []).append({"reason": f"final top-{k}", "dropped": len(documents) - k})
+        segments = pairs + documents[:k]
     return segments
 
 
