@@ -197,7 +197,7 @@ def _question_vectors(texts: list[str]) -> dict:
 
 def _capture_fts_scores() -> dict:
     """The full-text arm's own rank values of the current question (chunk id -> ts_rank), for --runs."""
-    from retrieval.search import arms, retriever
+    from retrieval.search import arms
 
     scores: dict = {}
     fts_arm = arms.fts_arm
@@ -207,17 +207,17 @@ def _capture_fts_scores() -> dict:
         scores.update(hits)
         return hits
 
-    retriever.search_arms.fts_arm = capturing
+    arms.fts_arm = capturing
     return scores
 
 
 def _reuse_query_vectors(path: Path) -> None:
     """Embed each question once across runs: the retriever's query embedder reads this cache first."""
-    from retrieval.search import retriever
+    from retrieval.search import request
 
     if path.exists():
         _VECTORS.update(json.loads(path.read_text()))
-    embedder_for = retriever.query_embedder_for
+    embedder_for = request.query_embedder_for
 
     class Cached:
         def __init__(self, client):
@@ -229,7 +229,7 @@ def _reuse_query_vectors(path: Path) -> None:
                 _VECTORS.update(zip(missing, (list(map(float, v)) for v in self.client.embed_queries(missing))))
             return [_VECTORS[t] for t in texts]
 
-    retriever.query_embedder_for = lambda server: Cached(embedder_for(server))
+    request.query_embedder_for = lambda server: Cached(embedder_for(server))
 
 
 def score(runs: list[dict], arm: str) -> dict:

@@ -80,6 +80,7 @@ def main(argv=None) -> int:
 
 
 def _profile(args, searcher, scopes) -> dict:
+    import retrieval.search.request as request
     import retrieval.search.retriever as retriever
     from django.db import connection
 
@@ -92,7 +93,7 @@ def _profile(args, searcher, scopes) -> dict:
         def embed_queries(self, texts):
             return [current["v"]]
 
-    retriever.query_embedder_for = lambda server, **kw: _Stub()
+    request.query_embedder_for = lambda server, **kw: _Stub()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]

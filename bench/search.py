@@ -42,7 +42,7 @@ two Zipf-drawn general words.
 
 * ``vector``: ``arms.vector_arm``;  ``fts``: ``arms.fts_plans`` + ``arms.fts_arm``;
 * ``hybrid``: what ``retrieve`` does for documents inside its search transaction (no category, so no
-  distance threshold): both arms, ``fusion.rrf``, ``retriever.chunk_rows`` for the ``final_top_n``
+  distance threshold): both arms, ``fusion.rrf``, ``passages.chunk_rows`` for the ``final_top_n``
   results with their cosine distances (query embedding excluded: it is not search);
 * ``retrieve``: the whole ``retrieval.search.retrieve()`` (scope resolution, settings, logging)
   with an embedding client that returns the precomputed query vector; its ``query_embedding``

@@ -53,6 +53,7 @@ from retrieval.ai import AiServerError
 from retrieval.ai.clients import query_embedder_for
 from retrieval.knowledge.direct import qa_direct_decision
 from retrieval.search import QuestionContext, question_context, retrieve
+from retrieval.search.followup import keep_rewrite_if_needed
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import EMBED_LATENCY, MODEL_UNAVAILABLE
 
@@ -121,12 +122,17 @@ def _from_context(job, rs, server) -> Outcome:
         job.mark("query_rewrite")
     context = question_context(rs)  # read once for the embedding below and for retrieve()
     given, embedding_ms = _question_vectors(job, rewrite.query, rs, context)
-    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
-                      category=params.get("category") or None, subcategory=params.get("subcategory") or None,
-                      query_vectors=given, context=context)
+    scope = conversation_scope(user, job.conversation)
+    category, subcategory = params.get("category") or None, params.get("subcategory") or None
+    result = retrieve(user, rewrite.query, scope, category, subcategory, query_vectors=given, context=context)
     if given:
         timings = result.trace["timings_ms"]
         timings["query_embedding"] = round(timings.get("query_embedding", 0) + embedding_ms, 2)
+    # Earlier words join the question only when it retrieves weakly alone (a new subject keeps its own words).
+    rewrite, alone = keep_rewrite_if_needed(rewrite, result.segments,
+                                            lambda text: retrieve(user, text, scope, category, subcategory,
+                                                                  context=context))
+    result = alone or result
     result.trace["query_rewrite"] = rewrite.trace()
     job.mark("retrieval")
     segments = result.segments
@@ -224,8 +230,12 @@ def _agent_unavailable(job, exc: AiServerError) -> Outcome:
     params = job.question.metadata or {}
     user = job.conversation.owner
     rewrite = search_query(job.question, None)
-    result = retrieve(user, rewrite.query, conversation_scope(user, job.conversation),
-                      category=params.get("category") or None, subcategory=params.get("subcategory") or None)
+    scope = conversation_scope(user, job.conversation)
+    category, subcategory = params.get("category") or None, params.get("subcategory") or None
+    result = retrieve(user, rewrite.query, scope, category, subcategory)
+    rewrite, alone = keep_rewrite_if_needed(rewrite, result.segments,
+                                            lambda text: retrieve(user, text, scope, category, subcategory))
+    result = alone or result
     result.trace["query_rewrite"] = rewrite.trace()
     job.mark("retrieval")
     outcome = _model_unavailable(job, rewrite.query, result.segments, result, exc)

@@ -1,7 +1,7 @@
 """What retrieval hands to the layers above: the retrieved segment and the trace of how it was found
 (no Django, only types).
 
-Produced by retrieval.search.retriever (documents, tiers 2-3) and its Q&A tier (tier 1), then
+Produced by retrieval.search.retriever: its document tiers (2-3, retrieval.search.document_tier) and its Q&A tier (tier 1, retrieval.search.qa_tier), then
 reordered by retrieval.search.rerank; consumed by chat (prompts, citations, the extractive
 answer, the agent), the search API and the admin's test page, and stored in a message's
 `metadata.retrieved_segments`.
@@ -18,7 +18,7 @@ class Segment(TypedDict):
     qa_id: int | None  # the approved Q&A pair (source_type "qa")
     chunk_id: int | None  # the chunk (source_type "document")
     document_id: int | None
-    document_name: str  # the file name; "Approved answer" for Q&A pairs
+    document_name: str  # the file name; "Approved answer" (translated) for Q&A pairs
     document_title: NotRequired[str]
     # The document's version the chunk belongs to: a citation opens that version's text later.
     document_version: NotRequired[int]
@@ -62,6 +62,8 @@ class TierTrace(TypedDict):
     searched: NotRequired[str]  # the Q&A tier: the topic its pairs came from ("fruit / pear", "fruit", "all topics")
     candidates: NotRequired[int]  # the Q&A tier: pairs within reach before the distance threshold
     without_vectors: NotRequired[int]  # the Q&A tier: pairs not embedded (yet)
+    # the Q&A tier: pairs within the bound its meaning test refused (at most 5): {"qa_id", "ranked_distance", "reason"}
+    refused: NotRequired[list[dict[str, Any]]]
     candidate_documents: NotRequired[int]  # document tiers: documents in scope
     candidate_chunks: NotRequired[int]
     fts_skipped: NotRequired[str]  # why the full-text arm did not run

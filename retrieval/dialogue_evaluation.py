@@ -29,7 +29,7 @@ from retrieval.ai.clients import condenser_for
 from retrieval.evaluation import ARMS, eval_scope, eval_username, default_strategy, ingest_one
 from retrieval.models import AiServer
 from retrieval.search import retrieve
-from retrieval.search.followup import REWRITE_MAX_TOKENS, standalone_query
+from retrieval.search.followup import REWRITE_MAX_TOKENS, QueryRewrite, keep_rewrite_if_needed, standalone_query
 
 METHODS = ("verbatim", "heuristic", "model", "human")
 PARTS = ("first_turns", "follow_ups", "standalone_later", "all")
@@ -108,9 +108,14 @@ def evaluate_dialogues(user, documents: dict[int, str], dialogues: list[Dialogue
         for dialogue in dialogues:
             history: list[dict] = []
             for number, turn in enumerate(dialogue.turns):
-                query, how = _query(method, turn, history, rewrite_with)
+                query, how, rewrite = _query(method, turn, history, rewrite_with)
                 model_used += how == "model"
                 segments = retrieve(user, query, scope, k=k, arms=ARMS["hybrid"], rerank=False).segments
+                if rewrite is not None:  # as the chat does: earlier words only when the message alone is weak
+                    rewrite, alone = keep_rewrite_if_needed(rewrite, segments, lambda text: retrieve(
+                        user, text, scope, k=k, arms=ARMS["hybrid"], rerank=False))
+                    if alone is not None:
+                        query, segments = rewrite.query, alone.segments
                 gold = {texts[g] for g in turn.gold if g in texts}
                 rank = next((i for i, s in enumerate(segments, start=1) if s.get("document_id") in gold), None)
                 part = "first_turns" if number == 0 else ("standalone_later" if turn.standalone else "follow_ups")
@@ -138,13 +143,13 @@ def evaluate_dialogues(user, documents: dict[int, str], dialogues: list[Dialogue
     return results
 
 
-def _query(method: str, turn: DialogueTurn, history: list[dict], rewrite_with) -> tuple[str, str]:
+def _query(method: str, turn: DialogueTurn, history: list[dict], rewrite_with) -> tuple[str, str, QueryRewrite | None]:
     if method == "verbatim":
-        return turn.question, "none"
+        return turn.question, "none", None
     if method == "human":
-        return turn.rewrite, "human"
+        return turn.rewrite, "human", None
     rewrite = standalone_query(turn.question, history, rewrite_with=rewrite_with if method == "model" else None)
-    return rewrite.query, rewrite.method
+    return rewrite.query, rewrite.method, rewrite
 
 
 def _scores(ranks: list[int | None], k: int) -> dict:

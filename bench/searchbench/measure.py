@@ -85,10 +85,10 @@ class Searcher:
                             ranking=self.rs.fts_ranking, scope=self.product_scope(scope))
 
     def hybrid(self, scope: Scope, qv, text: str, fts=None, vector=None):
-        """What retrieval.search._document_tier does inside its search transaction (no category)."""
+        """What retrieval.search.document_tier does inside its search transaction (no category)."""
         from retrieval.search import arms
         from retrieval.search.fusion import rrf
-        from retrieval.search.retriever import chunk_rows
+        from retrieval.search.passages import chunk_rows
 
         rs = self.rs
         literal = arms.vector_literal(qv)  # formatted once, as retrieve() does
@@ -169,7 +169,8 @@ def _scope_of(user, scope: Scope):
 
 def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
     """The whole retrieve() with an embedding client returning the precomputed vector; embedding excluded."""
-    import retrieval.search.retriever as search_mod
+    import retrieval.search.request as search_mod
+    from retrieval.search import retrieve
 
     current = {}
 
@@ -184,12 +185,12 @@ def measure_retrieve(searcher: Searcher, scope: Scope) -> dict:
         user = searcher.users[scope.user_key]
         for qv, text, _c in scope.queries[:5]:
             current["v"] = qv
-            search_mod.retrieve(user, text, _scope_of(user, scope))
+            retrieve(user, text, _scope_of(user, scope))
         with Phase() as phase:
             for qv, text, _c in scope.queries:
                 current["v"] = qv
                 t0 = time.perf_counter()
-                result = search_mod.retrieve(user, text, _scope_of(user, scope))
+                result = retrieve(user, text, _scope_of(user, scope))
                 wall = (time.perf_counter() - t0) * 1000
                 times.append(wall - result.trace["timings_ms"].get("query_embedding", 0.0))
                 for tier in result.trace["tiers"]:

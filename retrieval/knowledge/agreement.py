@@ -22,6 +22,12 @@ the user as a tier-1 source the model answers from in the user's language.
 `direct_decision()` returns the verdict and its reason (`qa_direct_reason` in the retrieval trace
 and the message metadata): agreed, too_far, cross_language, number_mismatch, negation_mismatch,
 content_word_mismatch.
+
+The same evidence, weaker, decides whether a pair within tier 1's bound belongs in a question's
+context at all (`admission()`): within the direct-answer distance it does; farther, only when the
+question shares a content word (not a function word) or a number with the pair's question or answer.
+Embedding closeness alone admitted pairs whose questions merely share phrasing ("How many … do I
+get in …?") with a question on another subject.
 """
 from __future__ import annotations
 
@@ -42,6 +48,10 @@ NUMBER_MISMATCH = "number_mismatch"
 NEGATION_MISMATCH = "negation_mismatch"
 CONTENT_WORD_MISMATCH = "content_word_mismatch"
 NO_BOUND = "no_bound"  # no direct-answer distance for the embedding model (calibration pending, or 0)
+
+ADMITTED_CLOSE = "close"  # a pair within the direct-answer distance
+ADMITTED_SHARED = "shared_words"  # a pair sharing a content word or a number with the question
+REFUSED_NO_SHARED = "no_shared_word"  # within the bound by embedding closeness alone
 
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DOTTED_DATE = re.compile(r"\b(\d{1,2})\.\s?(\d{1,2})\.(?:\s?(\d{4}))?(?!\d)")
@@ -173,3 +183,22 @@ def direct_decision(*, question: str, pair_question: str, distance: float, bound
     if missing:
         return Decision(False, CONTENT_WORD_MISMATCH, {"words": missing})
     return Decision(True, AGREED)
+
+
+def function_stems(function_words: Iterable[str]) -> frozenset[str]:
+    """Function words as the stems `stems()` makes, to leave out of the shared words."""
+    return frozenset(fold(w)[:STEM_LENGTH] for w in function_words if len(fold(w)) >= MIN_WORD_LENGTH)
+
+
+def admission(*, question: str, pair_question: str, pair_answer: str, distance: float, direct_bound: float | None,
+              function_words: frozenset[str]) -> Decision:
+    """Whether an approved pair already within tier 1's bound belongs in the context of `question` (see the
+    module): `distance` is the pair's ranked distance, `function_words` the stems never counted as shared."""
+    if direct_bound and distance <= direct_bound:
+        return Decision(True, ADMITTED_CLOSE)
+    pair = f"{pair_question} {pair_answer}"
+    shared = sorted((stems(question) & stems(pair)) - function_words)
+    numbers = sorted(numbers_in(question) & numbers_in(pair))
+    if shared or numbers:
+        return Decision(True, ADMITTED_SHARED, {"words": shared, "numbers": numbers})
+    return Decision(False, REFUSED_NO_SHARED)

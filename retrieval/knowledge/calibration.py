@@ -16,7 +16,7 @@ this package: generic questions in cs/en/de/ru on subjects no organisation files
   against 0.26), so a pair in the user's language outranks the right pair in another language.
   `qa_language_shift` is, per relation between the two questions' languages (`same`, `cross`), its
   median less the overall median; tier 1 ranks and bounds a pair by its distance less the shift of
-  its relation (retrieval/search/retriever.py), i.e. by how much closer it is than unrelated
+  its relation (retrieval/search/qa_tier.py), i.e. by how much closer it is than unrelated
   questions of the same relation are.
 - **passages as sources** (tiers 2-3 with a topic): the largest distance between unrelated
   questions: a passage farther than any two unrelated questions is not about the question.

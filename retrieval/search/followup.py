@@ -6,15 +6,23 @@ search for; the user still sees, and the answer still addresses, the message as 
 
 1. **A cheap test** (:func:`depends_on_context`, no model): a message that stands alone is searched
    as it is. It depends on the conversation when it has no content words, or few of them together
-   with a word that points back (cs/en/de/ru pronouns and demonstratives: "to", "it", "das", "это")
-   or an opening that continues the previous turn ("A …?", "And …?", "Und …?", "А …?"), or at most
-   two content words at all. A long question that merely begins with "A" stands alone.
+   with a word that points back *in the message's own language* (`ANAPHORS_BY_LANGUAGE`: Czech "to",
+   English "it", German "er", Russian "это" — each also an ordinary word elsewhere: English "to" is a
+   preposition, German "er" often names the sentence's own subject) or an opening that continues the
+   previous turn ("A …?", "And …?", "Und …?", "А …?"), or at most two content words at all. A long
+   question that merely begins with "A" stands alone. A message in another language than the
+   previous question is a new topic: never rewritten with the earlier words.
 2. **With a chat server**: one short condense request (the last few turns, the message, "output
    only the standalone question, in the message's language"), one attempt within a short timeout.
    Its reply is checked (:func:`checked_rewrite`: one line, not empty, bounded length, no source
    tags, shares a word with the conversation), else the heuristic below is used.
 3. **Heuristic** (no server, or it failed): the message plus the content words of the previous
    user question (and of the one before, when that one was a follow-up too) it does not contain.
+
+4. **Only when the question alone retrieves weakly** (:func:`keep_rewrite_if_needed`, called by the
+   chat and the dialogue evaluation with their own search): the message as typed is searched too, and
+   the rewrite is kept only when its best passage is closer than the message's own best passage; else
+   the message is searched as typed (a new subject that happens to use "to" or "er").
 
 The result says what was searched and how (`method`: "model", "heuristic" or "none") and why.
 """
@@ -23,7 +31,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+from documents.language import detect_question_language
 
 MODEL = "model"
 HEURISTIC = "heuristic"
@@ -67,16 +77,19 @@ keine dann denn so da dafür dazu davon darauf damit dort dies diese dieser dies
 также там туда тут так такой уже там сам
 """.split())
 
-# Words that point back to something said before (pronouns, demonstratives, possessives, "then").
-ANAPHORS = frozenset("""
-to toho tom tomu tím ten ta tu tuto tento tahle tohle tenhle ho ji jim ním něho něj jím jich něj ní nich něm tam
-takový taková takové stejně totéž tamto
-it its they them those these that this there same one ones
-es er das dies diese dieser dieses dafür dazu davon darauf damit dort ihn ihm sie ihnen dasselbe
-это этого этом этому этот эта эти тот та те то он она оно они его её ее их ему ей им там туда такой
-такая такие так
-pak potom jejich jeho její then their his her dann danach sein seine ihr ihre потом затем
-""".split())
+# Words that point back to something said before (pronouns, demonstratives, possessives, "then"), per
+# language: a word points back only in its own language (English "to" is a preposition, Czech "to" "it").
+ANAPHORS_BY_LANGUAGE = {
+    "cs": frozenset("""to toho tom tomu tím ten ta tu tuto tento tahle tohle tenhle ho ji jim ním něho něj jím jich
+        ní nich něm tam takový taková takové stejně totéž tamto pak potom jejich jeho její""".split()),
+    "en": frozenset("it its they them those these that this there same one ones then their his her".split()),
+    "de": frozenset("""es er das dies diese dieser dieses dafür dazu davon darauf damit dort ihn ihm sie ihnen
+        dasselbe dann danach sein seine ihr ihre""".split()),
+    "ru": frozenset("""это этого этом этому этот эта эти тот та те то он она оно они его её ее их ему ей им там
+        туда такой такая такие так потом затем""".split()),
+}
+# A message whose language cannot be told (short, or another language): any of them.
+ANAPHORS = frozenset().union(*ANAPHORS_BY_LANGUAGE.values())
 
 # Openings that continue the previous turn: "A …", "And …", "Und …", "А …", "what about …".
 CONTINUATIONS = frozenset("a ale i taky také and but also und aber auch а и но ещё еще тоже".split())
@@ -109,18 +122,16 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w.lower() not in STOP_WORDS and (len(w) >= 3 or w.isdigit())]
 
 
-def depends_on_context(question: str) -> tuple[bool, str]:
-    """Whether `question` needs the conversation to be searched, and why (the cheap test, no model)."""
+def depends_on_context(question: str, language: str | None = None) -> tuple[bool, str]:
+    """Whether `question` needs the conversation to be searched, and why (the cheap test, no model).
+    `language`: the question's, when told already (else detected; "" or another language: every list)."""
     tokens = [w.lower() for w in words(question)]
     content = content_words(question)
     n = len(content)
     if not tokens or n == 0:
         return True, "no content words"
     lowered = " ".join(tokens)
-    anaphor = next((t for t in tokens if t in ANAPHORS), None)
-    opening = next((p for p in CONTINUATION_PHRASES if lowered.startswith(p + " ") or lowered == p), None)
-    if opening is None and tokens[0] in CONTINUATIONS:
-        opening = tokens[0]
+    anaphor, opening = _pointers(tokens, lowered, language if language is not None else detect_question_language(question))
     if anaphor and n <= 4:
         return True, f"refers back ('{anaphor}') with {n} content words"
     if opening and n <= 3:
@@ -128,6 +139,34 @@ def depends_on_context(question: str) -> tuple[bool, str]:
     if n <= 1:
         return True, f"only {n} content word"
     return False, f"stands alone ({n} content words)"
+
+
+def _pointers(tokens: list[str], lowered: str, language: str) -> tuple[str | None, str | None]:
+    """The word pointing back (in the message's language's list) and the continuing opening, or None."""
+    anaphors = ANAPHORS_BY_LANGUAGE.get(_family(language), ANAPHORS)
+    anaphor = next((t for t in tokens if t in anaphors), None)
+    opening = next((p for p in CONTINUATION_PHRASES if lowered.startswith(p + " ") or lowered == p), None)
+    if opening is None and tokens and tokens[0] in CONTINUATIONS:
+        opening = tokens[0]
+    return anaphor, opening
+
+
+def back_reference_only(question: str, language: str) -> bool:
+    """Whether a dependent message depends on a word pointing back alone (no continuing opening, two or more
+    content words): such a word is also an ordinary one ("Co je to …", "wie ist er definiert"), so only a
+    weak retrieval of the message alone confirms it (keep_rewrite_if_needed)."""
+    tokens = [w.lower() for w in words(question)]
+    anaphor, opening = _pointers(tokens, " ".join(tokens), language)
+    return anaphor is not None and opening is None and len(content_words(question)) >= 2
+
+
+# Languages a short question's identification confuses with each other and whose speakers read each other
+# (py3langid calls "Co je to topologický prostor?" Slovak): no change of topic between them.
+_FAMILIES = {"sk": "cs"}
+
+
+def _family(language: str) -> str:
+    return _FAMILIES.get(language, language)
 
 
 def previous_questions(history: list[dict]) -> list[str]:
@@ -203,11 +242,24 @@ def standalone_query(question: str, history: list[dict], *, rewrite_with=None) -
     None means no model: the heuristic. A failing model (any exception) falls back to the heuristic.
     """
     question = question.strip()
-    if not previous_questions(history):
+    previous = previous_questions(history)
+    if not previous:
         return QueryRewrite(question, question, NONE, "the first question of the conversation")
-    dependent, why = depends_on_context(question)
+    language, earlier = detect_question_language(question), detect_question_language(previous[0])
+    if language and earlier and _family(language) != _family(earlier):
+        return QueryRewrite(question, question, NONE, f"asked in another language ({language}) than the previous "
+                                                      f"question ({earlier}): a new topic")
+    dependent, why = depends_on_context(question, language)
     if not dependent:
         return QueryRewrite(question, question, NONE, why)
+    rewrite = _rewritten(question, history, why, rewrite_with)
+    if back_reference_only(question, language):
+        rewrite.extra["check_alone"] = True  # keep_rewrite_if_needed searches the message alone too
+    return rewrite
+
+
+def _rewritten(question: str, history: list[dict], why: str, rewrite_with) -> QueryRewrite:
+    """The model's rewrite (checked), else the heuristic's."""
     if rewrite_with is not None:
         started = time.perf_counter()
         failure: dict[str, Any]
@@ -227,3 +279,33 @@ def standalone_query(question: str, history: list[dict], *, rewrite_with=None) -
     if query == question:
         return QueryRewrite(question, question, NONE, f"{why}, but the earlier questions add no words")
     return QueryRewrite(question, query, HEURISTIC, f"{why}; the previous question's words added")
+
+
+def best_distance(segments: list) -> float | None:
+    """The closest document passage's vector distance among `segments` (None without one)."""
+    distances = [float(s["distance"]) for s in segments
+                 if s.get("source_type") == "document" and s.get("distance") is not None]
+    return min(distances, default=None)
+
+
+def keep_rewrite_if_needed(rewrite: QueryRewrite, rewritten: list, search: Callable[[str], Any]) -> tuple[QueryRewrite, Any]:
+    """The rewrite, or the message as typed when it retrieves at least as closely on its own (only for a
+    message whose dependence rests on a word pointing back alone: `check_alone`, back_reference_only).
+
+    `rewritten`: the segments the rewrite retrieved; `search(text)` retrieves for a text (returning what the
+    caller uses, with `.segments`). Returns (what was searched, `search`'s result for the message as typed,
+    or None when the rewrite is kept). Earlier words join a question only when it needs them: a message on
+    a new subject that happens to use "to" or "er" finds its passages alone.
+    """
+    if rewrite.method == NONE or rewrite.query == rewrite.original or not rewrite.extra.get("check_alone"):
+        return rewrite, None
+    alone = search(rewrite.original)
+    mine, theirs = best_distance(alone.segments), best_distance(rewritten)
+    figures = {"alone_distance": None if mine is None else round(mine, 4),
+               "rewrite_distance": None if theirs is None else round(theirs, 4)}
+    if mine is not None and (theirs is None or mine <= theirs):
+        return QueryRewrite(rewrite.original, rewrite.original, NONE,
+                            f"{rewrite.reason}; but the question alone retrieves as closely: searched as typed",
+                            {**rewrite.extra, **figures, "rewrite_not_used": rewrite.query}), alone
+    return QueryRewrite(rewrite.original, rewrite.query, rewrite.method,
+                        f"{rewrite.reason}; the question alone retrieves more weakly", {**rewrite.extra, **figures}), None

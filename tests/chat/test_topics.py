@@ -101,13 +101,13 @@ def test_eight_close_qa_pairs_leave_room_for_passages_in_a_real_answer(api, user
     answer = Message.objects.get(pk=sent["assistant_message"]["id"])
     assert answer.status == "done", answer.error
     budget = answer.metadata["retrieval"]["context_budget"]
-    assert budget["kept_passages"] == 1 and 1 <= budget["kept_qa"] < 8
-    assert budget["cut"] and {c["reason"] for c in budget["cut"]} == {"qa_share"}
+    assert budget["kept_passages"] == 1 and 1 <= budget["kept_qa"] <= 2
+    assert {c["reason"] for c in budget["cut"]} <= {"qa_share"}
     kinds = [s["source_type"] for s in answer.metadata["context_sources"]]
     assert "document" in kinds and "qa" in kinds
     prompt = chat_ai.requests_to("/v1/chat/completions")[-1]["json"]["messages"][-1]["content"]
     assert "Pear trees are planted deep enough to cover the roots" in prompt
-    assert answer.metadata["retrieval"]["tiers"][0]["kept"] == 8  # tier 1 kept all 8 (limit 20) before the budget
+    assert answer.metadata["retrieval"]["tiers"][0]["kept"] == 2  # at most two pairs reach the context (limit 20)
     assert {s["document_id"] for s in answer.metadata["context_sources"] if s["source_type"] == "document"} == {document.pk}
 
 

@@ -112,3 +112,67 @@ def test_a_failing_or_answering_model_falls_back_to_the_heuristic():
     assert "TimeoutError" in failed.trace()["model_error"]
     answered = standalone_query("A při částečném?", history, rewrite_with=lambda m: "Máte 25 dní [S1].")
     assert answered.method == HEURISTIC and "cites sources" in answered.trace()["model_rejected"]
+
+
+# --- a change of topic: per-language back-references, a change of language, the message alone -----------
+
+def test_a_back_reference_counts_only_in_its_own_language():
+    # English "to" is a preposition, not the Czech "to" ("it"): the question stands alone.
+    dependent, why = depends_on_context("How do I get to the airport by train?")
+    assert not dependent, why
+    assert depends_on_context("Dostanu za to nějaké peníze?")[0]  # Czech "to" points back
+    assert depends_on_context("Kann er den Urlaub später noch streichen?")[0]  # German "er"
+    assert depends_on_context("А можно это получить наличными?")[0]  # Russian "это"
+    assert depends_on_context("Can I get it in cash?")[0]  # English "it"
+
+
+@pytest.mark.parametrize("question, language", [
+    ("Was ist ein topologischer Raum und wie ist er definiert?", "de"),
+    ("Co je to topologický prostor?", "cs"),
+    ("Что это такое топологическое пространство?", "ru"),
+    ("What is it that a topological space defines?", "en"),
+])
+def test_a_word_that_is_also_an_ordinary_word_asks_for_the_message_alone_to_be_checked(question, language):
+    # "er", "to", "это", "it" point back only sometimes: the rewrite is kept only when the message alone is weak.
+    history = _history("Kolik je stravné na pracovní cestě?") if language == "cs" else _history(
+        {"de": "Wie hoch ist das Tagegeld auf Dienstreisen?", "ru": "Сколько составляют суточные в командировке?",
+         "en": "How much is the meal allowance on a business trip?"}[language])
+    rewrite = standalone_query(question, history)
+    assert rewrite.method == "heuristic" and rewrite.extra.get("check_alone") is True
+
+
+def test_a_continuing_opening_needs_no_check():
+    rewrite = standalone_query("And how much should I fertilise them?", _history("When do I prune my roses?"))
+    assert rewrite.method == "heuristic" and "check_alone" not in rewrite.extra
+
+
+def test_a_question_in_another_language_than_the_previous_one_is_searched_as_typed():
+    question = "Was ist ein topologischer Raum und wie ist er definiert?"
+    rewrite = standalone_query(question, _history("Kolik je stravné na pracovní cestě?"),
+                               rewrite_with=lambda messages: "Kolik je stravné topologický prostor?")
+    assert (rewrite.method, rewrite.query) == ("none", question)
+    assert "another language (de)" in rewrite.reason and "(cs)" in rewrite.reason
+
+
+class _Found:
+    def __init__(self, *distances):
+        self.segments = [{"source_type": "document", "distance": d} for d in distances]
+
+
+def test_the_rewrite_is_kept_only_when_the_message_alone_retrieves_more_weakly():
+    from retrieval.search.followup import keep_rewrite_if_needed
+
+    rewrite = standalone_query("Co je to topologický prostor?", _history("Kolik je stravné na pracovní cestě?"))
+    searched: list[str] = []
+
+    def search(text, found):
+        searched.append(text)
+        return found
+
+    kept, alone = keep_rewrite_if_needed(rewrite, _Found(0.31, 0.4).segments, lambda t: search(t, _Found(0.12)))
+    assert searched == ["Co je to topologický prostor?"]
+    assert (kept.method, kept.query, alone.segments[0]["distance"]) == ("none", "Co je to topologický prostor?", 0.12)
+    assert kept.extra["rewrite_not_used"] == rewrite.query and "searched as typed" in kept.reason
+    kept, alone = keep_rewrite_if_needed(rewrite, _Found(0.2).segments, lambda t: search(t, _Found(0.35)))
+    assert (kept.method, kept.query, alone) == ("heuristic", rewrite.query, None)
+    assert kept.extra["alone_distance"] == 0.35 and kept.extra["rewrite_distance"] == 0.2

@@ -50,13 +50,16 @@ def test_limits_apply_per_tier_and_the_final_top_n_does_not_cut_a_topic(user, st
                 subcategory="pear")
     result = retrieve(user, "How deep are pear trees planted?", category="fruit", subcategory="pear")
     kinds = [s["source_type"] for s in result.segments]
-    assert kinds == ["qa"] * 3 + ["document"] * 4  # 7 > final_top_n 2: the limits are the tiers' own
+    # 6 > final_top_n 2: the limits are the tiers' own (pairs: at most two, within qa_limit 3)
+    assert kinds == ["qa"] * 2 + ["document"] * 4
     assert result.trace["limits"] == {"qa_limit": 3, "doc_limit": 4, "k": None}
-    # An explicit k (GET /api/search/?k=) still cuts, and the trace says so.
-    cut = retrieve(user, "How deep are pear trees planted?", category="fruit", subcategory="pear", k=5)
-    assert len(cut.segments) == 5 and cut.trace["cut"] == [{"reason": "final top-5", "dropped": 2}]
-    # Without a topic the final top-N applies as before.
-    assert len(retrieve(user, "How deep are pear trees planted?").segments) == 2
+    # An explicit k (GET /api/search/?k=) still cuts the passages, and the trace says so; the pairs come on top.
+    cut = retrieve(user, "How deep are pear trees planted?", category="fruit", subcategory="pear", k=3)
+    assert [s["source_type"] for s in cut.segments] == ["qa"] * 2 + ["document"] * 3
+    assert cut.trace["cut"] == [{"reason": "final top-3", "dropped": 1}]
+    # Without a topic the final top-N applies to the passages as before, the admitted pairs on top.
+    assert [s["source_type"] for s in retrieve(user, "How deep are pear trees planted?").segments] == \
+        ["qa"] * 2 + ["document"] * 2
 
 
 def test_tier_two_filters_by_subcategory_not_by_equal_category(user, fake_embedder):

@@ -49,6 +49,11 @@ export function showSources(messageId) {
   panel.dataset.message = messageId;
   panelTitle.textContent = count(ngettext("%(n)s source", "%(n)s sources", cites.numbers.size), cites.numbers.size);
   panelList.replaceChildren();
+  // A follow-up searched with the conversation's earlier words: say what was searched.
+  const rewrite = m.metadata && m.metadata.query_rewrite;
+  if (rewrite && rewrite.query && rewrite.original && rewrite.query.trim() !== rewrite.original.trim()) {
+    panelList.append(el("li", { class: "sources-searched-as muted" }, fill(gettext("Searched as: %(query)s"), { query: rewrite.query })));
+  }
   // The passages were given to the model best first (S1, S2, …): their order is the rank.
   const given = (m.metadata && m.metadata.context_sources) || [];
   const ranks = new Map(given.map((s, i) => [s.source_id, i + 1]));
