@@ -363,7 +363,8 @@ def cached_graph(cache_dir: Path, precision: str = "q4") -> Path:
             onnx.save(fp32, str(src_tmp))
             try:
                 quantize_dynamic(str(src_tmp), str(tmp), weight_type=QuantType.QInt8,
-                                 per_channel=True, op_types_to_quantize=["MatMul"])
+                                 per_channel=True, op_types_to_quantize=["MatMul"],
+                                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             finally:
                 src_tmp.unlink(missing_ok=True)
         os.replace(tmp, target)
