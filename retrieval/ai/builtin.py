@@ -55,6 +55,7 @@ ENGINE_TTL = 7 * 24 * 3600
 logger = logging.getLogger(__name__)
 _lock = threading.RLock()
 _model: Engine | None = None
+_recorded: Engine | None = None  # the engine this process has told /healthz about
 _local = threading.local()
 
 
@@ -187,20 +188,21 @@ def _record(engine: Engine) -> None:
     try:
         from django.core.cache import cache
 
-        cache.set(ENGINE_KEY.format(host=socket.gethostname()), engine.info, ENGINE_TTL)
+        if cache.get(ENGINE_KEY.format(host=socket.gethostname())) != engine.info:
+            cache.set(ENGINE_KEY.format(host=socket.gethostname()), engine.info, ENGINE_TTL)
     except Exception:  # no Django, no database: nothing to tell
         logger.debug("could not record the embedding engine", exc_info=True)
 
 
 def get_model() -> Engine:
-    """The process-wide engine (loaded on first use; the first start builds the ONNX graph, ~10 s)."""
+    """The process-wide engine (loaded on first use; the first start builds the ONNX graph, ~10 s).
+    Loading starts no thread and opens no database connection (the chat cluster loads it before it
+    forks its workers)."""
     global _model
     if _model is None:
         with _lock:
             if _model is None:
-                engine = _load()
-                _record(engine)
-                _model = engine
+                _model = _load()
     return _model
 
 
@@ -241,6 +243,7 @@ def single_thread_here() -> bool:
 
 
 def _embed(texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
+    global _recorded
     if isinstance(texts, str):
         raise TypeError("pass a list of texts, not a single string")
     texts = ["" if t is None else str(t) for t in texts]
@@ -248,6 +251,9 @@ def _embed(texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
     if not texts:
         return out
     model = get_model()
+    if _recorded is not model:  # at the first embedding, not at load: a process may load before it forks
+        _recorded = model
+        _record(model)
     batch_size = max(1, int(batch_size))
     for start in range(0, len(texts), batch_size):
         chunk = texts[start:start + batch_size]
