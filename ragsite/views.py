@@ -20,8 +20,11 @@ def healthz(request):
     A 503 here is an answer, not a failure of the request: it is logged once per change of the
     reasons by this view (INFO while the web process is starting and its workers come up, WARNING
     after), never as django.request's ERROR "Service Unavailable" on every poll."""
+    from retrieval.ai.server_check import builtin_engine_status
+
     healthy, report = health_report()
-    body = {"status": "ok" if healthy else "unavailable", **report}
+    # The built-in embedder's engine (ONNX Runtime or its fallback) is information, never a reason for 503.
+    body = {"status": "ok" if healthy else "unavailable", **report, "embedder": builtin_engine_status()}
     response = JsonResponse(body, status=200 if healthy else 503)
     if not healthy:
         _log_unhealthy(report)
