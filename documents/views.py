@@ -35,6 +35,7 @@ def library(request):
     documents = Document.objects.visible_to(request.user).filter(collection__isnull=True).order_by("-created_at", "-id")
     total = documents.count()
     first = DocumentSerializer(documents[:LIBRARY_FIRST_PAGE], many=True).data
+    sections = library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE)
     return render(request, "documents/library.html", {
         "nav": "library",
         "library": {"documents": first, "total": total, "page_size": LIBRARY_FIRST_PAGE,
@@ -43,7 +44,9 @@ def library(request):
                     "direct_upload_min_size": (settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None),
                     "max_upload_label": filesizeformat(settings.MAX_UPLOAD_SIZE),
                     "upload_accept": upload_accept()},  # the "Upload new version" picker's, as the page's own
-        "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
+        "collections": sections,
+        # Where a curator may move a collection's document: the other collections he curates.
+        "move_targets": [section["collection"] for section in sections if section["can_curate"]],
         "due": sources_due_for_owner(user=request.user),  # source governance: what this owner should review
         "today": timezone.localdate(),
     })

@@ -28,7 +28,7 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
     def get_fieldsets(self, request, obj=None):
         fieldsets = [list(f) for f in super().get_fieldsets(request, obj)]
         for fieldset in fieldsets:
-            if fieldset[0] == "Chunks and vectors":
+            if fieldset[0] == gettext("Chunks and vectors"):
                 fields = [_SERVER_FIELDS.get(f, f) for f in fieldset[1]["fields"]]
                 fieldset[1] = {**fieldset[1], "fields": tuple(fields) + ("vectors",)}
         return fieldsets

@@ -1,0 +1,129 @@
+"""The last mile for readers and curators, in a real browser (daphne, both clusters, PostgreSQL, chromium),
+in Czech and English at 1440×900 and 390×844: 👍/👎 inside the screen, toasts clear of the header, and a
+curator managing his collection's documents from the library's "⋯" menu without a 403."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from chat.models import Message
+from chat.services import conversation_create
+from documents.models import Document
+from tests.knowledge.conftest import kb  # noqa: F401 - the fixture: a collection, its curator, a member
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+SIZES = [(1440, 900), (390, 844)]
+LANGUAGES = ["en", "cs"]
+SOURCE = {"source_id": "S1", "source_type": "document", "document_id": None, "document_name": "Travel rules.pdf",
+          "document_version": 1, "chunk_index": 0, "page_number": 3, "qa_id": None, "score": 0.9,
+          "preview": "Trips over 18 hours get 353 CZK."}
+CITATION = {**{k: SOURCE[k] for k in ("source_id", "source_type", "document_id", "document_name", "document_version",
+                                      "chunk_index", "page_number", "qa_id")},
+            "chunk_id": None, "heading_path": [], "start_offset": 0, "end_offset": 40,
+            "snippet_preview": SOURCE["preview"]}
+
+
+def _page(browser, site_url: str, user, language: str, width: int, height: int):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  locale="cs-CZ" if language == "cs" else "en-GB",
+                                  extra_http_headers={"Accept-Language": language})
+    context.set_default_timeout(20_000)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site_url}])
+    return context.new_page()
+
+
+def _inside(box: dict, width: int) -> bool:
+    return box["x"] >= 0 and box["x"] + box["width"] <= width
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user, browser, artifacts):
+    from playwright.sync_api import expect
+
+    conversation = conversation_create(user=user)
+    Message.objects.create(conversation=conversation, role="user", content="Meal allowance over 18 hours?")
+    answer = Message.objects.create(
+        conversation=conversation, role="assistant", content="Trips over 18 hours get 353 CZK [S1].",
+        sources=[SOURCE], metadata={"mode": "documents", "citations": [CITATION], "sections": [
+            {"text": "Trips over 18 hours get 353 CZK [S1].", "source_ids": ["S1"], "citations": [CITATION]}]})
+    for language in LANGUAGES:
+        for width, height in SIZES:
+            page = _page(browser, live_site.url, user, language, width, height)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            try:
+                page.goto(f"{live_site.url}/c/{conversation.pk}/")
+                row = page.locator(f"#msg-{answer.pk} .msg-actions")
+                expect(row).to_be_visible()
+                row_box = row.bounding_box()
+                assert row_box and _inside(row_box, width), (language, width, row_box)
+                for rating in ("up", "down"):
+                    button = page.locator(f"#msg-{answer.pk} .feedback-btn[data-rating='{rating}']")
+                    button.scroll_into_view_if_needed()
+                    box = button.bounding_box()
+                    assert box and _inside(box, width), (language, width, rating, box)
+                page.screenshot(path=artifacts / f"last-mile-actions-{language}-{width}.png")
+                # A toast (copying the answer says so) lies clear of the header and the conversation's title.
+                page.locator(f"#msg-{answer.pk} .copy-btn[data-format='markdown']").click()
+                toast = page.locator(".toast").last
+                expect(toast).to_be_visible()
+                toast_box = toast.bounding_box()
+                for selector in ("header", ".chat-head"):
+                    for shown in page.locator(selector).all():
+                        if shown.is_visible():
+                            assert not _overlap(toast_box, shown.bounding_box()), (language, width, selector)
+                assert _inside(toast_box, width)
+                assert errors == []
+            finally:
+                page.context.close()
+
+
+def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_from_the_library(
+        live_site, kb, browser, artifacts):  # noqa: F811
+    from playwright.sync_api import expect
+
+    Document.objects.filter(pk=kb.document.pk).update(status="indexed")
+    for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
+        page = _page(browser, live_site.url, kb.curator, language, width, height)
+        responses: list[tuple[str, int]] = []
+        page.on("response", lambda r: responses.append((r.url, r.status)) if "/api/documents/" in r.url else None)
+        try:
+            page.goto(f"{live_site.url}/library/")
+            row = page.locator(f"[data-collection-list] [data-doc-id='{kb.document.pk}']")
+            expect(row).to_be_visible()
+            row.locator("summary").click()
+            reindex = row.locator("[data-curate=reindex]")
+            expect(reindex).to_be_visible()
+            box = reindex.bounding_box()
+            assert box and _inside(box, width)
+            page.screenshot(path=artifacts / f"last-mile-curator-menu-{language}-{width}.png")
+            with page.expect_response(lambda r: r.url.endswith(f"/api/documents/{kb.document.pk}/reindex/")) as sent:
+                reindex.click()
+            assert sent.value.status == 202  # accepted: queued, no 403
+            expect(page.locator(".toast").last).to_be_visible()
+            page.wait_for_function(f"() => !document.querySelector(\"[data-doc-id='{kb.document.pk}'] .badge-busy\")",
+                                   timeout=60_000)  # followed until the worker has indexed it again
+            if language == "en":
+                row.locator("summary").click()
+                row.locator("[data-curate=deactivate]").click()
+                expect(row.locator("[data-inactive]")).to_be_visible()
+                assert Document.objects.get(pk=kb.document.pk).is_active is False
+            assert all(status < 400 for _, status in responses), responses
+        finally:
+            page.context.close()
+    # A reader of the collection gets no menu at all.
+    Document.objects.filter(pk=kb.document.pk).update(is_active=True)
+    page = _page(browser, live_site.url, kb.member, "en", 1440, 900)
+    try:
+        page.goto(f"{live_site.url}/library/")
+        expect(page.locator(f"[data-doc-id='{kb.document.pk}']")).to_be_visible()
+        assert page.locator(f"[data-doc-id='{kb.document.pk}'] [data-curate]").count() == 0
+    finally:
+        page.context.close()
