@@ -25,9 +25,9 @@ class TestSet(models.Model):
                                     help_text=_("Warn before saving retrieval settings that lower this set's "
                                                 "recall by more than this."))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         ordering = ["name"]
@@ -112,9 +112,9 @@ class EvalRun(models.Model):
     error = models.TextField(blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
