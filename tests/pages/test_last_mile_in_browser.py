@@ -127,3 +127,28 @@ def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_fr
         assert page.locator(f"[data-doc-id='{kb.document.pk}'] [data-curate]").count() == 0
     finally:
         page.context.close()
+
+
+def test_the_admin_index_and_the_qa_list_are_laid_out_in_czech_and_english(live_site, staff_user, browser, artifacts):
+    """The index's descriptions are readable (not a letter wide); the Q&A list's title is not under its buttons."""
+    for language in LANGUAGES:
+        for width, height in ((1280, 800), (1440, 900), (390, 844)):
+            page = _page(browser, live_site.url, staff_user, language, width, height)
+            try:
+                page.goto(f"{live_site.url}/admin/")
+                page.screenshot(path=artifacts / f"last-mile-admin-index-{language}-{width}.png", full_page=True)
+                for cell in page.locator("#ragsite-tools td, #ragsite-tools .rs-tool-description").all():
+                    if cell.is_visible() and cell.inner_text().strip():
+                        box = cell.bounding_box()
+                        assert box["width"] >= 80 and box["x"] + box["width"] <= width, (language, width, box)
+                page.goto(f"{live_site.url}/admin/retrieval/knowledgeentry/")
+                page.screenshot(path=artifacts / f"last-mile-admin-qa-{language}-{width}.png")
+                # The title's text itself (its block spans the row), measured with a range over its text.
+                title = page.evaluate("""() => { const h = document.querySelector('#content > h1'); const r = document.createRange();
+                    r.selectNodeContents(h); const b = r.getBoundingClientRect();
+                    return {x: b.x, y: b.y, width: b.width, height: b.height}; }""")
+                for tool in page.locator(".object-tools a").all():
+                    if tool.is_visible():
+                        assert not _overlap(title, tool.bounding_box()), (language, width, tool.inner_text())
+            finally:
+                page.context.close()
