@@ -6,6 +6,12 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+
+# The kind of a question made from an approved pair (services.testset_add_approved_pairs), and the
+# kinds ragsite writes itself, shown in the reader's language (a kind typed in a file is shown as typed).
+KIND_APPROVED_PAIR = "approved pair"
+KIND_LABELS = {KIND_APPROVED_PAIR: _("approved pair")}
+
 class TestSet(models.Model):
     """Questions about one collection (or all documents the runner reads), optionally within a topic."""
 
