@@ -19,48 +19,37 @@ from django.utils.translation import gettext
 
 from chat.citations import TAG_GROUP_RE, _tags_in_group
 from chat.models import Conversation, Message, MessageRole, MessageStatus
+from chat.threads import answers_by_question, root_of, thread_path
 from core.errors import ApplicationError
 from chat.selectors import message_list
 from documents.models import Document
 
 
 def shown_messages(messages: list[Message], *, all_versions: bool = False) -> list[tuple[Message, str]]:
-    """The messages as the page shows them (chat/static/chat/versions.js): of each question's versions
-    (an edited question: metadata.version_of) the one whose answer the reader chose, else the newest;
-    of each answer's versions (metadata.question_id) the chosen one, else the newest. Each with a note
-    ("version 2 of 3, shown") when it has versions and `all_versions` keeps them all."""
-    answers: dict[int, list[Message]] = {}
+    """The messages as the page shows them (chat/threads.py: one version of each question and answer,
+    along the branch the reader is on). With `all_versions`, every message, each version with a note
+    ("version 2 of 3, shown on the page")."""
+    path = thread_path(messages)
+    if not all_versions:
+        return [(m, "") for m in path]
+    shown = {m.pk for m in path}
+    answers = answers_by_question(messages)
     roots: dict[int, list[Message]] = {}
     for m in messages:
-        if m.role == MessageRole.ASSISTANT and (m.metadata or {}).get("question_id"):
-            answers.setdefault(m.metadata["question_id"], []).append(m)
-        elif m.role == MessageRole.USER:
-            roots.setdefault((m.metadata or {}).get("version_of") or m.pk, []).append(m)
-    shown_answer = {q: next((a for a in group if (a.metadata or {}).get("chosen")), max(group, key=lambda a: a.pk))
-                    for q, group in answers.items()}
-    shown_question = {}
-    for root, group in roots.items():
-        chosen = next((q for q in group if any((a.metadata or {}).get("chosen") for a in answers.get(q.pk, []))), None)
-        shown_question[root] = chosen or max(group, key=lambda q: q.pk)
+        if m.role == MessageRole.USER:
+            roots.setdefault(root_of(m), []).append(m)
     result = []
     for m in messages:
         if m.role == MessageRole.USER:
-            group = roots[(m.metadata or {}).get("version_of") or m.pk]
-            shown = shown_question[(m.metadata or {}).get("version_of") or m.pk] is m
+            group = roots[root_of(m)]
         elif m.role == MessageRole.ASSISTANT and (m.metadata or {}).get("question_id") in answers:
-            question_id = m.metadata["question_id"]
-            group = answers[question_id]
-            question = next((q for g in roots.values() for q in g if q.pk == question_id), None)
-            question_shown = question is None or shown_question[(question.metadata or {}).get("version_of") or question.pk] is question
-            shown = question_shown and shown_answer[question_id] is m
+            group = answers[m.metadata["question_id"]]
         else:
-            group, shown = [m], True
-        if not all_versions and not shown:
-            continue
+            group = [m]
         note = ""
-        if all_versions and len(group) > 1:
+        if len(group) > 1:
             number = sorted(group, key=lambda x: x.pk).index(m) + 1
-            note = (gettext("version %(n)s of %(total)s, shown on the page") if shown
+            note = (gettext("version %(n)s of %(total)s, shown on the page") if m.pk in shown
                     else gettext("version %(n)s of %(total)s")) % {"n": number, "total": len(group)}
         result.append((m, note))
     return result

@@ -152,3 +152,47 @@ def test_the_admin_index_and_the_qa_list_are_laid_out_in_czech_and_english(live_
                         assert not _overlap(title, tool.bounding_box()), (language, width, tool.inner_text())
             finally:
                 page.context.close()
+
+
+def test_editing_an_earlier_question_branches_the_conversation_there(live_site, user, browser, artifacts, chat_server):
+    from playwright.sync_api import expect
+
+    conversation = conversation_create(user=user)
+    first = Message.objects.create(conversation=conversation, role="user", content="Who assigns berths?")
+    first_answer = Message.objects.create(conversation=conversation, role="assistant", status="done",
+                                          content="The harbour master.", metadata={"question_id": first.pk})
+    second = Message.objects.create(conversation=conversation, role="user", content="How long may a ship stay?")
+    second_answer = Message.objects.create(conversation=conversation, role="assistant", status="done",
+                                           content="Three days.", metadata={"question_id": second.pk})
+    for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
+        page = _page(browser, live_site.url, user, language, width, height)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            page.goto(f"{live_site.url}/c/{conversation.pk}/")
+            if language == "cs":
+                page.locator(f"#msg-{first.pk} .edit-btn").click()
+                box = page.locator("#question")
+                expect(box).to_have_value("Who assigns berths?")
+                box.fill("Who assigns anchorages?")
+                page.keyboard.press("Enter")
+                edited = page.locator(".msg-user", has_text="Who assigns anchorages?")
+                expect(edited.locator(".versions-count")).to_have_text("2/2")
+                # The conversation goes on from the edited question: the later turn belongs to the other branch.
+                for hidden in (first, first_answer, second, second_answer):
+                    expect(page.locator(f"#msg-{hidden.pk}")).to_be_hidden()
+                edited_question = Message.objects.get(conversation=conversation, content="Who assigns anchorages?")
+                assert edited_question.metadata["version_of"] == first.pk and edited_question.metadata["after"] is None
+                page.screenshot(path=artifacts / f"last-mile-branch-{language}-{width}.png")
+                edited.locator(".versions button").first.click()  # back to the first version: its branch returns
+            for shown in (first, first_answer, second, second_answer):
+                expect(page.locator(f"#msg-{shown.pk}")).to_be_visible()
+            expect(page.locator(".msg-user", has_text="anchorages")).to_be_hidden()
+            if language == "cs":
+                for _ in range(50):  # the choice is saved, so the next page (and a reload) shows this branch
+                    if Message.objects.get(pk=first_answer.pk).metadata.get("chosen"):
+                        break
+                    page.wait_for_timeout(100)
+            assert errors == []
+        finally:
+            page.context.close()
