@@ -24,6 +24,7 @@ from chat.models import (
 )
 from chat.selectors import conversation_get, message_get
 from chat.threads import parents, thread_path
+from chat.titles import title_from_question
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
@@ -34,7 +35,6 @@ from usage.recorder import question_recorded
 
 logger = logging.getLogger(__name__)
 
-TITLE_CHARS = 80
 
 
 def _enqueue_with(conversation_id: int) -> None:
@@ -197,7 +197,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})
         fields = ["updated_at"]
         if not conversation.title:
-            conversation.title = " ".join(content.split())[:TITLE_CHARS]
+            conversation.title = title_from_question(content)  # chat/titles.py: what it asks about
             fields.append("title")
         conversation.save(update_fields=fields)
         question_recorded(user_id=user.pk, collection_id=conversation.collection_id,

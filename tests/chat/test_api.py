@@ -146,7 +146,7 @@ def test_another_user_gets_404_everywhere(api, other_api, user, other_user, clie
     token = token_create(user=other_user, name="test").key
     assert client.get(f"{m}stream/", headers={"Authorization": f"Token {token}"}).status_code == 404
     conversation_row = Conversation.objects.get(pk=conversation["id"])
-    assert conversation_row.title == "Hello?" and conversation_row.messages.count() == 2
+    assert conversation_row.title == "Hello" and conversation_row.messages.count() == 2
 
 
 def test_unauthenticated_requests_are_refused(client, user):
