@@ -125,10 +125,10 @@ def conversation_markdown(*, conversation: Conversation, user, all_versions: boo
             lines += ["_" + gettext("The answer failed: %(error)s") % {"error": message.error_text} + "_", ""]
         elif message.status != MessageStatus.DONE:
             lines += ["_" + gettext("Still being written when exported.") + "_", ""]
-        cited = cited_sources(message, numbers)
-        if cited:
+        listed = cited_sources(message, numbers)
+        if listed:
             lines += [f"**{gettext('Sources')}**", ""]
-            lines += [f"- [{n}] {_source(s, titles)}" for n, s in cited]
+            lines += [f"- [{n}] {_source(s, titles)}" for n, s in listed]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -218,13 +218,13 @@ def conversation_pdf(*, conversation: Conversation, user, all_versions: bool = F
         pdf.set_font("DejaVu", "I", 9.5)
         for note in notes:
             pdf.multi_cell(0, 5, note, new_x="LMARGIN", new_y="NEXT")
-        cited = cited_sources(message, numbers)
-        if cited:
+        listed = cited_sources(message, numbers)
+        if listed:
             pdf.ln(1)
             pdf.set_font("DejaVu", "B", 9.5)
             pdf.multi_cell(0, 5, gettext("Sources"), new_x="LMARGIN", new_y="NEXT")
             pdf.set_font("DejaVu", "", 9.5)
-            for n, s in cited:
+            for n, s in listed:
                 pdf.multi_cell(0, 5, f"[{n}] {_source(s, titles, markdown=False)}", new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 

@@ -64,8 +64,8 @@ def thread_path(messages: list[Any]) -> list[Any]:
     """The questions and answers the page shows, in order (see the module's docstring)."""
     by_id = {m.pk: m for m in messages}
     by_parent: dict[int | None, list[Any]] = {}
-    for question_id, parent in parents(messages).items():
-        by_parent.setdefault(parent, []).append(by_id[question_id])
+    for question_id, followed in parents(messages).items():
+        by_parent.setdefault(followed, []).append(by_id[question_id])
     answers = answers_by_question(messages)
     path: list[Any] = []
     parent: int | None = None
