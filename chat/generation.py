@@ -124,7 +124,7 @@ def history_for(question: Message) -> list[dict]:
                                        role__in=[MessageRole.USER, MessageRole.ASSISTANT])
                 .only("id", "role", "metadata", "status").order_by("id"))
     own = next((m for m in rows if m.pk == question.pk), question)
-    answers = answers_by_question(m for m in rows if m.role == MessageRole.ASSISTANT and m.status not in (
+    answers = answers_by_question(m for m in rows if m.role == MessageRole.USER or m.status not in (
         MessageStatus.PENDING, MessageStatus.STREAMING, MessageStatus.FAILED))
     picked: list[tuple[str, int]] = []
     for asked in ancestors(own, rows):

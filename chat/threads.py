@@ -44,10 +44,17 @@ def parents(messages: Iterable[Any]) -> dict[int, int | None]:
 
 
 def answers_by_question(messages: Iterable[Any]) -> dict[int, list[Any]]:
-    """Each question's id -> its answers (versions), oldest first."""
+    """Each question's id -> its answers (versions), oldest first. An answer that names no question (a
+    turn a /v1 or MCP client sent along) answers the question before it."""
     found: dict[int, list[Any]] = {}
+    last_question = None
     for m in sorted(messages, key=lambda m: m.pk):
-        asked = (m.metadata or {}).get("question_id") if m.role == ASSISTANT else None
+        if m.role == USER:
+            last_question = m.pk
+            continue
+        if m.role != ASSISTANT:
+            continue
+        asked = (m.metadata or {}).get("question_id") or last_question
         if asked:
             found.setdefault(asked, []).append(m)
     return found
@@ -84,9 +91,6 @@ def thread_path(messages: list[Any]) -> list[Any]:
         if answer is not None:
             path.append(answer)
         parent = question.pk
-    legacy = [m for m in messages if m.role == ASSISTANT and not (m.metadata or {}).get("question_id")]
-    if legacy:  # answers saved before they named their question: in their place by id
-        path = sorted(path + legacy, key=lambda m: m.pk)
     return path
 
 
