@@ -53,6 +53,7 @@ __all__ = [
     "normalize_tag",
     "segment_excerpt",
     "TAG_GROUP_RE",
+    "tags_in_group",
 ]
 
 SNIPPET_CHARS = 200
@@ -119,6 +120,11 @@ def _tags_in_group(group: str) -> list[str]:
             if end is not None:
                 tags.append(f"S{end}")
     return tags
+
+
+def tags_in_group(group: str) -> list[str]:
+    """The tags one bracket group names, in order ("[S1-S3, S5]" → S1, S2, S3, S5)."""
+    return _tags_in_group(group)
 
 
 def strip_citation_tags(text: str) -> str:

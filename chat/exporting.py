@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext
 
-from chat.citations import TAG_GROUP_RE, _tags_in_group
+from chat.citations import TAG_GROUP_RE, tags_in_group
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.threads import answers_by_question, root_of, thread_path
 from core.errors import ApplicationError
@@ -65,7 +65,7 @@ def citation_numbers(message: Message) -> dict[str, int]:
     if not numbers:
         known = {s.get("source_id") for s in message.sources or []}
         for group in TAG_GROUP_RE.finditer(message.content or ""):
-            for tag in _tags_in_group(group.group(0)):
+            for tag in tags_in_group(group.group(0)):
                 if tag in known:
                     numbers.setdefault(tag, len(numbers) + 1)
     return numbers
@@ -75,7 +75,7 @@ def numbered_text(text: str, numbers: dict[str, int]) -> str:
     """The answer's [S8][S7] tags as the page's numbers [1][2] (tags of no cited source dropped)."""
     def replace(match: re.Match) -> str:
         found = []
-        for tag in _tags_in_group(match.group(0)):
+        for tag in tags_in_group(match.group(0)):
             n = numbers.get(tag)
             if n and n not in found:
                 found.append(n)
