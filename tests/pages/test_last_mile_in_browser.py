@@ -21,7 +21,8 @@ SOURCE = {"source_id": "S1", "source_type": "document", "document_id": None, "do
 CITATION = {**{k: SOURCE[k] for k in ("source_id", "source_type", "document_id", "document_name", "document_version",
                                       "chunk_index", "page_number", "qa_id")},
             "chunk_id": None, "heading_path": [], "start_offset": 0, "end_offset": 40,
-            "snippet_preview": SOURCE["preview"]}
+            "snippet_preview": "Chapter 2. Travel. Employees travel by train where they can.",
+            "match_preview": SOURCE["preview"], "page_label": "iii"}
 
 
 def _page(browser, site_url: str, user, language: str, width: int, height: int):
@@ -70,6 +71,13 @@ def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user
                     box = button.bounding_box()
                     assert box and _inside(box, width), (language, width, rating, box)
                 page.screenshot(path=artifacts / f"last-mile-actions-{language}-{width}.png")
+                # The citation's preview: the sentence the answer matched, with the passage's page label.
+                page.locator(f"#msg-{answer.pk} .cite").first.focus()
+                shown = page.locator("#preview")
+                expect(shown).to_contain_text("Trips over 18 hours get 353 CZK.")
+                expect(shown).to_contain_text("iii")
+                assert "Chapter 2" not in shown.inner_text()
+                page.keyboard.press("Escape")
                 # A toast (copying the answer says so) lies clear of the header and the conversation's title.
                 page.locator(f"#msg-{answer.pk} .copy-btn[data-format='markdown']").click()
                 toast = page.locator(".toast").last

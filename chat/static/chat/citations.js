@@ -16,7 +16,8 @@ export function citationsOf(m) {
     const stored = new Map((m.sources || []).map((s) => [s.source_id, s]));
     for (const c of (m.metadata && m.metadata.citations) || []) {
       const s = stored.get(c.source_id) || {};
-      byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
+      // The sentences the answer's citing text matches (chat/citations.py), else the passage's opening.
+      byTag.set(c.source_id, { ...c, snippet: c.match_preview || c.snippet_preview, score: s.score, collection: s.collection,
         page_label: c.page_label || s.page_label,
         similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory,
         expired: s.expired });
