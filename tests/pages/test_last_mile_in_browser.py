@@ -133,6 +133,14 @@ def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_fr
         page.goto(f"{live_site.url}/library/")
         expect(page.locator(f"[data-doc-id='{kb.document.pk}']")).to_be_visible()
         assert page.locator(f"[data-doc-id='{kb.document.pk}'] [data-curate]").count() == 0
+        # A citation's link names the sentence the answer matched: the viewer marks it as one continuous range.
+        page.goto(f"{live_site.url}/documents/{kb.document.pk}/?sentence=pruned%20in%20late%20February#chunk-0")
+        expect(page.locator(".seg.hl").first).to_be_visible()
+        marked = page.evaluate("() => { const h = CSS.highlights.get('cited-sentence'); if (!h) return null;"
+                               " return [...h].map((r) => r.toString()).join('|'); }")
+        assert marked == "pruned in late February"
+        assert page.evaluate("() => document.body.classList.contains('has-sentence')")
+        page.screenshot(path=artifacts / "last-mile-viewer-sentence-en-1440.png")
     finally:
         page.context.close()
 

@@ -39,8 +39,12 @@ export function citationsOf(m) {
 }
 
 export function citeHref(c) {
-  // The version the answer quoted: the viewer opens its text even after a newer version came.
-  const version = c.document_version ? `?version=${c.document_version}` : "";
+  // The version the answer quoted: the viewer opens its text even after a newer version came; and the
+  // sentences the answer matched, which the viewer marks within the passage.
+  const query = new URLSearchParams();
+  if (c.document_version) query.set("version", c.document_version);
+  if (c.match_preview) query.set("sentence", c.match_preview);
+  const version = query.toString() ? `?${query}` : "";
   if (!c.document_id) return null;
   // A passage joined with its neighbour (ids in the document's order, adjacent): highlight both chunks.
   const joined = c.joined_chunk_ids;
