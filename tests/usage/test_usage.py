@@ -306,6 +306,9 @@ def test_a_curator_reads_his_collections_usage_in_the_report_and_no_other(client
     rows = list(csv.DictReader(io.StringIO(client.get("/admin/usage/usageday/export.csv").content.decode())))
     assert sum(int(r["questions"]) for r in rows) == 3
     assert client.get("/admin/usage/usageday/export.csv", {"collection": payroll.pk}).status_code == 400
+    # The API keeps to the same rows.
+    api_totals = client.get("/api/usage/").json()["totals"]
+    assert api_totals["questions"] == 3
     # Staff who curate nothing: no report.
     sam = django_user_model.objects.create_user(username="sam", password="sam-pass-123", is_staff=True)
     client.force_login(sam)
