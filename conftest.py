@@ -67,6 +67,9 @@ def pytest_configure(config):
     # throttle tests set the real defaults themselves); subprocesses inherit them.
     os.environ.setdefault("THROTTLE_SIGNIN", "10000/minute")
     os.environ.setdefault("THROTTLE_QUESTIONS", "10000/minute")
+    # The title request after a first answer (chat/titles.py) would take the next scripted reply of the fake
+    # chat server in every test that scripts one; tests/chat/test_titles.py switches it on where it is tested.
+    os.environ.setdefault("CHAT_TITLE_REQUEST", "false")
     os.environ["DJANGO_SETTINGS_MODULE"] = "ragsite.settings"
     from django.conf import settings
 

@@ -53,6 +53,7 @@ __all__ = [
     "normalize_tag",
     "segment_excerpt",
     "TAG_GROUP_RE",
+    "tags_in_group",
 ]
 
 SNIPPET_CHARS = 200
@@ -121,6 +122,11 @@ def _tags_in_group(group: str) -> list[str]:
     return tags
 
 
+def tags_in_group(group: str) -> list[str]:
+    """The tags one bracket group names, in order ("[S1-S3, S5]" → S1, S2, S3, S5)."""
+    return _tags_in_group(group)
+
+
 def strip_citation_tags(text: str) -> str:
     """Remove every citation group from ``text`` (used for conversation history)."""
     out = TAG_GROUP_RE.sub("", text or "")
@@ -162,6 +168,34 @@ def snippet_preview(text: str, limit: int = SNIPPET_CHARS) -> str:
     else:
         cut = flat[:limit]
     return cut.rstrip(" ,;:.-\u2013\u2014") + "\u2026"
+
+
+_SENTENCE_RE = re.compile(r"[^.!?\u3002\uff01\uff1f\n]+(?:[.!?\u3002\uff01\uff1f]+|\n|$)")
+_WORD_RE = re.compile(r"\w{3,}")
+MATCH_CHARS = 320
+
+
+def _stems(text: str) -> set[str]:
+    """Words of three letters or more, cut to five (Czech, German and Russian inflect their endings)."""
+    return {w[:5] for w in _WORD_RE.findall(strip_citation_tags(text).casefold())}
+
+
+def best_sentences(passage: str, claim: str) -> str:
+    """The sentence of the passage sharing the most words with the claim that cites it (and the one after
+    it when that shares nearly as many), whitespace collapsed; "" when no sentence shares a word."""
+    sentences = [m.group().strip() for m in _SENTENCE_RE.finditer(passage or "") if m.group().strip()]
+    wanted = _stems(claim)
+    if not sentences or not wanted:
+        return ""
+    scores = [len(_stems(sentence) & wanted) for sentence in sentences]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    if scores[best] == 0:
+        return ""
+    chosen = [best]
+    if best + 1 < len(sentences) and scores[best + 1] * 2 >= scores[best] and scores[best + 1] > 0:
+        chosen.append(best + 1)
+    text = " ".join(" ".join(sentences[i].split()) for i in chosen)
+    return snippet_preview(text, MATCH_CHARS)
 
 
 def make_citation(tag: str, segment: Segment) -> dict:
@@ -239,10 +273,17 @@ class _Collector:
 
     def result(self, sections: list[dict], fmt: str) -> ParsedAnswer:
         order: list[str] = []
+        claims: dict[str, list[str]] = {}
         for sec in sections:
             for tag in sec["source_ids"]:
                 if tag not in order:
                     order.append(tag)
+                claims.setdefault(tag, []).append(sec["text"])
+        # The preview shows the passage's sentences the citing text matches, not the passage's opening.
+        for tag in order:
+            match = best_sentences(segment_excerpt(self.tag_map[tag]), " ".join(claims[tag]))
+            if match and not self.citations[tag]["snippet_preview"].startswith(match[:60].rstrip("\u2026")):
+                self.citations[tag]["match_preview"] = match  # (the opening, when it matches, shows it already)
         return ParsedAnswer(
             sections=sections,
             citations=[self.citations[t] for t in order],

@@ -14,6 +14,7 @@ from django.conf import settings
 from chat.citations import segment_excerpt, snippet_preview
 from chat.contracts import Source
 from chat.models import Message, MessageRole, MessageStatus
+from chat.threads import ancestors, answers_by_question, shown_answer
 from chat.prompts import resolve_token_counter
 from core.errors import ApplicationError
 from core.reasons import reason, render
@@ -116,36 +117,24 @@ def chat_server(rs):
 
 
 def history_for(question: Message) -> list[dict]:
-    """Earlier turns of the conversation (answered ones), oldest first; of a regenerated answer's versions
-    only the newest (the one the page shows first); of an edited question's versions only the newest,
-    and none of the question's own earlier versions when it is itself an edit."""
-    rows = list(Message.objects.filter(conversation_id=question.conversation_id, pk__lt=question.pk,
+    """Earlier turns of the branch the question was asked on (answered ones), oldest first: the question
+    versions it followed (chat/threads.py), each with the answer the page shows (the chosen version,
+    else the newest); none of the question's own earlier versions when it is itself an edit."""
+    rows = list(Message.objects.filter(conversation_id=question.conversation_id, pk__lte=question.pk,
                                        role__in=[MessageRole.USER, MessageRole.ASSISTANT])
-                .exclude(role=MessageRole.ASSISTANT, status__in=[MessageStatus.PENDING, MessageStatus.STREAMING,
-                                                                  MessageStatus.FAILED])
-                .order_by("-id").values("id", "role", "content", "metadata__question_id",
-                                        "metadata__version_of")[:HISTORY_MESSAGES])
-    own_root = (question.metadata or {}).get("version_of") or question.pk
-    newest: dict[int, int] = {}  # first version's id -> the newest version's id
-    for row in rows:
-        if row["role"] == MessageRole.USER:
-            root = row["metadata__version_of"] or row["id"]
-            newest[root] = max(newest.get(root, 0), row["id"])
-    superseded = {row["id"] for row in rows if row["role"] == MessageRole.USER
-                  and (newest[row["metadata__version_of"] or row["id"]] != row["id"]
-                       or (row["metadata__version_of"] or row["id"]) == own_root)}
-    turns, answered = [], set()
-    for row in rows:  # newest first
-        asked, row_id = row.pop("metadata__question_id"), row.pop("id")
-        row.pop("metadata__version_of")
-        if row_id in superseded or asked in superseded:
-            continue  # an earlier version of an edited question, or an answer to one
-        if row["role"] == MessageRole.ASSISTANT and asked is not None:
-            if asked in answered:
-                continue  # an older version of an answer already taken
-            answered.add(asked)
-        turns.append(row)
-    return list(reversed(turns))
+                .only("id", "role", "metadata", "status").order_by("id"))
+    own = next((m for m in rows if m.pk == question.pk), question)
+    answers = answers_by_question(m for m in rows if m.role == MessageRole.USER or m.status not in (
+        MessageStatus.PENDING, MessageStatus.STREAMING, MessageStatus.FAILED))
+    picked: list[tuple[str, int]] = []
+    for asked in ancestors(own, rows):
+        picked.append((MessageRole.USER, asked.pk))
+        answer = shown_answer(answers.get(asked.pk, []))
+        if answer is not None:
+            picked.append((MessageRole.ASSISTANT, answer.pk))
+    picked = picked[-HISTORY_MESSAGES:]
+    contents = dict(Message.objects.filter(pk__in=[pk for _, pk in picked]).values_list("id", "content"))
+    return [{"role": role, "content": contents.get(pk, "")} for role, pk in picked]
 
 
 def context_budget(server) -> int:

@@ -30,7 +30,9 @@ from chat.events import status_event, writer
 from chat.grounding import mark_ungrounded_sections
 from chat.gaps import gap_check_wanted
 from documents.governance import current_versions, expired_document_ids, mark_superseded
-from chat.generation import AnswerFailed, Outcome, context_sources, source_origin, without_addresses
+from chat.generation import AnswerFailed, Outcome, chat_server, context_sources, source_origin, without_addresses
+from chat.titles import title_after_first_answer
+from retrieval.selectors import retrieval_settings_get
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.serializers import message_data
 from retrieval.telemetry import UNGROUNDED_SECTIONS
@@ -355,6 +357,8 @@ def _finish(job: Job, outcome: Outcome) -> None:
                         chat_server_id=int(usage.get("server_id") or 0),
                         tokens_in=int(usage.get("prompt_tokens") or 0), tokens_out=int(usage.get("completion_tokens") or 0),
                         cited_documents=len({s["document_id"] for s in sources if s.get("document_id")}))
+    if outcome.usage:  # a model wrote it, so the server answers: the first exchange's title is asked of it once
+        title_after_first_answer(answer=message, server=chat_server(retrieval_settings_get()))
     writer.send(message.conversation_id, status_event(message_data(message)))
     gap_check_wanted(message, question_vector=job.question_vector)  # refused, general, weak or unverified: to the gap inbox (chat.gaps)
     logger.info("answered", extra={"message_id": message.pk, "mode": outcome.mode, "citations": len(sources),

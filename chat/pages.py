@@ -78,9 +78,11 @@ def chat(request, conversation_id: int):
 @login_required
 @require_GET
 def conversation_export(request, conversation_id: int):
-    """The conversation as a Markdown file, with the sources its answers cited (chat.exporting)."""
+    """The conversation as a Markdown file, with the sources its answers cited (chat.exporting); of each
+    answer and question the version the page shows (?versions=all: every version, marked)."""
     conversation = _conversation_or_404(request, conversation_id)
-    response = HttpResponse(conversation_markdown(conversation=conversation, user=request.user),
+    response = HttpResponse(conversation_markdown(conversation=conversation, user=request.user,
+                                                  all_versions=request.GET.get("versions") == "all"),
                             content_type="text/markdown; charset=utf-8")
     name = slugify(conversation.title)[:60] or f"conversation-{conversation.pk}"
     response["Content-Disposition"] = f'attachment; filename="{name}.md"'
@@ -93,7 +95,8 @@ def conversation_export_pdf(request, conversation_id: int):
     """The conversation as a PDF, with the sources its answers cited (chat.exporting)."""
     conversation = _conversation_or_404(request, conversation_id)
     try:
-        body = conversation_pdf(conversation=conversation, user=request.user)
+        body = conversation_pdf(conversation=conversation, user=request.user,
+                                all_versions=request.GET.get("versions") == "all")
     except ApplicationError as exc:  # the fonts are missing: say which, in words
         return HttpResponse(str(exc), status=http_status(exc), content_type="text/plain; charset=utf-8")
     response = HttpResponse(body, content_type="application/pdf")

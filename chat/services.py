@@ -23,6 +23,8 @@ from chat.models import (
     MessageStatus,
 )
 from chat.selectors import conversation_get, feedback_share_default, message_get
+from chat.threads import parents, thread_path
+from chat.titles import title_from_question
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
@@ -33,7 +35,6 @@ from usage.recorder import question_recorded
 
 logger = logging.getLogger(__name__)
 
-TITLE_CHARS = 80
 
 
 def _enqueue_with(conversation_id: int) -> None:
@@ -166,8 +167,9 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     `category` / `subcategory`: this question's own topic; None (not sent) asks under the
     conversation's topic. The question records the topic it was asked under (`metadata.category`,
     `metadata.subcategory`, `metadata.topic_from`: "question" or "conversation").
-    `edit_of`: the conversation's last question, edited: the new question is a version of it
-    (`metadata.version_of`: the first version's id), kept beside it with its own answer.
+    `edit_of`: a question of the conversation, edited: the new question is a version of it
+    (`metadata.version_of`: the first version's id), kept beside it with its own answer, and the
+    conversation branches there (`metadata.after`: the question version it follows; chat/threads.py).
     """
     content = (content or "").strip()
     if not content:
@@ -181,7 +183,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
             raise NotFound(gettext("No such conversation."))
         # The group's quotas: QuotaExceeded (429) names the limit and its reset.
         model_call_check(user=user, call=ModelCall.EDIT if edit_of is not None else ModelCall.QUESTION)
-        versions = {"version_of": _edited_root(conversation, edit_of)} if edit_of is not None else {}
+        versions = _edited(conversation, edit_of) if edit_of is not None else {"after": _thread_end(conversation)}
         own = category is not None or subcategory is not None
         if own:
             category, subcategory = (category or "").strip(), (subcategory or "").strip()
@@ -198,7 +200,7 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
                                         status=MessageStatus.PENDING, metadata={"question_id": question.pk})
         fields = ["updated_at"]
         if not conversation.title:
-            conversation.title = " ".join(content.split())[:TITLE_CHARS]
+            conversation.title = title_from_question(content)  # chat/titles.py: what it asks about
             fields.append("title")
         conversation.save(update_fields=fields)
         question_recorded(user_id=user.pk, collection_id=conversation.collection_id,
@@ -209,25 +211,31 @@ def message_send(*, conversation_id, user, content: str, category: str | None = 
     return question, answer
 
 
-def _edited_root(conversation: Conversation, edit_of) -> int:
-    """The first version of the question `edit_of`, which must be the conversation's last question with
-    no answer still being written (call inside transaction.atomic, the conversation locked)."""
+def _edited(conversation: Conversation, edit_of) -> dict:
+    """A new version of the question `edit_of` (any question of the conversation): its first version's id
+    and the question version it follows, so the conversation branches there (chat/threads.py). No answer
+    may still be being written (call inside transaction.atomic, the conversation locked)."""
     original = Message.objects.filter(conversation=conversation, pk=_int(edit_of), role=MessageRole.USER).first()
     if original is None:
         raise NotFound(gettext("No such question to edit."))
     root = (original.metadata or {}).get("version_of") or original.pk
-    later = Message.objects.filter(conversation=conversation, role=MessageRole.USER, pk__gt=original.pk)
-    if any((m or {}).get("version_of") != root for m in later.values_list("metadata", flat=True)):
-        raise Conflict(gettext("Only the last question can be edited into a new version; ask it as a new question."),
-                       code="not_last_question")
     if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
                               status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
         raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
                        code="answer_in_progress")
+    rows = list(Message.objects.filter(conversation=conversation, role=MessageRole.USER).only("id", "role", "metadata"))
     for version in Message.objects.filter(conversation=conversation, role=MessageRole.USER).filter(
             Q(pk=root) | Q(metadata__version_of=root)).values_list("pk", flat=True):
         _versions_unchoose(conversation.pk, version)  # the new version is the one shown
-    return root
+    return {"version_of": root, "after": parents(rows).get(original.pk)}
+
+
+def _thread_end(conversation: Conversation) -> int | None:
+    """The last question of the thread the page shows: a new question follows it."""
+    rows = list(Message.objects.filter(conversation=conversation, role__in=[MessageRole.USER, MessageRole.ASSISTANT])
+                .only("id", "role", "metadata"))
+    questions = [m for m in thread_path(rows) if m.role == MessageRole.USER]
+    return questions[-1].pk if questions else None
 
 
 def message_retry(*, conversation_id, message_id, user) -> Message:

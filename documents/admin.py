@@ -25,7 +25,7 @@ from documents.collections import document_set_active
 from documents.governance import with_dates
 from documents.models import Chunk, Collection, Document, DocumentStatus, ExpiredPolicy
 from documents.collections import document_move
-from documents.services import document_reindex
+from documents.services import document_delete, document_reindex
 from documents.versions import document_version_upload, versions_list
 from core.errors import ApplicationError
 from identity.audit import audit_record
@@ -75,6 +75,9 @@ class FirstChunksInline(admin.TabularInline):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def has_view_permission(self, request, obj=None):
+        return True  # shown only on a document's page, which its own admin has let the user open
 
     @admin.display(description=gettext_lazy("heading path"))
     def heading(self, chunk):
@@ -135,7 +138,7 @@ class DocumentAdmin(admin.ModelAdmin):
                        "embedding_model", "embedding_dim", "language", "text_config", "created_at", "updated_at",
                        "versions")
     inlines = [FirstChunksInline]
-    actions = ["reindex", "activate", "deactivate", "move"]
+    actions = ["reindex", "activate", "deactivate", "move", "delete_documents"]
 
     @admin.display(description=gettext_lazy("index error"))
     def index_error_shown(self, obj):
@@ -162,8 +165,51 @@ class DocumentAdmin(admin.ModelAdmin):
                              detail={"page": "document admin", "chunks": FIRST_CHUNKS})
         return response
 
+    # Curators manage their collections' documents by the collection rule (documents/collections:
+    # who curates), whatever model permissions they hold; a model permission still shows all documents.
+    def _sees_all(self, request, action: str) -> bool:
+        return request.user.is_superuser or request.user.has_perm(f"documents.{action}_document")
+
+    def _may(self, request, obj, action: str) -> bool:
+        user = request.user
+        if not (user.is_active and user.is_staff):
+            return False
+        if self._sees_all(request, action):
+            return True
+        if obj is None:
+            return Collection.objects.curated_by(user).exists()
+        return Document.objects.manageable_by(user).filter(pk=obj.pk, collection__isnull=False).exists()
+
+    def has_module_permission(self, request):
+        return self._may(request, None, "view")
+
+    def has_view_permission(self, request, obj=None):
+        return self._may(request, obj, "view") or self._may(request, obj, "change")
+
+    def has_change_permission(self, request, obj=None):
+        return self._may(request, obj, "change")
+
+    def has_delete_permission(self, request, obj=None):
+        return self._may(request, obj, "delete")
+
     def get_queryset(self, request):
-        return with_dates(super().get_queryset(request)).select_related("collection__owner")
+        queryset = super().get_queryset(request)
+        if not self._sees_all(request, "view") and not self._sees_all(request, "change"):
+            queryset = queryset.filter(collection__in=Collection.objects.curated_by(request.user))
+        return with_dates(queryset).select_related("collection__owner")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:  # Django's bulk delete skips the stored files: ours goes through the service
+            del actions["delete_selected"]
+        return actions
+
+    def delete_model(self, request, obj):
+        document_delete(document_id=obj.pk, user=_acting_user(request, obj))
+
+    def delete_queryset(self, request, queryset):
+        for document in queryset:
+            self.delete_model(request, document)
 
     def get_ordering(self, request):
         if request.GET.get(ReviewFilter.parameter_name):
@@ -278,6 +324,29 @@ class DocumentAdmin(admin.ModelAdmin):
         self._set_active(request, queryset, False)
 
 
+    @admin.action(description=gettext_lazy("Delete the selected documents with their chunks, vectors and files…"),
+                  permissions=["delete"])
+    def delete_documents(self, request, queryset):
+        """Asks first (what goes), then deletes each document through the same service as the API."""
+        if request.POST.get("rs_delete") == "yes":
+            done, refused = 0, []
+            for document in queryset:
+                try:
+                    document_delete(document_id=document.pk, user=_acting_user(request, document))
+                    done += 1
+                except ApplicationError as exc:
+                    refused.append(f"{document}: {exc.message}")
+            if done:
+                self.message_user(request, gettext("Deleted %(count)s document(s).") % {"count": done}, messages.SUCCESS)
+            for reason in refused:
+                self.message_user(request, reason, messages.WARNING)
+            return None
+        return TemplateResponse(request, "admin/documents/document/delete_documents.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta,
+            "title": gettext("Delete the selected documents?"), "documents": queryset.select_related("collection"),
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        })
+
     @admin.action(description=gettext_lazy("Move the selected documents to another collection (or to their uploader's private library)"),
                   permissions=["change"])
     def move(self, request, queryset):
@@ -303,7 +372,7 @@ class DocumentAdmin(admin.ModelAdmin):
                 self.message_user(request, reason, messages.WARNING)
             return None
         return TemplateResponse(request, "admin/documents/document/move.html", {
-            **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Move documents",
+            **self.admin_site.each_context(request), "opts": self.model._meta, "title": gettext("Move documents"),
             "documents": queryset.select_related("collection", "owner"), "targets": targets,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         })

@@ -55,11 +55,16 @@ def metadata_title(path: Path, mime_type: str) -> str:
     return ""
 
 
+# A slide deck's headings read "Slide 1: Quarterly results" (documents/extraction/slides.py): the
+# title is the slide's own title text; a slide with none ("Slide 1") gives no title.
+_SLIDE_PREFIX = re.compile(r"^Slide \d+(?::\s*|$)")
+
+
 def opening_heading(text: str, spans) -> str:
     """The heading the text opens with (the layout's first block), or ""."""
     if not spans or spans[0].kind != "heading":
         return ""
-    return clean_title(text[spans[0].start:spans[0].end].lstrip("#").strip())
+    return clean_title(_SLIDE_PREFIX.sub("", text[spans[0].start:spans[0].end].lstrip("#").strip()))
 
 
 def upload_filename(filename: str) -> str:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from html import escape
 
 MD_HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+TABLE_LINE_RE = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.M)  # "| a | b |": a table row of DOCX, XLSX, CSV, PDF tables
+CELL_WIDTHS = (6, 10, 16, 24, 36)  # the width classes a column may take (tw-6 … tw-36, in characters; app.css)
 PARAGRAPH_RE = re.compile(r"[^\n]+(?:\n[^\n]+)*")  # runs of non-empty lines
 MAX_HEADING_CHARS = 200
 
@@ -49,6 +51,41 @@ def _headings(text: str, chunks: list[tuple], markdown: bool) -> list[_Heading]:
         if name in depth:
             found.append(_Heading(m.start(), m.end(), depth[name], m.start(), name))
     return found
+
+
+@dataclass(slots=True)
+class _Table:
+    start: int
+    end: int
+    header_end: int  # the end of its first row
+    pipes: set[int]
+    cell_width: dict[int, int]  # a cell's start -> its column's width class
+
+
+def _tables(text: str) -> list[_Table]:
+    """Runs of two or more "| a | b |" lines: each cell is laid out in its column's width, the pipes hidden."""
+    tables: list[_Table] = []
+    lines = list(TABLE_LINE_RE.finditer(text))
+    run: list[re.Match] = []
+    for line in lines + [None]:  # type: ignore[list-item]
+        if line is not None and run and text[run[-1].end():line.start()] == "\n":
+            run.append(line)
+            continue
+        if len(run) >= 2:
+            pipes: set[int] = set()
+            columns: dict[int, int] = {}
+            cells: list[tuple[int, int]] = []  # (cell start, column)
+            for row in run:
+                positions = [row.start() + i for i, ch in enumerate(row.group()) if ch == "|"]
+                pipes.update(positions)
+                for column, (left, right) in enumerate(zip(positions, positions[1:])):
+                    columns[column] = max(columns.get(column, 0), len(text[left + 1:right].strip()))
+                    cells.append((left + 1, column))
+            widths = {c: next((w for w in CELL_WIDTHS if w >= n), CELL_WIDTHS[-1]) for c, n in columns.items()}
+            tables.append(_Table(run[0].start(), run[-1].end(), run[0].end(), pipes,
+                                 {start: widths[column] for start, column in cells}))
+        run = [line] if line is not None else []
+    return tables
 
 
 def reflow_text(text: str) -> str:
@@ -90,6 +127,10 @@ def layout_text(text: str, *, pages: list, chunks: list[tuple], markdown: bool =
     chunk_rows = sorted(((int(i), max(0, min(s, n)), max(0, min(e, n))) for i, s, e, *_ in chunks),
                         key=lambda c: (c[1], c[0]))
     headings = _headings(text, chunks, markdown)
+    tables = _tables(text)
+    pipes = {p for t in tables for p in t.pipes}
+    cell_width = {start: width for t in tables for start, width in t.cell_width.items()}
+    table_starts = [t.start for t in tables]
     page_rows = sorted(((int(p), max(0, min(s, n)), max(0, min(e, n))) for p, s, e in pages), key=lambda p: p[1])
 
     cuts = {0, n}
@@ -106,6 +147,8 @@ def layout_text(text: str, *, pages: list, chunks: list[tuple], markdown: bool =
         while before > 0 and text[before - 1] in " \t\r\n":
             before -= 1
         cuts.update((after, before))
+    for p in pipes:  # each pipe its own piece, so a cell is a piece of its own
+        cuts.update((p, p + 1))
     bounds = sorted(cuts)
 
     page_starts = [p[1] for p in page_rows]
@@ -179,6 +222,14 @@ def layout_text(text: str, *, pages: list, chunks: list[tuple], markdown: bool =
                              f'id="h-{heading.start}">')
                 open_heading = heading
         escaped = escape(shown[a:b])
+        t = bisect.bisect_right(table_starts, a) - 1
+        table = tables[t] if t >= 0 and tables[t].start <= a < tables[t].end else None
+        if table is not None and a in pipes:
+            escaped = f'<span class="tpipe" aria-hidden="true">{escaped}</span>'
+        elif table is not None and "\n" not in piece:  # a cell (or the part of one a chunk boundary cuts off)
+            start = max((p for p in table.pipes if p < a), default=a - 1) + 1
+            head = " th" if a < table.header_end else ""
+            escaped = f'<span class="tcell tw-{cell_width.get(start, CELL_WIDTHS[0])}{head}">{escape(shown[a:b].strip())}</span>'
         if heading is not None and a < heading.mark_end:
             escaped = f'<span class="md-mark" aria-hidden="true">{escaped}</span>'
         if covering:

@@ -16,6 +16,7 @@ from documents.collections import library_collections
 from documents.downloads import audit_download, download_response
 from documents.governance import sources_due_for_owner
 from documents.extraction import upload_accept
+from documents.extraction.types import MIME_PPTX, MIME_XLSX
 from documents.storage import uses_object_storage
 from documents.models import Chunk, Document, DocumentText, DocumentVersion
 from documents.serializers import DocumentSerializer
@@ -35,6 +36,7 @@ def library(request):
     documents = Document.objects.visible_to(request.user).filter(collection__isnull=True).order_by("-created_at", "-id")
     total = documents.count()
     first = DocumentSerializer(documents[:LIBRARY_FIRST_PAGE], many=True).data
+    sections = library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE)
     return render(request, "documents/library.html", {
         "nav": "library",
         "library": {"documents": first, "total": total, "page_size": LIBRARY_FIRST_PAGE,
@@ -43,7 +45,9 @@ def library(request):
                     "direct_upload_min_size": (settings.DIRECT_UPLOAD_MIN_SIZE if uses_object_storage() else None),
                     "max_upload_label": filesizeformat(settings.MAX_UPLOAD_SIZE),
                     "upload_accept": upload_accept()},  # the "Upload new version" picker's, as the page's own
-        "collections": library_collections(user=request.user, limit=LIBRARY_FIRST_PAGE),
+        "collections": sections,
+        # Where a curator may move a collection's document: the other collections he curates.
+        "move_targets": [section["collection"] for section in sections if section["can_curate"]],
         "due": sources_due_for_owner(user=request.user),  # source governance: what this owner should review
         "today": timezone.localdate(),
     })
@@ -88,9 +92,17 @@ def document_view(request, document_id: int):
         # The label printed on each page (PDF /PageLabels or its printed number), kept in the indexing stats.
         shown_stats = (old if old is not None else document).index_stats or {}
         labels = {int(page): str(label) for page, label in (shown_stats.get("page_labels") or {}).items()}
+        if not labels and old is None:  # indexed before the stats kept them: the chunks' labels, as the chat cites them
+            labels = {int(page): str(label) for page, label in Chunk.objects.filter(
+                document=document, page_number__isnull=False, metadata__has_key="page_label")
+                .values_list("page_number", "metadata__page_label").distinct() if label}
+        # A spreadsheet's page is a sheet, named by its first line; a deck's page is a slide.
+        kind = {MIME_XLSX: "sheet", MIME_PPTX: "slide"}.get(mime_type, "page")
+        firsts = {int(page): text.text[start:end].split("\n", 1)[0].strip() for page, start, end in (text.pages or [])}
         # layout_text escapes every piece of the document's text; only its own tags are markup.
         sections = [{**s, "html": mark_safe(s["html"]), "label": labels.get(s["number"]) or "",  # noqa: S308
-                     "number_text": str(s["number"])} for s in sections]
+                     "number_text": str(s["number"]), "kind": kind,
+                     "sheet": firsts.get(s["number"], "") if kind == "sheet" else ""} for s in sections]
     shown: Document | DocumentVersion = old if old is not None else document
     audit_record(action=AuditAction.VIEW, user=request.user, via="page", document=document,
                  version=old.number if old is not None else document.version)

@@ -20,12 +20,18 @@ from django.utils.translation import gettext_lazy
 
 from core.errors import ApplicationError
 from evaluation import charts, selectors, services
-from evaluation.models import EvalRun, RunStatus, TestQuestion, TestSet
+from evaluation.models import KIND_APPROVED_PAIR, KIND_LABELS, EvalRun, RunStatus, TestQuestion, TestSet
 from identity.audit import audit_answers, audit_record
 from identity.models import AuditAction, AuditChannel
 from retrieval.admin.registrations import RetrievalSettingsAdmin
 from retrieval.models import AiServer, RetrievalSettings
 from retrieval.selectors import retrieval_settings_get
+
+# Said wherever a set holds only approved pairs' own questions: what such a set can and cannot tell.
+PAIRS_ONLY_NOTE = gettext_lazy(
+    "These questions are the approved pairs' own wording, so each finds its own pair almost always: the set "
+    "measures only whether pairs are found, not how well the documents answer. Add paraphrases and questions "
+    "about the documents (by hand or from a file) to learn that.")
 
 
 class TestQuestionInline(admin.TabularInline):
@@ -193,7 +199,10 @@ class TestSetAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         _audit_gold_passages(request, TestQuestion.objects.filter(test_set_id=_int(object_id)))
-        extra = {"import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
+        kinds = set(TestQuestion.objects.filter(test_set_id=_int(object_id)).values_list("kind", flat=True)[:10_000]) \
+            if str(object_id).isdigit() else set()
+        extra = {"pairs_only_note": PAIRS_ONLY_NOTE if kinds == {KIND_APPROVED_PAIR} else "",
+                 "import_url": reverse("admin:evaluation_testset_import", args=[object_id]),
                  "run_url": reverse("admin:evaluation_testset_run", args=[object_id]),
                  "chart_url": reverse("admin:evaluation_testset_chart", args=[object_id]),
                  "from_answers_url": reverse("admin:evaluation_testset_from_answers", args=[object_id]),
@@ -210,18 +219,23 @@ class TestSetAdmin(admin.ModelAdmin):
             else:
                 self.message_user(request, _("%(name)s: run queued.") % {"name": test_set.name}, messages.SUCCESS)
 
-    @admin.action(description=gettext_lazy("Add the approved pairs' questions"))
+    @admin.action(description=gettext_lazy("Add the approved pairs' own questions (they measure only whether pairs are found)"))
     def add_approved_pairs(self, request, queryset):
         for test_set in queryset:
             added = services.testset_add_approved_pairs(test_set=test_set, subcategory=test_set.topic)
             self.message_user(request, _("%(name)s: %(count)d questions added from approved pairs.")
                               % {"name": test_set.name, "count": added}, messages.SUCCESS)
+        self.message_user(request, PAIRS_ONLY_NOTE, messages.WARNING)
 
 
 @admin.register(TestQuestion)
 class TestQuestionAdmin(admin.ModelAdmin):
-    list_display = ("question", "test_set", "language", "kind")
+    list_display = ("question", "test_set", "language", "kind_shown")
     list_filter = ("test_set", "language", "kind")
+
+    @admin.display(description=gettext_lazy("kind"), ordering="kind")
+    def kind_shown(self, obj):
+        return KIND_LABELS.get(obj.kind, obj.kind)
     search_fields = ("question", "external_id")
 
     def get_queryset(self, request):

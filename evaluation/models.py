@@ -6,6 +6,12 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+
+# The kind of a question made from an approved pair (services.testset_add_approved_pairs), and the
+# kinds ragsite writes itself, shown in the reader's language (a kind typed in a file is shown as typed).
+KIND_APPROVED_PAIR = "approved pair"
+KIND_LABELS = {KIND_APPROVED_PAIR: _("approved pair")}
+
 class TestSet(models.Model):
     """Questions about one collection (or all documents the runner reads), optionally within a topic."""
 
@@ -25,9 +31,9 @@ class TestSet(models.Model):
                                     help_text=_("Warn before saving retrieval settings that lower this set's "
                                                 "recall by more than this."))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         ordering = ["name"]
@@ -116,9 +122,9 @@ class EvalRun(models.Model):
     error = models.TextField(blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
-                                   related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+                                   related_name="+", verbose_name=_("created by"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -12,7 +12,7 @@ from core.tasks import queue
 from documents.language import detect_question_language
 from documents.models import Chunk
 from evaluation.copies import OVERRIDABLE, settings_copy, settings_snapshot
-from evaluation.models import EvalRun, TestQuestion, TestSet
+from evaluation.models import KIND_APPROVED_PAIR, EvalRun, TestQuestion, TestSet
 from evaluation.tasks import evaluation_run
 from retrieval.goldsets import GoldSetError, parse
 from evaluation.runner import answer_server
@@ -51,7 +51,9 @@ def testset_import(*, test_set: TestSet, filename: str, data: bytes, passages: b
 
 def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcategory: str = "") -> int:
     """Add every live approved pair's question (of the topic, if given) with the pair as its gold; a pair
-    already in the set is skipped. Paraphrases are added by hand as further questions with the same gold."""
+    already in the set is skipped. Asked in its own words a pair finds itself almost always, so such
+    questions measure only whether pairs are found (the admin says so); paraphrases and questions about
+    the documents are added by hand or from a file as further questions."""
     entries = KnowledgeEntry.objects.live()
     if category:
         entries = entries.filter(category=category)
@@ -63,7 +65,7 @@ def testset_add_approved_pairs(*, test_set: TestSet, category: str = "", subcate
         start = (test_set.questions.order_by("-position").values_list("position", flat=True).first() or 0) + 1
         new = [TestQuestion(test_set=test_set, position=start + number, external_id=f"qa-{entry.pk}",
                             question=entry.question, language=detect_question_language(entry.question)[:12],
-                            kind="approved pair", gold_qa_ids=[entry.pk])
+                            kind=KIND_APPROVED_PAIR, gold_qa_ids=[entry.pk])
                for number, entry in enumerate(e for e in entries.order_by("pk")
                                               if (e.question, (e.pk,)) not in present)]
         TestQuestion.objects.bulk_create(new)

@@ -24,7 +24,8 @@ from chat.events import FINAL_STATUSES, TextTracker, group_name
 from chat.models import Conversation, Message, MessageRole, MessageStatus
 from chat.selectors import conversation_get
 from chat.serializers import message_data
-from chat.services import TITLE_CHARS, message_send
+from chat.services import message_send
+from chat.titles import title_from_question
 from core.errors import ApplicationError, TimedOut
 from documents.collections import collection_readable
 
@@ -62,7 +63,7 @@ def ask_start(*, user, question: str, history: list[Turn] | None = None, convers
         if conversation_id is None:
             first = next((t.content for t in history if t.role == "user"), question)
             conversation = Conversation.objects.create(
-                owner=user, title=" ".join(first.split())[:TITLE_CHARS], origin=CONVERSATION_ORIGIN.get(origin, "api"),
+                owner=user, title=title_from_question(first), origin=CONVERSATION_ORIGIN.get(origin, "api"),
                 collection=collection_readable(user=user, ref=collection) if collection else None)
             Message.objects.bulk_create([
                 Message(conversation=conversation, role=t.role, status=MessageStatus.DONE, content=t.content,

@@ -430,6 +430,9 @@ CHAT_MAX_QUESTION_CHARS = env_int("CHAT_MAX_QUESTION_CHARS", 8000)
 # A follow-up question is searched as a standalone query (retrieval/search/followup.py): with a chat server,
 # one condense request within this many seconds (0: never ask the model, the heuristic only).
 CHAT_QUERY_REWRITE_TIMEOUT = env_float("CHAT_QUERY_REWRITE_TIMEOUT", 8.0)
+# After a conversation's first answer written by the chat server, one short request for the conversation's
+# title (chat/titles.py), within CHAT_QUERY_REWRITE_TIMEOUT seconds; false: the title made from the question stays.
+CHAT_TITLE_REQUEST = env_bool("CHAT_TITLE_REQUEST", True)
 
 LOGGING = {
     "version": 1,

@@ -275,7 +275,7 @@ NO_PASSAGES_POLICIES = [
     ("general", _("Answer as an ordinary assistant, marked “not from your documents”, without citations")),
     ("refuse", _("Say that the documents do not say")),
 ]
-FTS_RANKINGS = [("ts_rank", "ts_rank (words held, over log length)"), ("ts_rank_cd", "ts_rank_cd (cover density)")]
+FTS_RANKINGS = [("ts_rank", _("ts_rank (words held, over log length)")), ("ts_rank_cd", _("ts_rank_cd (cover density)"))]
 
 
 class RetrievalSettings(models.Model):

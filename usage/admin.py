@@ -17,7 +17,7 @@ from core.admin import ReadOnlyModelAdmin
 from core.charts import lines_svg
 from core.errors import ApplicationError
 from usage.models import ANSWER_MODES, GroupQuota, UsageDay
-from usage.selectors import usage_csv, usage_filter_parse, usage_report
+from usage.selectors import usage_csv, usage_curated_collections, usage_filter_parse, usage_report, usage_sees_all
 
 
 @admin.register(GroupQuota)
@@ -35,9 +35,12 @@ class UsageFilterForm(forms.Form):
     start = forms.DateField(required=False, label=gettext_lazy("From"), widget=forms.DateInput(attrs={"type": "date"}))
     end = forms.DateField(required=False, label=gettext_lazy("To"), widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, viewer=None, **kwargs):
         super().__init__(*args, **kwargs)
-        collections = apps.get_model("documents", "Collection").objects.order_by("name").values_list("pk", "name")
+        collections = apps.get_model("documents", "Collection").objects.order_by("name")
+        if viewer is not None and not usage_sees_all(viewer):
+            collections = collections.filter(pk__in=usage_curated_collections(viewer))
+        collections = collections.values_list("pk", "name")
         self.fields["collection"].choices = [("", "—"), *((str(pk), name) for pk, name in collections)]
 
 
@@ -50,7 +53,15 @@ def _params(request) -> dict:
 
 @admin.register(UsageDay)
 class UsageDayAdmin(ReadOnlyModelAdmin):
-    """Read-only: the changelist is the report (rows are written only by usage/recorder.py)."""
+    """Read-only: the changelist is the report (rows are written only by usage/recorder.py). Curators
+    without the model permission read their collections' usage (the collection rule, documents/collections)."""
+
+    def has_view_permission(self, request, obj=None):
+        user = request.user
+        return usage_sees_all(user) or bool(user.is_active and user.is_staff and usage_curated_collections(user))
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
@@ -61,10 +72,12 @@ class UsageDayAdmin(ReadOnlyModelAdmin):
     def _report(self, request) -> dict:
         if not self.has_view_permission(request):
             raise DjangoPermissionDenied
-        return usage_report(usage_filter_parse(_params(request)))
+        return usage_report(usage_filter_parse(_params(request), viewer=request.user))
 
     def changelist_view(self, request, extra_context=None):
-        form = UsageFilterForm(request.GET or None)
+        if not self.has_view_permission(request):
+            raise DjangoPermissionDenied
+        form = UsageFilterForm(request.GET or None, viewer=request.user)
         error = report = None
         try:
             report = self._report(request)

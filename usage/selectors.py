@@ -31,6 +31,8 @@ class UsageFilter:
     group: Group | None = None
     user: object | None = None
     collection_id: int | None = None
+    # A curator's report: only these collections' rows (None: every row, for those who see all usage).
+    collection_ids: tuple[int, ...] | None = None
 
     def as_params(self) -> dict:
         return {"from": self.start.isoformat(), "to": self.end.isoformat(),
@@ -59,9 +61,22 @@ def _is_id(ref: str) -> bool:
     return ref.isascii() and ref.isdigit()
 
 
-def usage_filter_parse(params) -> UsageFilter:
+def usage_sees_all(user) -> bool:
+    """Whether the user reads every row of the usage report (superusers, staff with the model permission);
+    other staff read their curated collections' rows only (`usage_curated_collections`)."""
+    return bool(user.is_active and user.is_staff and (user.is_superuser or user.has_perm("usage.view_usageday")))
+
+
+def usage_curated_collections(user) -> tuple[int, ...]:
+    """The ids of the collections the user curates (documents' rule, looked up through the app registry)."""
+    collections = apps.get_model("documents", "Collection").objects
+    return tuple(collections.curated_by(user).order_by("name", "id").values_list("pk", flat=True))
+
+
+def usage_filter_parse(params, *, viewer=None) -> UsageFilter:
     """A UsageFilter from query parameters `from`, `to` (YYYY-MM-DD; default the last 30 days), `group`
-    (id or name), `user` (id or user name), `collection` (id or slug); ApplicationError on bad input."""
+    (id or name), `user` (id or user name), `collection` (id or slug); ApplicationError on bad input.
+    With a `viewer` who does not see all usage, the filter keeps to the collections they curate."""
     today = timezone.localdate()
     end = _date(params.get("to"), "to", today)
     start = _date(params.get("from"), "from", end - timedelta(days=DEFAULT_DAYS - 1))
@@ -86,7 +101,13 @@ def usage_filter_parse(params) -> UsageFilter:
         if found is None:
             raise _invalid(gettext("No collection '%(ref)s'.") % {"ref": ref}, "collection")
         collection_id = found.pk
-    return UsageFilter(start=start, end=end, group=group, user=user, collection_id=collection_id)
+    allowed = None
+    if viewer is not None and not usage_sees_all(viewer):
+        allowed = usage_curated_collections(viewer)
+        if collection_id is not None and collection_id not in allowed:
+            raise _invalid(gettext("No collection '%(ref)s'.") % {"ref": params.get("collection")}, "collection")
+    return UsageFilter(start=start, end=end, group=group, user=user, collection_id=collection_id,
+                       collection_ids=allowed)
 
 
 def _rows(flt: UsageFilter):
@@ -97,6 +118,8 @@ def _rows(flt: UsageFilter):
         rows = rows.filter(user=flt.user)
     if flt.collection_id is not None:
         rows = rows.filter(collection_id=flt.collection_id)
+    if flt.collection_ids is not None:
+        rows = rows.filter(collection_id__in=flt.collection_ids)
     return rows
 
 

@@ -24,3 +24,11 @@ def signed_if(text: str, signed) -> str:
 @register.filter
 def to_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    """A question kind in the reader's language when ragsite named it ("approved pair"), else as written."""
+    from evaluation.models import KIND_LABELS
+
+    return str(KIND_LABELS.get(kind, kind))

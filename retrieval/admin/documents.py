@@ -28,7 +28,7 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
     def get_fieldsets(self, request, obj=None):
         fieldsets = [list(f) for f in super().get_fieldsets(request, obj)]
         for fieldset in fieldsets:
-            if fieldset[0] == "Chunks and vectors":
+            if fieldset[0] == gettext("Chunks and vectors"):
                 fields = [_SERVER_FIELDS.get(f, f) for f in fieldset[1]["fields"]]
                 fieldset[1] = {**fieldset[1], "fields": tuple(fields) + ("vectors",)}
         return fieldsets
@@ -48,9 +48,9 @@ class DocumentMaintenanceAdmin(DocumentAdmin):
         counts = list(ChunkEmbedding.objects.filter(document_id=obj.pk).values_list("model").annotate(n=Count("id"))
                       .order_by("model"))
         if not counts:
-            return "none"
+            return gettext("none")
         names = {m.pk: str(m) for m in EmbeddingModel.objects.filter(pk__in=[model_id for model_id, _ in counts])}
-        return format_html_join(", ", "{} of {}", ((n, names.get(model_id, model_id)) for model_id, n in counts))
+        return format_html_join(", ", gettext("{} of {}"), ((n, names.get(model_id, model_id)) for model_id, n in counts))
 
     @admin.action(description=gettext_lazy("Clear and re-index the selected documents…"), permissions=["change"])
     def clear_and_reindex(self, request, queryset):

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 from django.utils.translation import gettext, gettext_lazy
 from django.db.models import Exists, OuterRef
 from django.http import HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
 from django.template.defaultfilters import filesizeformat
 from django.urls import path, reverse
 from django.utils.formats import date_format
@@ -412,6 +413,13 @@ class RetrievalSettingsAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # the row exists from the first migration on; retrieval_settings_get() recreates it
+
+    def changelist_view(self, request, extra_context=None):
+        """One row only: its list would be a click in the way, so the settings open directly."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        row = retrieval_settings_get()
+        return HttpResponseRedirect(reverse("admin:retrieval_retrievalsettings_change", args=[row.pk]))
 
     def has_delete_permission(self, request, obj=None):
         return False

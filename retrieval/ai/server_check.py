@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from retrieval.ai import AiServerError, builtin, embedding_client
 from retrieval.ai.base import normalize_base_url
@@ -16,6 +16,11 @@ from retrieval.models import AiServer, AiServerKind
 from retrieval.selectors import external_ai_disabled
 
 PROBE_TEXT = "ragsite connection test"
+
+
+# The steps' names, in the catalogue (a Step keeps the English name; the report shows it translated).
+STEP_NAMES = (gettext_noop("external AI"), gettext_noop("list models"), gettext_noop("embed a probe"),
+              gettext_noop("dimension check"))
 
 
 @dataclass
@@ -41,9 +46,10 @@ class ConnectionReport:
     def summary(self) -> str:
         failed = next((s for s in self.steps if not s.ok), None)
         if failed:
-            return f"{self.server.name}: {failed.name} failed — {failed.detail}"
-        parts = [f"{s.name} {s.latency_ms:.0f} ms" for s in self.steps if s.latency_ms is not None]
-        return f"{self.server.name}: connection works ({', '.join(parts)})."
+            return gettext("%(server)s: %(step)s failed — %(detail)s") % {
+                "server": self.server.name, "step": gettext(failed.name), "detail": failed.detail}
+        parts = [f"{gettext(s.name)} {s.latency_ms:.0f} ms" for s in self.steps if s.latency_ms is not None]
+        return gettext("%(server)s: connection works (%(steps)s).") % {"server": self.server.name, "steps": ", ".join(parts)}
 
 
 def _ms(started: float) -> float:
@@ -71,8 +77,8 @@ def ai_server_test_connection(server: AiServer) -> ConnectionReport:
     """Reach the server once (no retries): list its models, embed a probe, check the dimension."""
     report = ConnectionReport(server)
     if server.is_external and server.kind != AiServerKind.BUILTIN and external_ai_disabled():
-        report.steps.append(Step("external AI", False, "External AI is disabled and this server is marked "
-                                 "external: ragsite does not contact it."))
+        report.steps.append(Step("external AI", False, gettext("External AI is disabled and this server is marked "
+                                                                   "external: ragsite does not contact it.")))
         return report
     # One attempt each: a test should say at once that a server is down, not retry for seconds.
     cfg = dataclasses.replace(server_config(server), max_retries=0)
@@ -87,9 +93,9 @@ def ai_server_test_connection(server: AiServer) -> ConnectionReport:
         wanted = [m for m in (server.embedding_model if server.can("embeddings") else "",
                               server.chat_model if server.can("chat") else "") if m]
         missing = [m for m in wanted if m not in report.models and f"{m}:latest" not in report.models]
-        detail = f"{len(report.models)} models offered"
+        detail = gettext("%(count)s models offered") % {"count": len(report.models)}
         if missing:
-            detail += f"; not offered: {', '.join(missing)}"
+            detail += gettext("; not offered: %(models)s") % {"models": ", ".join(missing)}
         report.steps.append(Step("list models", not missing, detail, _ms(started)))
 
     if server.can("embeddings") or server.kind == AiServerKind.BUILTIN:
@@ -103,17 +109,18 @@ def ai_server_test_connection(server: AiServer) -> ConnectionReport:
             return report
         latency = _ms(started)
         report.dim = int(vectors.shape[1])
-        report.steps.append(Step("embed a probe", True, f"{report.dim} dimensions", latency))
+        report.steps.append(Step("embed a probe", True, gettext("%(dim)s dimensions") % {"dim": report.dim}, latency))
         if server.kind == AiServerKind.BUILTIN:
             report.steps.append(Step(gettext("engine"), True, engine_description(builtin.engine_info())))
         if declared and declared != report.dim:
-            report.steps.append(Step("dimension check", False, f"the server returned {report.dim} dimensions but is "
-                                     f"set up for {declared}; fix the embedding dimension."))
+            report.steps.append(Step("dimension check", False, gettext(
+                "the server returned %(dim)s dimensions but is set up for %(declared)s; fix the embedding dimension.")
+                % {"dim": report.dim, "declared": declared}))
         elif declared:
-            report.steps.append(Step("dimension check", True, f"{report.dim} dimensions, as set up"))
+            report.steps.append(Step("dimension check", True, gettext("%(dim)s dimensions, as set up") % {"dim": report.dim}))
         else:
-            report.steps.append(Step("dimension check", False, f"no embedding dimension is set; the server "
-                                     f"returns {report.dim}."))
+            report.steps.append(Step("dimension check", False, gettext("no embedding dimension is set; the server returns %(dim)s.")
+                                        % {"dim": report.dim}))
     return report
 
 

@@ -160,3 +160,13 @@ def test_the_settings_page_puts_the_persona_first_and_explains_its_terms(admin_c
     assert page.index('name="persona"') < page.index('name="rag_enabled"') < page.index('name="rrf_k"')
     assert "reciprocal rank fusion" in page and "lists of numbers that capture meaning" in page
     assert "How many passages the search by meaning (embeddings) brings" in page  # the model's plain help shows
+
+
+def test_the_retrieval_settings_open_directly_from_their_list(client, staff_user):
+    """One row: the list redirects to its change page."""
+    from django.urls import reverse
+
+    client.force_login(staff_user)
+    response = client.get(reverse("admin:retrieval_retrievalsettings_changelist"))
+    assert response.status_code == 302 and response["Location"].endswith("/admin/retrieval/retrievalsettings/1/change/")
+    assert client.get(response["Location"]).status_code == 200

@@ -411,3 +411,18 @@ def test_property_only_valid_tags_survive(pieces):
     # each invalid occurrence was counted
     expected_invalid = text.count("[S9]") + text.count("[S1, S9]") + text.count("【S4】")
     assert parsed.invalid_citations == expected_invalid
+
+
+def test_a_citation_previews_the_sentences_its_claim_matches_not_the_passages_opening():
+    from chat.citations import best_sentences, parse_answer
+
+    passage = ("Chapter 2. Travel. Employees travel by train where they can. A trip over 18 hours earns a meal "
+               "allowance of 353 CZK a day. The allowance is paid with the salary.\nChapter 3. Leave.")
+    assert best_sentences(passage, "Cesta delší než 18 hodin: stravné 353 CZK denně.").startswith(
+        "A trip over 18 hours earns a meal allowance of 353 CZK a day.")
+    assert best_sentences(passage, "Nothing in common here.") == ""
+    parsed = parse_answer("A trip over 18 hours earns 353 CZK a day [S1].",
+                          {"S1": {"excerpt": passage, "document_id": 1, "page_number": 3, "page_label": "3"}})
+    citation = parsed.citations[0]
+    assert citation["match_preview"].startswith("A trip over 18 hours earns a meal allowance of 353 CZK a day.")
+    assert citation["snippet_preview"].startswith("Chapter 2.")  # the passage's opening stays for the sources panel

@@ -33,7 +33,7 @@ def test_the_first_question_creates_the_conversation_from_the_chat_page(web, use
     body = response.json()
     conversation = Conversation.objects.get(owner=user)
     assert body["id"] == conversation.pk and body["origin"] == "web" and body["pinned"] is False
-    assert conversation.title == "How high are the tides?"
+    assert conversation.title == "How high are the tides"  # chat/titles.py: the subject, without the question mark
     assert body["user_message"]["content"] == "How high are the tides?"
     assert body["assistant_message"]["status"] == "pending"
     assert body["websocket_url"] == f"/ws/conversations/{conversation.pk}/"
@@ -186,9 +186,9 @@ def test_export_is_markdown_naming_only_sources_the_reader_may_read(web, user, o
     assert response["Content-Disposition"] == 'attachment; filename="allowances.md"'
     text = response.content.decode()
     assert text.startswith("# Allowances\n")
-    assert "Meal allowance?" in text and "353 CZK [S1][S2]." in text
-    assert "- [S1] Travel \\[rules\\], page iii" in text
-    assert "- [S2] a document you can no longer read" in text and "secret" not in text
+    assert "Meal allowance?" in text and "353 CZK [1][2]." in text  # numbered as the page numbers them
+    assert "- [1] Travel \\[rules\\], page iii" in text
+    assert "- [2] a document you can no longer read" in text and "secret" not in text
     theirs = _conversation(other_user, "Bob's")
     assert web.get(f"/c/{theirs.pk}/export.md").status_code == 404
 
@@ -219,9 +219,9 @@ def test_export_as_pdf_lays_out_answers_with_czech_text_and_cited_sources(web, u
     reader = PdfReader(io.BytesIO(response.content))
     assert reader.metadata.title == "Příspěvek na stravné"
     text = " ".join(" ".join(page.extract_text().split()) for page in reader.pages)
-    for expected in ("Příspěvek na stravné", "Kolik je stravné?", "Stravné", "Zaměstnanec dostane 353 Kč [S1][S2].",
-                     "5–12 h", "412 Kč", "• první bod", "• druhý bod", "limit = 353", "[S1] Cestovní řád, page iii",
-                     "[S2] a document you can no longer read"):
+    for expected in ("Příspěvek na stravné", "Kolik je stravné?", "Stravné", "Zaměstnanec dostane 353 Kč [1][2].",
+                     "5–12 h", "412 Kč", "• první bod", "• druhý bod", "limit = 353", "[1] Cestovní řád, page iii",
+                     "[2] a document you can no longer read"):
         assert expected in text, (expected, text)
     assert "**" not in text and "| ---" not in text and "secret" not in text and "`" not in text
     fonts = {str(f.get_object()["/BaseFont"]) for page in reader.pages for f in page["/Resources"]["/Font"].values()}
@@ -301,3 +301,48 @@ def test_a_conversations_scope_is_that_of_the_orm_rules_for_every_reader_attachm
     assert scope.attached_ids and set(scope.not_indexed) < set(scope.attached_ids)
     with django_assert_num_queries(1):  # the conversation and its attached documents, together
         conversation_scope(user, everything.pk)
+
+
+def test_exports_read_as_the_page_numbers_labels_and_shows_the_answer(web, user):
+    """Citations numbered in the order the page numbers them ([S8] [S7] → [1] [2]), the printed page label of
+    the citation, bold kept in the PDF, and of a regenerated answer only the version shown (all on request)."""
+    import io
+
+    from pypdf import PdfReader
+
+    from chat.models import Message
+    from tests.documents.factories import upload_bytes
+
+    rules = upload_bytes(user, b"rules", "rules.pdf")
+    conversation = _conversation(user, "Allowances", said="Meal allowance?")
+    question = Message.objects.get(conversation=conversation, role="user")
+    sources = [{"source_id": "S7", "source_type": "document", "document_id": rules.pk, "page_number": 9,
+                "document_name": "rules.pdf"},
+               {"source_id": "S8", "source_type": "document", "document_id": rules.pk, "page_number": 5,
+                "document_name": "rules.pdf"}]
+    citations = [{"source_id": "S8", "document_id": rules.pk, "page_number": 5, "page_label": "iii"},
+                 {"source_id": "S7", "document_id": rules.pk, "page_number": 9, "page_label": "7"}]
+    Message.objects.create(conversation=conversation, role="assistant", status="done", content="An old answer [S7].",
+                           sources=sources[:1], metadata={"question_id": question.pk})
+    Message.objects.create(conversation=conversation, role="assistant", status="done",
+                           content="Trips get **353 CZK** [S8] [S7].", sources=sources,
+                           metadata={"question_id": question.pk, "citations": citations, "chosen": True})
+    Message.objects.create(conversation=conversation, role="assistant", status="done", content="A newer answer.",
+                           metadata={"question_id": question.pk})
+    text = web.get(f"/c/{conversation.pk}/export.md").content.decode()
+    assert "Trips get **353 CZK** [1] [2]." in text and "[S8]" not in text
+    assert "- [1] rules, page iii" in text and "- [2] rules, page 7" in text and "page 5" not in text
+    assert "An old answer" not in text and "A newer answer" not in text  # the version the page shows, only
+    every = web.get(f"/c/{conversation.pk}/export.md", {"versions": "all"}).content.decode()
+    assert "An old answer" in every and "A newer answer" in every
+    assert "version 2 of 3, shown on the page" in every and "version 1 of 3" in every
+
+    pdf = web.get(f"/c/{conversation.pk}/export.pdf")
+    reader = PdfReader(io.BytesIO(pdf.content))
+    body = " ".join(" ".join(page.extract_text().split()) for page in reader.pages)
+    assert "Trips get 353 CZK [1] [2]." in body and "[1] rules, page iii" in body and "[2] rules, page 7" in body
+    assert "An old answer" not in body and "**" not in body
+    bold: list[str] = []
+    reader.pages[0].extract_text(visitor_text=lambda t, cm, tm, font, size: bold.append(t)
+                                 if font and "Bold" in str(font.get("/BaseFont")) else None)
+    assert "353 CZK" in "".join(bold)  # the answer's bold, kept

@@ -90,8 +90,6 @@ def test_an_edited_last_question_is_a_new_version_with_its_own_answer_and_histor
     first_q, first_a = _answered(conversation, "Who assigns berths?", "The harbour master.")
     asked, said = _answered(conversation, "How long may a ship stay?", "Three days.")
     base = f"/api/conversations/{conversation.pk}/messages/"
-    early = api.post(base, {"content": "Who?", "edit_of": first_q.pk}, format="json")
-    assert early.status_code == 409 and early.json()["code"] == "not_last_question"
     edited = api.post(base, {"content": "How long may a tanker stay?", "edit_of": asked.pk}, format="json")
     assert edited.status_code == 201, edited.content
     question = Message.objects.get(pk=edited.json()["user_message"]["id"])
@@ -118,3 +116,34 @@ def test_an_edited_last_question_is_a_new_version_with_its_own_answer_and_histor
     Message.objects.filter(pk=later.pk).delete()
     assert api.post(base, {"content": "Once more?", "edit_of": asked.pk}, format="json").status_code == 201
     assert not Message.objects.filter(conversation=conversation, metadata__chosen=True).exists()  # the new one shows
+
+
+def test_editing_an_earlier_question_branches_the_conversation_there(user, api, client):
+    """The edited first question becomes a new version of it; the conversation goes on from there, and
+    choosing the earlier version's answer brings the earlier branch (its later turns) back."""
+    from chat.threads import thread_path
+
+    conversation = conversation_create(user=user)
+    first_q, first_a = _answered(conversation, "Who assigns berths?", "The harbour master.")
+    second_q, second_a = _answered(conversation, "How long may a ship stay?", "Three days.")
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    edited = api.post(base, {"content": "Who assigns anchorages?", "edit_of": first_q.pk}, format="json")
+    assert edited.status_code == 201, edited.content
+    new_q = Message.objects.get(pk=edited.json()["user_message"]["id"])
+    new_a = Message.objects.get(pk=edited.json()["assistant_message"]["id"])
+    assert new_q.metadata["version_of"] == first_q.pk and new_q.metadata["after"] is None
+    everything = lambda: list(Message.objects.filter(conversation=conversation).order_by("id"))  # noqa: E731
+    assert [m.pk for m in thread_path(everything())] == [new_q.pk, new_a.pk]
+    assert history_for(new_q) == []  # a first turn again: nothing of the other branch
+    Message.objects.filter(pk=new_a.pk).update(status="done", content="The port authority.")
+    asked = api.post(base, {"content": "And pilots?"}, format="json").json()["user_message"]
+    assert Message.objects.get(pk=asked["id"]).metadata["after"] == new_q.pk
+    assert history_for(Message.objects.get(pk=asked["id"])) == [
+        {"role": "user", "content": "Who assigns anchorages?"}, {"role": "assistant", "content": "The port authority."}]
+    Message.objects.filter(conversation=conversation, status="pending").update(status="done", content="Pilots board.")
+    # The reader switches back to the first version's answer: the earlier branch, with its second turn.
+    assert api.post(f"{base}{first_a.pk}/choose/").status_code == 200
+    assert [m.pk for m in thread_path(everything())] == [first_q.pk, first_a.pk, second_q.pk, second_a.pk]
+    client.force_login(user)
+    text = client.get(f"/c/{conversation.pk}/export.md").content.decode()
+    assert "How long may a ship stay?" in text and "And pilots?" not in text and "The port authority." not in text

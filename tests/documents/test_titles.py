@@ -85,3 +85,9 @@ def test_clean_title_is_one_line_and_drops_placeholders():
     assert clean_title("x" * 300) == "x" * 255
     assert clean_title("Microsoft Word - draft.doc") == ""
     assert clean_title(None) == "" and clean_title(" ") == ""
+
+
+def test_a_slide_deck_takes_its_first_slides_title_text_without_the_slide_number(user, fake_embedder):
+    from tests.documents.extraction.test_every_type_indexes import _pptx
+
+    assert index(upload_bytes(user, _pptx(), "deck-v2.pptx")).title == "Water plan"

@@ -84,3 +84,20 @@ def test_the_layout_imports_without_django():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_table_is_laid_out_in_columns_with_its_pipes_hidden():
+    """"| a | b |" rows (DOCX, XLSX, CSV tables) become cells of one width per column, the header bold;
+    an empty cell keeps its place, and chunk highlighting still covers the cells."""
+    from documents.viewer_layout import layout_text
+
+    text = "Rates\n\n| Doba | Částka |\n| 5–12 h |  |\n| nad 18 h | 412 Kč |\n\nAfter."
+    sections, _ = layout_text(text, pages=[], chunks=[(0, 0, len(text), [])])
+    html = sections[0]["html"]
+    assert html.count('class="tpipe"') == 9
+    assert '<span class="tcell tw-10 th">Doba</span>' in html and '<span class="tcell tw-6 th">Částka</span>' in html
+    assert '<span class="tcell tw-6"></span>' in html and '<span class="tcell tw-10">nad 18 h</span>' in html
+    assert 'data-c="0"><span class="tcell' in html and "After." in html
+    # A lone line with pipes is prose, not a table.
+    single, _ = layout_text("a | b | c |\n| one line |\nend", pages=[], chunks=[])
+    assert "tcell" not in single[0]["html"]

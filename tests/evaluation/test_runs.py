@@ -143,6 +143,25 @@ def test_approved_pairs_grow_a_set_once(user, fake_embedder, unrelated_pair):
     assert run.results.get().rank == 1
 
 
+def test_a_set_of_pairs_own_questions_says_it_measures_only_whether_pairs_are_found(client, staff_user,
+                                                                                   fake_embedder, unrelated_pair):
+    """The admin says it plainly (in Czech too) when pairs are added and on a set that holds only them."""
+    client.force_login(staff_user)
+    test_set = TestSet.objects.create(name="Pairs")
+    changelist = reverse("admin:evaluation_testset_changelist")
+    added = client.post(changelist, {"action": "add_approved_pairs", "_selected_action": [test_set.pk]}, follow=True)
+    assert "measures only whether pairs are found" in added.content.decode()
+    change = reverse("admin:evaluation_testset_change", args=[test_set.pk])
+    assert 'id="ev-pairs-only"' in client.get(change).content.decode()
+    czech = client.get(change, HTTP_ACCEPT_LANGUAGE="cs").content.decode()
+    assert "měří jen to, zda se páry najdou" in czech
+    listed = client.get(reverse("admin:evaluation_testquestion_changelist"), HTTP_ACCEPT_LANGUAGE="cs")
+    assert "schválený pár" in listed.content.decode()
+    # A question about the documents beside them: the note goes.
+    TestQuestion.objects.create(test_set=test_set, question="Where is the lobby?", gold_documents=["plan.pdf"])
+    assert 'id="ev-pairs-only"' not in client.get(change).content.decode()
+
+
 def test_the_admin_imports_runs_compares_and_gates(client, staff_user, user, library, questions_jsonl,
                                                    unrelated_pair):
     client.force_login(staff_user)

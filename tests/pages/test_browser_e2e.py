@@ -157,7 +157,11 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         cited = list(Chunk.objects.filter(pk__in=citation.get("joined_chunk_ids") or [citation["chunk_id"]])
                      .order_by("chunk_index"))
         anchor = "-".join(str(c.chunk_index) for c in cited)
-        href = f"/documents/{document.pk}/?version={citation['document_version']}#chunk-{anchor}"
+        # (and, when the answer matched sentences past the passage's opening, those: ?sentence=…, marked by the viewer)
+        from urllib.parse import urlencode
+        query = {"version": citation["document_version"],
+                 **({"sentence": citation["match_preview"]} if citation.get("match_preview") else {})}
+        href = f"/documents/{document.pk}/?{urlencode(query)}#chunk-{anchor}"
         assert citation["document_version"] == 1
         expect(marker).to_have_attribute("href", href)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import Permission
 
 from chat.models import Conversation, Message
 from documents.models import Document
@@ -44,7 +43,8 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
 
     from django.urls import reverse
 
-    kb.curator.user_permissions.add(*Permission.objects.filter(codename__in=["view_document", "change_document"]))
+    # No model permission: a curator reaches his collection's documents by the collection rule.
+    assert not kb.curator.user_permissions.exists()
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(120_000)
     page = context.new_page()
@@ -70,6 +70,11 @@ def test_admin_and_library_uploads_into_a_collection_show_progress_and_reach_ind
         results = page.evaluate("window.__results")
         assert any(r.startswith("uploaded, waiting to index") or "indexing…" in r for r in results), results
         page.screenshot(path=artifacts / "collection-admin-upload.png")
+        # The page's own link to the collection's documents opens them (no 403 for a curator).
+        with page.expect_navigation():
+            page.get_by_role("link", name=re.compile("The collection's documents")).click()
+        expect(page.locator("#result_list")).to_contain_text(good.stem)
+        page.go_back()
         shared = Document.objects.filter(collection=kb.collection, original_filename__startswith="admin-")
         assert sorted((d.original_filename, d.status) for d in shared) == [
             (broken.name, "failed"), (good.name, "indexed")]

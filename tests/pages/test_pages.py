@@ -337,3 +337,32 @@ def test_viewer_names_the_label_printed_on_each_pdf_page(alice_client, user, fak
     index_document(plain.pk)
     html = alice_client.get(f"/documents/{plain.pk}/").content.decode()
     assert re.search(r'id="page-2-label">Page 2</h2>', html) and 'data-page="2" data-label' not in html
+
+
+def test_viewer_names_a_workbooks_sheets_and_lays_out_their_tables(alice_client, user, fake_embedder):
+    import io
+
+    import openpyxl
+
+    from retrieval.tasks import index_document
+
+    book = openpyxl.Workbook()
+    book.active.title = "Budget"
+    book.active.append(["Department", "Amount"])
+    book.active.append(["Roads", 1200])
+    travel = book.create_sheet("Cestovné")
+    travel.append(["Doba", "Částka"])
+    travel.append(["nad 18 h", "412 Kč"])
+    out = io.BytesIO()
+    book.save(out)
+    document = upload_bytes(user, out.getvalue(), "budget-2026.xlsx")
+    index_document(document.pk)
+    document.refresh_from_db()
+    assert document.status == "indexed", document.index_error
+    html = alice_client.get(f"/documents/{document.pk}/").content.decode()
+    assert re.search(r'id="page-1-label">Sheet “Budget”</h2>', html)
+    assert re.search(r'id="page-2-label">Sheet “Cestovné”</h2>', html) and ">Page 2<" not in html
+    assert re.search(r'<span class="tcell tw-\d+ th">Department</span>', html)
+    assert re.search(r'<span class="tcell tw-\d+">412 Kč</span>', html) and "| Roads |" not in html
+    czech = alice_client.get(f"/documents/{document.pk}/", HTTP_ACCEPT_LANGUAGE="cs").content.decode()
+    assert "List „Cestovné“" in czech

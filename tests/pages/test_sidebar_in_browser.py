@@ -108,9 +108,9 @@ def test_sidebar_searches_renames_pins_and_deletes(live_site, chat_server, user,
         page.fill("#question", "Who inspects the scaffold?")
         page.keyboard.press("Enter")
         page.wait_for_url(re.compile(r"/c/\d+/$"))
-        created = Conversation.objects.get(owner=user, title="Who inspects the scaffold?")
+        created = Conversation.objects.get(owner=user, title="Who inspects the scaffold")  # chat/titles.py
         assert page.url.endswith(f"/c/{created.pk}/") and created.origin == "web"
-        expect(page.locator("#chat-title")).to_have_text("Who inspects the scaffold?")
+        expect(page.locator("#chat-title")).to_have_text("Who inspects the scaffold")
         expect(page.locator(".msg-assistant .caret")).to_be_visible(timeout=120_000)  # being written
         expect(page.locator("#stop-btn")).to_be_visible()
         page.keyboard.press("Escape")

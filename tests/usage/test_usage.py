@@ -292,3 +292,34 @@ def test_admin_report_chart_and_csv(client, staff_user, user):
     assert client.get("/admin/usage/usageday/export.csv", {"start": "soon"}).status_code == 400
     client.force_login(user)
     assert client.get("/admin/usage/usageday/export.csv").status_code == 302  # not staff: to the admin's login
+
+
+def test_a_curator_reads_his_collections_usage_in_the_report_and_no_other(client, user, django_user_model):
+    """A staff curator without the model permission: the report holds his collections' rows only."""
+    from django.contrib.auth.models import Group
+
+    from documents.models import Collection
+
+    curators = Group.objects.create(name="hr-curators")
+    carol = django_user_model.objects.create_user(username="carol", password="carol-pass-123", is_staff=True)
+    carol.groups.add(curators)
+    hr = Collection.objects.create(name="HR", slug="hr", curator_group=curators)
+    payroll = Collection.objects.create(name="Payroll", slug="payroll")
+    usage_add(user_id=user.pk, collection_id=hr.pk, questions=3)
+    usage_add(user_id=user.pk, collection_id=payroll.pk, questions=5)
+    usage_add(user_id=user.pk, questions=7)
+    client.force_login(carol)
+    page = client.get("/admin/usage/usageday/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert ">HR</option>" in html and "Payroll" not in html
+    rows = list(csv.DictReader(io.StringIO(client.get("/admin/usage/usageday/export.csv").content.decode())))
+    assert sum(int(r["questions"]) for r in rows) == 3
+    assert client.get("/admin/usage/usageday/export.csv", {"collection": payroll.pk}).status_code == 400
+    # The API keeps to the same rows.
+    api_totals = client.get("/api/usage/").json()["totals"]
+    assert api_totals["questions"] == 3
+    # Staff who curate nothing: no report.
+    sam = django_user_model.objects.create_user(username="sam", password="sam-pass-123", is_staff=True)
+    client.force_login(sam)
+    assert client.get("/admin/usage/usageday/").status_code == 403

@@ -16,7 +16,8 @@ export function citationsOf(m) {
     const stored = new Map((m.sources || []).map((s) => [s.source_id, s]));
     for (const c of (m.metadata && m.metadata.citations) || []) {
       const s = stored.get(c.source_id) || {};
-      byTag.set(c.source_id, { ...c, snippet: c.snippet_preview, score: s.score, collection: s.collection,
+      // The sentences the answer's citing text matches (chat/citations.py), else the passage's opening.
+      byTag.set(c.source_id, { ...c, snippet: c.match_preview || c.snippet_preview, score: s.score, collection: s.collection,
         page_label: c.page_label || s.page_label,
         similarity: s.similarity, tier: s.tier, category: s.category, subcategory: s.subcategory,
         expired: s.expired });
@@ -38,8 +39,12 @@ export function citationsOf(m) {
 }
 
 export function citeHref(c) {
-  // The version the answer quoted: the viewer opens its text even after a newer version came.
-  const version = c.document_version ? `?version=${c.document_version}` : "";
+  // The version the answer quoted: the viewer opens its text even after a newer version came; and the
+  // sentences the answer matched, which the viewer marks within the passage.
+  const query = new URLSearchParams();
+  if (c.document_version) query.set("version", c.document_version);
+  if (c.match_preview) query.set("sentence", c.match_preview);
+  const version = query.toString() ? `?${query}` : "";
   if (!c.document_id) return null;
   // A passage joined with its neighbour (ids in the document's order, adjacent): highlight both chunks.
   const joined = c.joined_chunk_ids;

@@ -1,5 +1,6 @@
 /* Live events: the conversation's WebSocket, server-sent events when it is unavailable. */
 import { renderLive, upsert } from "./messages.js";
+import { refreshConversation } from "./title.js";
 import { convId, IN_FLIGHT, liveSources, liveText, messages } from "./state.js";
 
 const { api, el, gettext } = window.rag;
@@ -29,6 +30,8 @@ function onEvent(ev) {
       liveSources.delete(m.id);
       closeStream(m.id);
       if (m.status === "done") announce(gettext("The answer is ready."));
+      // The first answer may have given the conversation its title (chat/titles.py): show it.
+      if (m.status === "done" && [...messages.values()].filter((x) => x.role === "user").length === 1) refreshConversation();
       if (m.status === "failed") announce(gettext("The answer failed."));
     }
     upsert(m);

@@ -1,11 +1,11 @@
 /* Asking again. Regenerate the last answer: POST …/regenerate/ queues a new version beside the earlier ones
    (versions.js shows "‹ 2/2 ›"); the new version streams in like any answer. Edit a question: its text goes
-   back into the question box; the last question, changed and sent, becomes a new version of it beside the
-   earlier one (versions.js: "‹ 2/2 ›" on the question), an earlier one is sent as a new question. */
+   back into the question box; changed and sent, it becomes a new version of that question beside the
+   earlier one (versions.js: "‹ 2/2 ›" on the question), and the conversation goes on from there. */
 import { ensureLive } from "./live.js";
 import { toBottom, upsert } from "./messages.js";
 import { convId, messages, question, shared, thread } from "./state.js";
-import { isLastQuestion, showLatest } from "./versions.js";
+import { showLatest } from "./versions.js";
 
 const { api, toast } = window.rag;
 
@@ -14,7 +14,7 @@ thread.addEventListener("click", (e) => {
   if (!button) return;
   const asked = messages.get(Number(button.dataset.message));
   if (!asked) return;
-  shared.editOf = isLastQuestion(asked) ? asked.id : null; // composer.js sends it as `edit_of`
+  shared.editOf = asked.id; // composer.js sends it as `edit_of`: a new version of that question, branching there
   question.value = asked.content;
   question.dispatchEvent(new Event("input")); // the box grows to its text
   question.focus();

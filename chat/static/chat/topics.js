@@ -2,7 +2,7 @@
    (PATCH /api/conversations/{id}/) when changed; composer.js sends the current one with each question. */
 (function () {
   "use strict";
-  const { api, el, toast, gettext } = window.rag;
+  const { api, el, toast, gettext, tr } = window.rag;
   const boot = rag.data("chat-data");
   // The conversation's id once it exists (set when the first question creates it: chat/state.js).
   const convId = () => document.getElementById("chat-section").dataset.conversation;
@@ -22,7 +22,7 @@
     const known = new Set([key({ category: "", subcategory: "" })]);
     for (const t of topics) {
       const group = el("optgroup", { label: t.category || gettext("Without a category") });
-      if (t.category) { group.append(option(t.category, "", `${t.category} (all)`)); known.add(key({ category: t.category, subcategory: "" })); }
+      if (t.category) { group.append(option(t.category, "", tr(gettext("%(category)s (all)"), { category: t.category }))); known.add(key({ category: t.category, subcategory: "" })); }
       for (const sub of t.subcategories) {
         group.append(option(t.category, sub, t.category ? `${t.category} › ${sub}` : sub));
         known.add(key({ category: t.category, subcategory: sub }));

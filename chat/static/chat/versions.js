@@ -1,5 +1,7 @@
 /* Versions of an answer: a regenerated answer is kept beside the earlier ones (same metadata.question_id),
-   and versions of the last question edited and sent again (metadata.version_of); the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. The
+   and versions of any question edited and sent again (metadata.version_of), the conversation branching
+   there (metadata.after: the question version a question followed; chat/threads.py holds the same rule);
+   the thread shows one of them, the newest unless the reader switched, with "‹ 2/3 ›" to switch. The
    switch is remembered on the server (metadata.chosen, POST …/choose/), so a reload shows the same one. */
 import { convId, messages, thread } from "./state.js";
 
@@ -45,7 +47,25 @@ function switcher(node, ids, index, label, go) {
     el("button", { type: "button", class: "btn btn-ghost btn-sm", "aria-label": gettext("Next version"), disabled: index === ids.length - 1, onclick: () => go(index + 1) }, "›"));
 }
 
-/** Show one version of each question and of each answer, with their switchers (after the thread changes). */
+const rootOf = (m) => (m.metadata && m.metadata.version_of) || m.id;
+
+// Each question's id -> the question version it followed (null: the first turn); chat/threads.py's parents().
+function parentsOf() {
+  const questions = [...messages.values()].filter((m) => m.role === "user").sort((a, b) => a.id - b.id);
+  const result = new Map();
+  questions.forEach((q, index) => {
+    const meta = q.metadata || {};
+    if ("after" in meta) { result.set(q.id, meta.after); return; }
+    if (meta.version_of && result.has(meta.version_of)) { result.set(q.id, result.get(meta.version_of)); return; }
+    const earlier = questions.slice(0, index).filter((o) => rootOf(o) !== rootOf(q));
+    result.set(q.id, earlier.length ? earlier[earlier.length - 1].id : null);
+  });
+  return result;
+}
+
+/** Show the thread (chat/threads.py): from the first turn, at each turn the question version the reader
+    chose (or whose answer they chose, else the newest), then the turn asked after that version; of each
+    answer the chosen version, else the newest. Each version with its switcher. */
 export function applyVersions() {
   const answers = groups();
   const shownAnswer = new Map(); // question id -> the answer version shown
@@ -53,15 +73,24 @@ export function applyVersions() {
     const stored = ids.find((id) => (messages.get(id).metadata || {}).chosen);
     shownAnswer.set(question, ids.includes(chosen.get(question)) ? chosen.get(question) : (stored || ids[ids.length - 1]));
   }
-  const hiddenQuestions = new Set();
-  for (const [root, ids] of questionGroups()) {
+  const byParent = new Map();
+  for (const [question, parent] of parentsOf()) {
+    if (!byParent.has(parent)) byParent.set(parent, []);
+    byParent.get(parent).push(question);
+  }
+  const onPath = new Set();
+  let parent = null;
+  while ((byParent.get(parent) || []).length) {
+    const siblings = byParent.get(parent).map((id) => messages.get(id));
+    const root = Math.max(...siblings.map(rootOf));
+    const ids = siblings.filter((q) => rootOf(q) === root).map((q) => q.id).sort((a, b) => a - b);
     const stored = ids.find((q) => (answers.get(q) || []).some((a) => (messages.get(a).metadata || {}).chosen));
     const shown = ids.includes(chosenQuestion.get(root)) ? chosenQuestion.get(root) : (stored || ids[ids.length - 1]);
+    if (onPath.has(shown)) break;
+    onPath.add(shown);
     ids.forEach((id, index) => {
-      if (id !== shown) hiddenQuestions.add(id);
       const node = document.getElementById(`msg-${id}`);
       if (!node) return;
-      node.hidden = id !== shown;
       switcher(node, ids, index, gettext("Versions of this question"), (to) => {
         chosenQuestion.set(root, ids[to]);
         applyVersions();
@@ -70,13 +99,19 @@ export function applyVersions() {
         if (answer) remember(answer, ids.flatMap((q) => answers.get(q) || []));
       });
     });
+    if (shownAnswer.has(shown)) onPath.add(shownAnswer.get(shown));
+    parent = shown;
+  }
+  for (const m of messages.values()) {
+    const node = document.getElementById(`msg-${m.id}`);
+    if (!node) continue;
+    if (m.role === "user") node.hidden = !onPath.has(m.id);
+    else if (m.metadata && m.metadata.question_id && answers.has(m.metadata.question_id)) node.hidden = !onPath.has(m.id);
   }
   for (const [question, ids] of answers) {
-    const shown = shownAnswer.get(question);
     ids.forEach((id, index) => {
       const node = document.getElementById(`msg-${id}`);
       if (!node) return;
-      node.hidden = hiddenQuestions.has(question) || id !== shown;
       switcher(node, ids, index, gettext("Versions of this answer"), (to) => {
         chosen.set(question, ids[to]);
         applyVersions();
@@ -94,15 +129,6 @@ export function showLatestQuestion(asked) {
   const turn = new Set(questionGroups().get(root) || []);
   for (const m of messages.values()) if (m.metadata && turn.has(m.metadata.question_id)) delete m.metadata.chosen;
   applyVersions();
-}
-
-/** Whether `m` is the conversation's last question (only it can be edited into a new version). */
-export function isLastQuestion(m) {
-  const root = (m.metadata && m.metadata.version_of) || m.id;
-  for (const other of messages.values()) {
-    if (other.role === "user" && other.id > m.id && ((other.metadata && other.metadata.version_of) || other.id) !== root) return false;
-  }
-  return true;
 }
 
 /** Keep the reader's choice on the server (the page already shows it). */

@@ -57,16 +57,23 @@
         el("button", { type: "submit", class: "btn btn-sm btn-ghost", "aria-label": tr(gettext("Ask about %(title)s"), { title: doc.title }) }, rag.icon("chat"), gettext("Ask"))));
     }
     box.append(el("a", { class: "btn btn-sm btn-ghost", href: `/documents/${doc.id}/download/`, "aria-label": tr(gettext("Download %(title)s"), { title: doc.title }) }, gettext("Download")));
+    box.append(el("button", { type: "button", class: "btn btn-sm btn-danger", onclick: () => remove(doc),
+      "aria-label": tr(gettext("Delete %(title)s"), { title: doc.title }) }, gettext("Delete")));
+    // Out of the everyday actions: re-index and a new version, behind "⋯".
+    const more = [];
     if (doc.status === "indexed") {
-      box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => reindex(doc, true),
+      more.push(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => reindex(doc, true),
         "aria-label": tr(gettext("Re-index %(title)s"), { title: doc.title }) }, gettext("Re-index")));
     }
     if (doc.status === "indexed" || doc.status === "failed") {
-      box.append(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => uploadVersion(doc),
+      more.push(el("button", { type: "button", class: "btn btn-sm btn-ghost", onclick: () => uploadVersion(doc),
         "aria-label": tr(gettext("Upload new version of %(title)s"), { title: doc.title }) }, gettext("Upload new version")));
     }
-    box.append(el("button", { type: "button", class: "btn btn-sm btn-danger", onclick: () => remove(doc),
-      "aria-label": tr(gettext("Delete %(title)s"), { title: doc.title }) }, gettext("Delete")));
+    if (more.length) {
+      box.append(el("details", { class: "row-menu" },
+        el("summary", { class: "btn btn-sm btn-ghost", "aria-label": tr(gettext("More actions for %(title)s"), { title: doc.title }) }, "⋯"),
+        el("div", { class: "row-menu-items" }, ...more)));
+    }
     return box;
   }
 
@@ -101,6 +108,8 @@
     if (sk !== row.statusKey) {
       row.li.querySelector(".doc-status").replaceWith(statusBlock(doc));
       row.li.querySelector(".doc-meta").textContent = metaLine(doc);
+      // The title extraction found replaces the file name at once (and stays: the API returns it from then on).
+      row.li.querySelector(".doc-title a").textContent = doc.title || doc.name;
       row.statusKey = sk;
     }
     const ak = actionsKey(doc);
@@ -361,7 +370,7 @@
     await Promise.all([...followed].map(async ([id, li]) => {
       try {
         const doc = await api("GET", `/api/documents/${id}/`);
-        li.querySelector(".badge").replaceWith(badge(doc, { short: true }));
+        li.querySelector(".badge[data-status], .badge").replaceWith(badge(doc, { short: true }));
         if (isFinal(doc)) { followed.delete(id); announcer.textContent = `${doc.title}: ${docStatus(doc).label}`; }
       } catch (err) {
         if (err.status === 404) followed.delete(id);
@@ -372,6 +381,55 @@
   for (const badgeEl of document.querySelectorAll("[data-collection-list] .doc-row > .badge[data-status]")) {
     if (!["indexed", "failed"].includes(badgeEl.dataset.status)) followShared(Number(badgeEl.closest(".doc-row").dataset.docId), badgeEl.closest(".doc-row"));
   }
+
+  // A curator's "⋯" menu on a collection's rows: re-index, deactivate or activate, move, delete.
+  async function curate(button) {
+    const li = button.closest("[data-doc-id]");
+    const id = li.dataset.docId;
+    const title = li.querySelector("a").textContent;
+    const action = button.dataset.curate;
+    li.querySelector("details.row-menu").open = false;
+    try {
+      if (action === "delete") {
+        const ok = await confirmDialog({ title: tr(gettext("Delete “%(title)s”?"), { title }),
+          message: gettext("The file, its text and its index are removed; conversations can no longer search or cite it. This cannot be undone."),
+          confirm: gettext("Delete"), danger: true });
+        if (!ok) return;
+        await api("DELETE", `/api/documents/${id}/`);
+        li.remove();
+        toast(tr(gettext("Deleted %(title)s"), { title }));
+        return;
+      }
+      if (action === "move") {
+        const target = li.querySelector("select[data-move-target]").value;
+        if (!target) return;
+        const doc = await api("PATCH", `/api/documents/${id}/`, { collection: target });
+        const list = document.querySelector(`[data-collection-list="${target}"]`);
+        if (list) { list.prepend(li); list.hidden = false; }
+        toast(tr(gettext("Moved %(title)s"), { title: doc.title }));
+        return;
+      }
+      const doc = await api("POST", `/api/documents/${id}/${action}/`);
+      li.querySelector(".badge[data-status]").replaceWith(badge(doc, { short: true }));
+      const inactive = li.querySelector("[data-inactive]");
+      if (inactive) inactive.hidden = doc.is_active;
+      for (const b of li.querySelectorAll("[data-curate=activate],[data-curate=deactivate]")) {
+        b.hidden = (b.dataset.curate === "activate") === doc.is_active;
+      }
+      if (!isFinal(doc)) followShared(doc.id, li);
+      toast(action === "reindex" ? tr(gettext("Re-indexing %(title)s"), { title })
+        : doc.is_active ? tr(gettext("Activated %(title)s"), { title }) : tr(gettext("Deactivated %(title)s"), { title }));
+    } catch (err) {
+      toast(err.message, "error");
+    }
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-collection-list] [data-curate]");
+    if (button) curate(button);
+  });
+  document.addEventListener("click", (event) => {  // an open "⋯" menu closes on a click elsewhere
+    for (const menu of document.querySelectorAll("details.row-menu[open]")) if (!menu.contains(event.target)) menu.open = false;
+  });
 
   // What the upload ended with (the same for a normal upload and a direct one's finalize).
   function finishUpload(row, collection, httpStatus, body) {

@@ -22,7 +22,43 @@
   let citedPage = null;
   let generation = 0; // a newer highlight() makes an unfinished one's result stale
 
+  // ?sentence=…: the passage's sentences the answer matched (chat's citation link): one continuous mark over
+  // them, the rest of the passage lighter (CSS Custom Highlight API: no change to the page's elements).
+  const sentence = (new URLSearchParams(location.search).get("sentence") || "").replace(/…$/, "").trim();
+
+  function markSentence(segs) {
+    if (!sentence || !window.CSS || !CSS.highlights || typeof Highlight === "undefined") return false;
+    let flat = "";
+    const at = []; // for each character of `flat`: [text node, offset]
+    for (const seg of segs) {
+      const walker = document.createTreeWalker(seg, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement.closest(".tpipe")) continue;
+        const text = node.nodeValue;
+        for (let i = 0; i < text.length; i++) {
+          const space = /\s/.test(text[i]);
+          if (space && (flat.endsWith(" ") || !flat)) continue;
+          flat += space ? " " : text[i];
+          at.push([node, i]);
+        }
+      }
+      if (!flat.endsWith(" ")) { flat += " "; at.push(at[at.length - 1]); }
+    }
+    const wanted = sentence.replace(/\s+/g, " ").toLowerCase();
+    const start = flat.toLowerCase().indexOf(wanted);
+    if (start < 0 || !wanted) return false;
+    const range = document.createRange();
+    range.setStart(at[start][0], at[start][1]);
+    const [endNode, endOffset] = at[start + wanted.length - 1];
+    range.setEnd(endNode, endOffset + 1);
+    CSS.highlights.set("cited-sentence", new Highlight(range));
+    document.body.classList.add("has-sentence");
+    return true;
+  }
+
   function clear() {
+    if (window.CSS && CSS.highlights) CSS.highlights.delete("cited-sentence");
+    document.body.classList.remove("has-sentence");
     for (const seg of current) seg.classList.remove("hl", "pulse");
     current = [];
     if (pagesView) pagesView.clear();
@@ -104,6 +140,7 @@
     citedPage = number ? Number(number) : null;
     bannerText.textContent = number ? tr(gettext("Cited passage · %(page)s"), { page: pageName(number) }) : gettext("Cited passage");
     if (mode === "text") {
+      markSentence(current);
       setOther(pagesView ? gettext("Show on the page") : null);
       anchor.setAttribute("tabindex", "-1");
       anchor.focus({ preventScroll: true });

@@ -92,6 +92,13 @@
     const box = document.getElementById("toasts");
     if (!box) return;
     const item = el("div", { class: "toast" + (kind === "error" ? " err" : "") }, message);
+    // Clear of the header and of a page's own head (the chat's conversation title): just below the lower one.
+    let top = 0;
+    for (const head of document.querySelectorAll(".topbar, .chat-head")) {
+      const rect = head.getBoundingClientRect();
+      if (rect.height && rect.bottom > top) top = rect.bottom;
+    }
+    if (top) box.style.top = `${Math.round(top + 8)}px`;
     box.append(item);
     setTimeout(() => item.remove(), kind === "error" ? 7000 : 4000);
   }
@@ -145,6 +152,9 @@
     if (mime === "application/pdf") return "pdf";
     if (mime.includes("wordprocessingml")) return "docx";
     if (mime === "text/markdown" || name.endsWith(".md")) return "md";
+    if (mime.includes("spreadsheetml") || mime.includes("ms-excel") || mime.includes("opendocument.spreadsheet")
+      || mime === "text/csv" || /\.(xlsx|xls|ods|csv)$/.test(name)) return "xls";
+    if (mime.includes("presentationml") || mime.includes("ms-powerpoint") || /\.(pptx|ppt|odp)$/.test(name)) return "ppt";
     return "txt";
   }
 

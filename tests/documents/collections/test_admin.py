@@ -101,3 +101,44 @@ def test_library_page_shows_readable_collections_read_only_and_an_upload_for_cur
     curator = _client(kb.curator).get("/library/").content.decode()
     assert 'data-collection-upload="orchard"' in curator
     assert "Orchard guides" not in _client(kb.outsider).get("/library/").content.decode()
+
+
+def test_a_curator_manages_his_collections_documents_in_the_admin_without_model_permissions(kb, django_user_model):
+    """carol holds no model permission: the collection rule lets her list, open, re-index, deactivate,
+    move and delete her collection's documents, and nobody else's."""
+    from documents.models import CollectionVisibility
+
+    assert not kb.curator.user_permissions.exists() and not kb.curator.is_superuser
+    client = _client(kb.curator)
+    changelist = reverse("admin:documents_document_changelist")
+    # The upload page's own link to the collection's documents, and the collection list's count link.
+    upload = client.get(reverse("admin:documents_collection_upload", args=[kb.collection.pk])).content.decode()
+    assert f"{changelist}?collection__id__exact={kb.collection.pk}" in upload
+    listed = client.get(changelist, {"collection__id__exact": kb.collection.pk})
+    assert listed.status_code == 200 and "quince-guide" in listed.content.decode()
+    assert client.get(reverse("admin:documents_document_change", args=[kb.document.pk])).status_code == 200
+    client.post(changelist, {"action": "reindex", "_selected_action": [kb.document.pk]})
+    assert Document.objects.get(pk=kb.document.pk).status == "reindexing"
+    Document.objects.filter(pk=kb.document.pk).update(status="indexed")
+    client.post(changelist, {"action": "deactivate", "_selected_action": [kb.document.pk]})
+    assert Document.objects.get(pk=kb.document.pk).is_active is False
+    # Another collection's document: not listed, not opened, untouched by an action naming it.
+    others = Collection.objects.create(name="Payroll", slug="payroll", visibility=CollectionVisibility.EVERYONE)
+    owner = django_user_model.objects.create_user(username="pat", password="pat-pass-123")
+    foreign = Document.objects.create(owner=owner, collection=others, title="salaries", original_filename="s.txt",
+                                      status="indexed", sha256="f" * 64, size=1)
+    assert "salaries" not in client.get(changelist).content.decode()
+    assert client.get(reverse("admin:documents_document_change", args=[foreign.pk])).status_code in (302, 404)
+    client.post(changelist, {"action": "reindex", "_selected_action": [foreign.pk]})
+    client.post(changelist, {"action": "delete_documents", "_selected_action": [foreign.pk], "rs_delete": "yes"})
+    assert Document.objects.get(pk=foreign.pk).status == "indexed"
+    # Delete: a confirmation first, then the document goes with its chunks.
+    ask = client.post(changelist, {"action": "delete_documents", "_selected_action": [kb.document.pk]})
+    assert ask.status_code == 200 and "quince-guide" in ask.content.decode()
+    assert Document.objects.filter(pk=kb.document.pk).exists()
+    client.post(changelist, {"action": "delete_documents", "_selected_action": [kb.document.pk], "rs_delete": "yes"})
+    assert not Document.objects.filter(pk=kb.document.pk).exists()
+    assert not Chunk.objects.filter(document_id=kb.document.pk).exists()
+    # Staff who curate nothing see no document admin at all.
+    sam = django_user_model.objects.create_user(username="sam", password="sam-pass-123", is_staff=True)
+    assert _client(sam).get(changelist).status_code == 403

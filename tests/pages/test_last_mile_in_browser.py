@@ -1,0 +1,214 @@
+"""The last mile for readers and curators, in a real browser (daphne, both clusters, PostgreSQL, chromium),
+in Czech and English at 1440×900 and 390×844: 👍/👎 inside the screen, toasts clear of the header, and a
+curator managing his collection's documents from the library's "⋯" menu without a 403."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from chat.models import Message
+from chat.services import conversation_create
+from documents.models import Document
+from tests.knowledge.conftest import kb  # noqa: F401 - the fixture: a collection, its curator, a member
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+SIZES = [(1440, 900), (390, 844)]
+LANGUAGES = ["en", "cs"]
+SOURCE = {"source_id": "S1", "source_type": "document", "document_id": None, "document_name": "Travel rules.pdf",
+          "document_version": 1, "chunk_index": 0, "page_number": 3, "qa_id": None, "score": 0.9,
+          "preview": "Trips over 18 hours get 353 CZK."}
+CITATION = {**{k: SOURCE[k] for k in ("source_id", "source_type", "document_id", "document_name", "document_version",
+                                      "chunk_index", "page_number", "qa_id")},
+            "chunk_id": None, "heading_path": [], "start_offset": 0, "end_offset": 40,
+            "snippet_preview": "Chapter 2. Travel. Employees travel by train where they can.",
+            "match_preview": SOURCE["preview"], "page_label": "iii"}
+
+
+def _page(browser, site_url: str, user, language: str, width: int, height: int):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  locale="cs-CZ" if language == "cs" else "en-GB",
+                                  extra_http_headers={"Accept-Language": language})
+    context.set_default_timeout(20_000)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site_url}])
+    return context.new_page()
+
+
+def _inside(box: dict, width: int) -> bool:
+    return box["x"] >= 0 and box["x"] + box["width"] <= width
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user, browser, artifacts):
+    from playwright.sync_api import expect
+
+    conversation = conversation_create(user=user)
+    Message.objects.create(conversation=conversation, role="user", content="Meal allowance over 18 hours?")
+    answer = Message.objects.create(
+        conversation=conversation, role="assistant", content="Trips over 18 hours get 353 CZK [S1].",
+        sources=[SOURCE], metadata={"mode": "documents", "citations": [CITATION], "sections": [
+            {"text": "Trips over 18 hours get 353 CZK [S1].", "source_ids": ["S1"], "citations": [CITATION]}]})
+    for language in LANGUAGES:
+        for width, height in SIZES:
+            page = _page(browser, live_site.url, user, language, width, height)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            try:
+                page.goto(f"{live_site.url}/c/{conversation.pk}/")
+                row = page.locator(f"#msg-{answer.pk} .msg-actions")
+                expect(row).to_be_visible()
+                row_box = row.bounding_box()
+                assert row_box and _inside(row_box, width), (language, width, row_box)
+                for rating in ("up", "down"):
+                    button = page.locator(f"#msg-{answer.pk} .feedback-btn[data-rating='{rating}']")
+                    button.scroll_into_view_if_needed()
+                    box = button.bounding_box()
+                    assert box and _inside(box, width), (language, width, rating, box)
+                page.screenshot(path=artifacts / f"last-mile-actions-{language}-{width}.png")
+                # The citation's preview: the sentence the answer matched, with the passage's page label.
+                page.locator(f"#msg-{answer.pk} .cite").first.focus()
+                shown = page.locator("#preview")
+                expect(shown).to_contain_text("Trips over 18 hours get 353 CZK.")
+                expect(shown).to_contain_text("iii")
+                assert "Chapter 2" not in shown.inner_text()
+                page.keyboard.press("Escape")
+                # A toast (copying the answer says so) lies clear of the header and the conversation's title.
+                page.locator(f"#msg-{answer.pk} .copy-btn[data-format='markdown']").click()
+                toast = page.locator(".toast").last
+                expect(toast).to_be_visible()
+                toast_box = toast.bounding_box()
+                for selector in ("header", ".chat-head"):
+                    for shown in page.locator(selector).all():
+                        if shown.is_visible():
+                            assert not _overlap(toast_box, shown.bounding_box()), (language, width, selector)
+                assert _inside(toast_box, width)
+                assert errors == []
+            finally:
+                page.context.close()
+
+
+def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_from_the_library(
+        live_site, kb, browser, artifacts):  # noqa: F811
+    from playwright.sync_api import expect
+
+    Document.objects.filter(pk=kb.document.pk).update(status="indexed")
+    for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
+        page = _page(browser, live_site.url, kb.curator, language, width, height)
+        responses: list[tuple[str, int]] = []
+        page.on("response", lambda r: responses.append((r.url, r.status)) if "/api/documents/" in r.url else None)
+        try:
+            page.goto(f"{live_site.url}/library/")
+            row = page.locator(f"[data-collection-list] [data-doc-id='{kb.document.pk}']")
+            expect(row).to_be_visible()
+            row.locator("summary").click()
+            reindex = row.locator("[data-curate=reindex]")
+            expect(reindex).to_be_visible()
+            box = reindex.bounding_box()
+            assert box and _inside(box, width)
+            page.screenshot(path=artifacts / f"last-mile-curator-menu-{language}-{width}.png")
+            with page.expect_response(lambda r: r.url.endswith(f"/api/documents/{kb.document.pk}/reindex/")) as sent:
+                reindex.click()
+            assert sent.value.status == 202  # accepted: queued, no 403
+            expect(page.locator(".toast").last).to_be_visible()
+            page.wait_for_function(f"() => !document.querySelector(\"[data-doc-id='{kb.document.pk}'] .badge-busy\")",
+                                   timeout=60_000)  # followed until the worker has indexed it again
+            if language == "en":
+                row.locator("summary").click()
+                row.locator("[data-curate=deactivate]").click()
+                expect(row.locator("[data-inactive]")).to_be_visible()
+                assert Document.objects.get(pk=kb.document.pk).is_active is False
+            assert all(status < 400 for _, status in responses), responses
+        finally:
+            page.context.close()
+    # A reader of the collection gets no menu at all.
+    Document.objects.filter(pk=kb.document.pk).update(is_active=True)
+    page = _page(browser, live_site.url, kb.member, "en", 1440, 900)
+    try:
+        page.goto(f"{live_site.url}/library/")
+        expect(page.locator(f"[data-doc-id='{kb.document.pk}']")).to_be_visible()
+        assert page.locator(f"[data-doc-id='{kb.document.pk}'] [data-curate]").count() == 0
+        # A citation's link names the sentence the answer matched: the viewer marks it as one continuous range.
+        page.goto(f"{live_site.url}/documents/{kb.document.pk}/?sentence=pruned%20in%20late%20February#chunk-0")
+        expect(page.locator(".seg.hl").first).to_be_visible()
+        marked = page.evaluate("() => { const h = CSS.highlights.get('cited-sentence'); if (!h) return null;"
+                               " return [...h].map((r) => r.toString()).join('|'); }")
+        assert marked == "pruned in late February"
+        assert page.evaluate("() => document.body.classList.contains('has-sentence')")
+        page.screenshot(path=artifacts / "last-mile-viewer-sentence-en-1440.png")
+    finally:
+        page.context.close()
+
+
+def test_the_admin_index_and_the_qa_list_are_laid_out_in_czech_and_english(live_site, staff_user, browser, artifacts):
+    """The index's descriptions are readable (not a letter wide); the Q&A list's title is not under its buttons."""
+    for language in LANGUAGES:
+        for width, height in ((1280, 800), (1440, 900), (390, 844)):
+            page = _page(browser, live_site.url, staff_user, language, width, height)
+            try:
+                page.goto(f"{live_site.url}/admin/")
+                page.screenshot(path=artifacts / f"last-mile-admin-index-{language}-{width}.png", full_page=True)
+                for cell in page.locator("#ragsite-tools td, #ragsite-tools .rs-tool-description").all():
+                    if cell.is_visible() and cell.inner_text().strip():
+                        box = cell.bounding_box()
+                        assert box["width"] >= 80 and box["x"] + box["width"] <= width, (language, width, box)
+                page.goto(f"{live_site.url}/admin/retrieval/knowledgeentry/")
+                page.screenshot(path=artifacts / f"last-mile-admin-qa-{language}-{width}.png")
+                # The title's text itself (its block spans the row), measured with a range over its text.
+                title = page.evaluate("""() => { const h = document.querySelector('#content > h1'); const r = document.createRange();
+                    r.selectNodeContents(h); const b = r.getBoundingClientRect();
+                    return {x: b.x, y: b.y, width: b.width, height: b.height}; }""")
+                for tool in page.locator(".object-tools a").all():
+                    if tool.is_visible():
+                        assert not _overlap(title, tool.bounding_box()), (language, width, tool.inner_text())
+            finally:
+                page.context.close()
+
+
+def test_editing_an_earlier_question_branches_the_conversation_there(live_site, user, browser, artifacts, chat_server):
+    from playwright.sync_api import expect
+
+    conversation = conversation_create(user=user)
+    first = Message.objects.create(conversation=conversation, role="user", content="Who assigns berths?")
+    first_answer = Message.objects.create(conversation=conversation, role="assistant", status="done",
+                                          content="The harbour master.", metadata={"question_id": first.pk})
+    second = Message.objects.create(conversation=conversation, role="user", content="How long may a ship stay?")
+    second_answer = Message.objects.create(conversation=conversation, role="assistant", status="done",
+                                           content="Three days.", metadata={"question_id": second.pk})
+    for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
+        page = _page(browser, live_site.url, user, language, width, height)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            page.goto(f"{live_site.url}/c/{conversation.pk}/")
+            if language == "cs":
+                page.locator(f"#msg-{first.pk} .edit-btn").click()
+                box = page.locator("#question")
+                expect(box).to_have_value("Who assigns berths?")
+                box.fill("Who assigns anchorages?")
+                page.keyboard.press("Enter")
+                edited = page.locator(".msg-user", has_text="Who assigns anchorages?")
+                expect(edited.locator(".versions-count")).to_have_text("2/2")
+                # The conversation goes on from the edited question: the later turn belongs to the other branch.
+                for hidden in (first, first_answer, second, second_answer):
+                    expect(page.locator(f"#msg-{hidden.pk}")).to_be_hidden()
+                edited_question = Message.objects.get(conversation=conversation, content="Who assigns anchorages?")
+                assert edited_question.metadata["version_of"] == first.pk and edited_question.metadata["after"] is None
+                page.screenshot(path=artifacts / f"last-mile-branch-{language}-{width}.png")
+                edited.locator(".versions button").first.click()  # back to the first version: its branch returns
+            for shown in (first, first_answer, second, second_answer):
+                expect(page.locator(f"#msg-{shown.pk}")).to_be_visible()
+            expect(page.locator(".msg-user", has_text="anchorages")).to_be_hidden()
+            if language == "cs":
+                for _ in range(50):  # the choice is saved, so the next page (and a reload) shows this branch
+                    if Message.objects.get(pk=first_answer.pk).metadata.get("chosen"):
+                        break
+                    page.wait_for_timeout(100)
+            assert errors == []
+        finally:
+            page.context.close()
