@@ -99,12 +99,17 @@ class AuditAction(models.TextChoices):
     SIGN_IN_FAILED = "sign_in_failed", _("failed sign-in")
     GROUPS = "groups", _("group membership change")
     PERMISSIONS = "permissions", _("permission change")
+    SYNC_ADDED = "sync_added", _("added by a source sync")
+    SYNC_CHANGED = "sync_changed", _("new version from a source sync")
+    SYNC_QUARANTINED = "sync_quarantined", _("quarantined by a source sync (its file vanished)")
+    SYNC_RESTORED = "sync_restored", _("restored from the quarantine")
+    SYNC_DELETED = "sync_deleted", _("deleted after the quarantine's grace period")
 
 
 # How an audited read or sign-in came in (AuditEvent.via): stored as a code, shown in the reader's language.
 AUDIT_CHANNELS = {
     "page": _("web page"), "api": _("REST API"), "mcp": _("MCP"), "chat": _("chat answer"), "admin": _("admin"),
-    "api_token": _("API token"), "ldap": _("LDAP"), "oidc": _("OpenID Connect"), "local": _("password"),
+    "api_token": _("API token"), "ldap": _("LDAP"), "oidc": _("OpenID Connect"), "local": _("password"), "sync": _("source sync"),
 }
 
 
