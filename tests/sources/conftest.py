@@ -8,11 +8,23 @@ def _sources_key(settings):
     settings.SOURCES_KEY = "ragsite-tests-sources-key"
 
 
-@pytest.fixture(params=["s3"])
+@pytest.fixture(scope="session")
+def webdav_server():
+    """A real WebDAV server (WsgiDAV on cheroot) for the session."""
+    from tests.webdav_server import WebDAVServer
+
+    server = WebDAVServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["s3", "webdav"])
 def place(request):
     """A fresh folder on one kind's real server (the server itself lives for the session)."""
     from tests.sources import servers
 
     if request.param == "s3":
         return servers.s3_place(request.getfixturevalue("seaweed"))
+    if request.param == "webdav":
+        return servers.webdav_place(request.getfixturevalue("webdav_server"))
     raise AssertionError(request.param)

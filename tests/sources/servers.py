@@ -42,3 +42,39 @@ def s3_place(seaweed) -> Place:
                  endpoint_url=seaweed.endpoint, put=put, delete=delete, rename=rename,
                  unreachable={"endpoint_url": f"http://127.0.0.1:{free_port()}"},
                  wrong_credentials={"secret": "not-the-secret-key"})
+
+
+def webdav_place(server) -> Place:
+    import io
+
+    from webdav4.client import Client
+
+    from tests.seaweed import free_port
+    from tests.webdav_server import PASSWORD, USER
+
+    folder = f"src-{uuid.uuid4().hex[:10]}"
+    client = Client(server.url, auth=(USER, PASSWORD))
+    client.mkdir(folder)
+
+    def parents(path: str) -> None:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            name = f"{folder}/{'/'.join(parts[:i])}"
+            if not client.exists(name):
+                client.mkdir(name)
+
+    def put(path: str, data: bytes) -> None:
+        parents(path)
+        client.upload_fileobj(io.BytesIO(data), f"{folder}/{path}", overwrite=True)
+
+    def delete(path: str) -> None:
+        client.remove(f"{folder}/{path}")
+
+    def rename(old: str, new: str) -> None:
+        parents(new)
+        client.move(f"{folder}/{old}", f"{folder}/{new}")
+
+    return Place(kind="webdav", location=f"{server.url}{folder}/", username=USER, secret=PASSWORD, endpoint_url="",
+                 put=put, delete=delete, rename=rename,
+                 unreachable={"location": f"http://127.0.0.1:{free_port()}/{folder}/"},
+                 wrong_credentials={"secret": "not-the-password"})
