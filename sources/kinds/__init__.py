@@ -96,7 +96,8 @@ class Connector(Protocol):
 
 
 # kind → (module, class); a kind missing here cannot be chosen (sources.services checks).
-CONNECTORS = {"s3": ("s3", "S3Connector"), "webdav": ("webdav", "WebDAVConnector")}
+CONNECTORS = {"s3": ("s3", "S3Connector"), "webdav": ("webdav", "WebDAVConnector"),
+              "website": ("website", "WebsiteConnector")}
 
 
 def connector_for(source, *, secret: str) -> Connector:

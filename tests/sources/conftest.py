@@ -18,7 +18,17 @@ def webdav_server():
     server.stop()
 
 
-@pytest.fixture(params=["s3", "webdav"])
+@pytest.fixture(scope="session")
+def website_server():
+    """A real HTTP server (http.server, basic auth, robots.txt) for the session."""
+    from tests.website_server import WebsiteServer
+
+    server = WebsiteServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["s3", "webdav", "website"])
 def place(request):
     """A fresh folder on one kind's real server (the server itself lives for the session)."""
     from tests.sources import servers
@@ -27,4 +37,6 @@ def place(request):
         return servers.s3_place(request.getfixturevalue("seaweed"))
     if request.param == "webdav":
         return servers.webdav_place(request.getfixturevalue("webdav_server"))
+    if request.param == "website":
+        return servers.website_place(request.getfixturevalue("website_server"))
     raise AssertionError(request.param)

@@ -78,3 +78,41 @@ def webdav_place(server) -> Place:
                  put=put, delete=delete, rename=rename,
                  unreachable={"location": f"http://127.0.0.1:{free_port()}/{folder}/"},
                  wrong_credentials={"secret": "not-the-password"})
+
+
+def website_place(server) -> Place:
+    """A folder of the site with a sitemap.xml the place rewrites on every change (as a CMS would)."""
+    from tests.seaweed import free_port
+    from tests.website_server import PASSWORD, USER
+
+    folder = f"src-{uuid.uuid4().hex[:10]}"
+    base = server.root / folder
+    base.mkdir()
+    prefix = f"{server.url}{folder}/"
+
+    def sitemap() -> None:
+        urls = "".join(f"<url><loc>{prefix}{p.relative_to(base).as_posix()}</loc></url>"
+                       for p in sorted(base.rglob("*")) if p.is_file() and p.name != "sitemap.xml")
+        (base / "sitemap.xml").write_text('<?xml version="1.0" encoding="UTF-8"?>'
+                                          f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
+
+    def put(path: str, data: bytes) -> None:
+        target = base / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        sitemap()
+
+    def delete(path: str) -> None:
+        (base / path).unlink()
+        sitemap()
+
+    def rename(old: str, new: str) -> None:
+        (base / new).parent.mkdir(parents=True, exist_ok=True)
+        (base / old).rename(base / new)
+        sitemap()
+
+    sitemap()
+    return Place(kind="website", location=prefix, username=USER, secret=PASSWORD, endpoint_url="",
+                 put=put, delete=delete, rename=rename,
+                 unreachable={"location": f"http://127.0.0.1:{free_port()}/{folder}/"},
+                 wrong_credentials={"secret": "not-the-password"})
