@@ -97,7 +97,7 @@ class Connector(Protocol):
 
 # kind → (module, class); a kind missing here cannot be chosen (sources.services checks).
 CONNECTORS = {"s3": ("s3", "S3Connector"), "webdav": ("webdav", "WebDAVConnector"),
-              "website": ("website", "WebsiteConnector")}
+              "website": ("website", "WebsiteConnector"), "smb": ("smb", "SMBConnector")}
 
 
 def connector_for(source, *, secret: str) -> Connector:

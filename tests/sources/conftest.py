@@ -28,7 +28,17 @@ def website_server():
     server.stop()
 
 
-@pytest.fixture(params=["s3", "webdav", "website"])
+@pytest.fixture(scope="session")
+def samba_server():
+    """A real SMB share (Debian's smbd, its own smb.conf, a high port) for the session."""
+    from tests.samba import SambaServer
+
+    server = SambaServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["s3", "webdav", "website", "smb"])
 def place(request):
     """A fresh folder on one kind's real server (the server itself lives for the session)."""
     from tests.sources import servers
@@ -39,4 +49,6 @@ def place(request):
         return servers.webdav_place(request.getfixturevalue("webdav_server"))
     if request.param == "website":
         return servers.website_place(request.getfixturevalue("website_server"))
+    if request.param == "smb":
+        return servers.smb_place(request.getfixturevalue("samba_server"))
     raise AssertionError(request.param)

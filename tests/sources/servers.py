@@ -116,3 +116,39 @@ def website_place(server) -> Place:
                  put=put, delete=delete, rename=rename,
                  unreachable={"location": f"http://127.0.0.1:{free_port()}/{folder}/"},
                  wrong_credentials={"secret": "not-the-password"})
+
+
+def smb_place(server) -> Place:
+    """A folder of the share, changed through SMB itself (smbclient, the protocol the source reads)."""
+    import smbclient
+
+    from tests.samba import PASSWORD, SHARE, USER
+    from tests.seaweed import free_port
+
+    folder = f"src-{uuid.uuid4().hex[:10]}"
+    cache: dict = {}
+    smbclient.register_session("127.0.0.1", username=USER, password=PASSWORD, port=server.port,
+                               connection_cache=cache)
+    options = {"port": server.port, "connection_cache": cache}
+
+    def unc(path: str) -> str:
+        return f"\\\\127.0.0.1\\{SHARE}\\{folder}\\" + path.replace("/", "\\")
+
+    def put(path: str, data: bytes) -> None:
+        smbclient.makedirs(unc(path).rsplit("\\", 1)[0], exist_ok=True, **options)
+        with smbclient.open_file(unc(path), mode="wb", **options) as handle:
+            handle.write(data)
+
+    def delete(path: str) -> None:
+        smbclient.remove(unc(path), **options)
+
+    def rename(old: str, new: str) -> None:
+        smbclient.makedirs(unc(new).rsplit("\\", 1)[0], exist_ok=True, **options)
+        smbclient.rename(unc(old), unc(new), **options)
+
+    smbclient.makedirs(unc("").rstrip("\\"), exist_ok=True, **options)
+    location = f"smb://127.0.0.1:{server.port}/{SHARE}/{folder}"
+    return Place(kind="smb", location=location, username=USER, secret=PASSWORD, endpoint_url="",
+                 put=put, delete=delete, rename=rename,
+                 unreachable={"location": f"smb://127.0.0.1:{free_port()}/{SHARE}/{folder}"},
+                 wrong_credentials={"secret": "not-the-password"})
