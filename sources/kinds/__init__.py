@@ -97,7 +97,8 @@ class Connector(Protocol):
 
 # kind → (module, class); a kind missing here cannot be chosen (sources.services checks).
 CONNECTORS = {"s3": ("s3", "S3Connector"), "webdav": ("webdav", "WebDAVConnector"),
-              "website": ("website", "WebsiteConnector"), "smb": ("smb", "SMBConnector")}
+              "website": ("website", "WebsiteConnector"), "smb": ("smb", "SMBConnector"),
+              "imap": ("imap", "IMAPConnector")}
 
 
 def connector_for(source, *, secret: str) -> Connector:

@@ -38,7 +38,17 @@ def samba_server():
     server.stop()
 
 
-@pytest.fixture(params=["s3", "webdav", "website", "smb"])
+@pytest.fixture(scope="session")
+def dovecot_server():
+    """A real IMAP server (Debian's Dovecot, its own configuration, a high port) for the session."""
+    from tests.dovecot import DovecotServer
+
+    server = DovecotServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["s3", "webdav", "website", "smb", "imap"])
 def place(request):
     """A fresh folder on one kind's real server (the server itself lives for the session)."""
     from tests.sources import servers
@@ -51,4 +61,6 @@ def place(request):
         return servers.website_place(request.getfixturevalue("website_server"))
     if request.param == "smb":
         return servers.smb_place(request.getfixturevalue("samba_server"))
+    if request.param == "imap":
+        return servers.imap_place(request.getfixturevalue("dovecot_server"))
     raise AssertionError(request.param)

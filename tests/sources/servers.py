@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 
@@ -20,6 +20,8 @@ class Place:
     rename: Callable[[str, str], None]
     unreachable: dict  # Source fields pointing at nothing listening
     wrong_credentials: dict | None  # Source fields with a wrong password (None: the kind has none)
+    source_fields: dict = field(default_factory=dict)  # more Source fields the kind's folder needs
+    path_of: Callable[[str], str] = lambda path: path  # where the source lists a file the place put at `path`
 
 
 def s3_place(seaweed) -> Place:
@@ -152,3 +154,62 @@ def smb_place(server) -> Place:
                  put=put, delete=delete, rename=rename,
                  unreachable={"location": f"smb://127.0.0.1:{free_port()}/{SHARE}/{folder}"},
                  wrong_credentials={"secret": "not-the-password"})
+
+
+def imap_place(server) -> Place:
+    """A mailbox folder where each file is a message (Message-ID from its path) carrying it as an attachment;
+    changing a file replaces its message (a new UID, the same Message-ID), a rename sends it anew under the
+    new path's Message-ID. The messages' own text is excluded from the source, so the files alone count."""
+    import re
+    from email.message import EmailMessage
+    from pathlib import PurePosixPath
+
+    from tests.dovecot import PASSWORD, USER
+    from tests.seaweed import free_port
+
+    folder = f"src-{uuid.uuid4().hex[:10]}"
+    conn = server.client()
+    conn.create(folder)
+
+    def message_id(path: str) -> str:
+        return f"{path.replace('/', '.')}@ragsite.test"
+
+    def remove(path: str) -> None:
+        conn.select(folder)
+        _, found = conn.uid("SEARCH", None, "HEADER", "Message-ID", message_id(path))
+        for uid in (found[0] or b"").split():
+            conn.uid("STORE", uid, "+FLAGS", "(\\Deleted)")
+        conn.expunge()
+
+    def put(path: str, data: bytes) -> None:
+        remove(path)
+        message = EmailMessage()
+        message["Subject"], message["From"], message["To"] = f"File {path}", "office@ragsite.test", "all@ragsite.test"
+        message["Message-ID"] = f"<{message_id(path)}>"
+        message["Date"] = "Mon, 02 Nov 2026 09:00:00 +0000"
+        message.set_content(f"The file {path} is attached.")
+        message.add_attachment(data, maintype="application", subtype="octet-stream",
+                               filename=PurePosixPath(path).name)
+        conn.append(folder, None, None, message.as_bytes())
+
+    def rename(old: str, new: str) -> None:
+        conn.select(folder)
+        _, found = conn.uid("SEARCH", None, "HEADER", "Message-ID", message_id(old))
+        uid = (found[0] or b"").split()[0]
+        _, rows = conn.uid("FETCH", uid, "(BODY.PEEK[])")
+        import email
+        import email.policy
+
+        data = next(part.get_payload(decode=True) for part in email.message_from_bytes(
+            rows[0][1], policy=email.policy.default).iter_attachments())
+        put(new, data)
+        remove(old)
+
+    def path_of(path: str) -> str:
+        return f"{re.sub(r'[^A-Za-z0-9@._+-]', '_', message_id(path))}/{PurePosixPath(path).name}"
+
+    return Place(kind="imap", location=f"imap://127.0.0.1:{server.port}/{folder}", username=USER, secret=PASSWORD,
+                 endpoint_url="", put=put, delete=remove, rename=rename,
+                 unreachable={"location": f"imap://127.0.0.1:{free_port()}/{folder}"},
+                 wrong_credentials={"secret": "not-the-password"},
+                 source_fields={"exclude_patterns": "*/message.eml"}, path_of=path_of)
