@@ -136,3 +136,31 @@ def test_the_dry_run_prints_what_would_change_and_changes_nothing(website_server
     out = io.StringIO()
     call_command("sync_source", source.name, stdout=out)
     assert "new=1" in out.getvalue()
+
+
+def test_runs_are_counted_on_metrics_and_a_scheduled_source_has_its_django_q_schedule(
+        website_server, collection, staff_user):
+    from django_q.models import Schedule
+
+    from retrieval.telemetry import render_metrics
+    from sources.services import source_schedule
+    from sources.tasks import sync_source_task
+
+    place = servers.website_place(website_server)
+    place.put("a.txt", b"Alpha.\n")
+    source = website_source(place.location, collection, staff_user, schedule_minutes=15)
+    source_schedule(source=source)
+    schedule = Schedule.objects.get(name=f"sync source {source.pk}")
+    assert (schedule.func, schedule.minutes, schedule.args) == ("sources.tasks.sync_source_task", 15, f"({source.pk},)")
+
+    run_id = sync_source_task(source.pk)  # what the schedule calls
+    assert SyncRun.objects.get(pk=run_id).new == 1
+    metrics = render_metrics().decode()
+    assert 'ragsite_source_sync_runs_total{kind="website",status="succeeded"}' in metrics
+    assert 'ragsite_source_sync_files_total{outcome="new"}' in metrics
+
+    Source.objects.filter(pk=source.pk).update(is_active=False)
+    source.refresh_from_db()
+    source_schedule(source=source)
+    assert not Schedule.objects.filter(name=f"sync source {source.pk}").exists()
+    assert sync_source_task(source.pk) is None  # an inactive source is not synced by its schedule
