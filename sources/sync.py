@@ -38,7 +38,13 @@ from sources.secrets import decrypt
 
 logger = logging.getLogger(__name__)
 
-LEASE = timedelta(minutes=10)  # renewed while the run makes progress
+def lease_length() -> timedelta:
+    """How long a run's lease lasts without progress (SOURCES_LEASE_SECONDS, default 10 minutes): a run
+    killed midway holds its source that long."""
+    from django.conf import settings
+
+    return timedelta(seconds=getattr(settings, "SOURCES_LEASE_SECONDS", 600))
+
 PROGRESS_EVERY = 2.0  # seconds between progress writes (and lease renewals)
 ERRORS_KEPT = 200
 
@@ -135,7 +141,7 @@ def lease_take(source_id: int) -> bool:
     """Take the source's lease (False while another run holds it)."""
     now = timezone.now()
     return bool(Source.objects.filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now), pk=source_id)
-                .update(lease_until=now + LEASE))
+                .update(lease_until=now + lease_length()))
 
 
 def lease_release(source_id: int) -> None:
@@ -190,7 +196,7 @@ class _Sync:
         self.last_progress = time.monotonic()
         self.run.heartbeat_at = timezone.now()
         self.run.save()
-        Source.objects.filter(pk=self.source.pk).update(lease_until=timezone.now() + LEASE)
+        Source.objects.filter(pk=self.source.pk).update(lease_until=timezone.now() + lease_length())
 
     def audit(self, action: str, document, path: str) -> None:
         audit_record(action=action, user=self.source.owner, via="sync", document=document,

@@ -8,6 +8,7 @@ import functools
 import shutil
 import tempfile
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,6 +30,8 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self):
         if self._allowed():
+            if self.server.delay and not self.path.endswith((".xml", "/", "robots.txt")):
+                time.sleep(self.server.delay)  # a slow intranet: a sync takes long enough to be killed midway
             super().do_GET()
 
     def do_HEAD(self):
@@ -45,6 +48,7 @@ class WebsiteServer:
         (self.root / "robots.txt").write_text(ROBOTS)
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(self.root)))
         self.httpd.daemon_threads = True
+        self.httpd.delay = 0.0  # seconds each file's GET waits (tests/sources/test_worker.py)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="website-server", daemon=True)
 
