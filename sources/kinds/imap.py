@@ -99,14 +99,15 @@ class IMAPConnector:
         except (OSError, imaplib.IMAP4.error) as exc:
             raise fetch_failed(str(exc)) from exc
         raw = next((row[1] for row in rows or [] if isinstance(row, tuple)), None)
-        if status != "OK" or raw is None:
+        if status != "OK" or not isinstance(raw, bytes):
             raise fetch_failed(f"message {uid} is gone")
         if not filename:
             return copy_limited(iter([raw]), out, limit)
         message = email.message_from_bytes(raw, policy=email.policy.default)
         for part in message.iter_attachments():
             if _filename((part.get_filename() or "").encode()) == filename:
-                return copy_limited(iter([part.get_payload(decode=True) or b""]), out, limit)
+                payload = part.get_payload(decode=True)
+                return copy_limited(iter([payload if isinstance(payload, bytes) else b""]), out, limit)
         raise fetch_failed(f"attachment {filename} is gone")
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from pathlib import PurePosixPath
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, List  # List: `list` is a method name of the connectors
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -75,7 +75,7 @@ class WebsiteConnector:
             return relative + ".html"
         return relative
 
-    def _from_sitemaps(self) -> list[Entry] | None:
+    def _from_sitemaps(self) -> List[Entry] | None:
         from lxml import etree
 
         candidates = list(self.robots.site_maps() or []) + [urljoin(self.prefix, "sitemap.xml"),
@@ -93,7 +93,7 @@ class WebsiteConnector:
                 return list(entries.values())
         return None
 
-    def _sitemap_urls(self, url: str, etree, *, depth: int) -> list[tuple[str, str]]:
+    def _sitemap_urls(self, url: str, etree, *, depth: int) -> List[tuple[str, str]]:
         response = self.client.get(url)
         if response.status_code != 200:
             return []
@@ -101,7 +101,7 @@ class WebsiteConnector:
             root = etree.fromstring(response.content, parser=etree.XMLParser(resolve_entities=False, no_network=True))
         except etree.XMLSyntaxError:
             return []
-        found: list[tuple[str, str]] = []
+        found: List[tuple[str, str]] = []
         if root.tag == f"{SITEMAP_NS}sitemapindex" and depth == 0:
             for loc in root.iter(f"{SITEMAP_NS}loc"):
                 found += self._sitemap_urls((loc.text or "").strip(), etree, depth=1)
@@ -123,7 +123,7 @@ class WebsiteConnector:
         return Entry(path=self._path(url, page=is_page), marker=_marker(head.headers),
                      size=int(length) if length and length.isdigit() else None, handle=url)
 
-    def _crawl(self, first: httpx.Response) -> list[Entry]:
+    def _crawl(self, first: httpx.Response) -> List[Entry]:
         from lxml import html
 
         entries: dict[str, Entry] = {}
