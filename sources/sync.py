@@ -47,6 +47,7 @@ def lease_length() -> timedelta:
 
 PROGRESS_EVERY = 2.0  # seconds between progress writes (and lease renewals)
 ERRORS_KEPT = 200
+RUNS_KEPT = 100  # runs kept per source (the oldest go)
 
 SKIP_REASONS = {
     "not_included": gettext_noop("not matched by the include patterns"),
@@ -267,6 +268,8 @@ class _Sync:
         self.run.error = error or {}
         self.run.finished_at = self.run.heartbeat_at = timezone.now()
         self.run.save()
+        old = SyncRun.objects.filter(source=self.source).order_by("-started_at", "-id").values_list("pk", flat=True)[RUNS_KEPT:]
+        SyncRun.objects.filter(pk__in=list(old)).delete()
         metrics.SYNC_RUNS.labels(self.source.kind, status).inc()
         metrics.SYNC_BYTES.inc(self.run.bytes_downloaded)
         log = logger.warning if status == RunStatus.FAILED else logger.info
