@@ -62,7 +62,7 @@ def document_of(source, place, path: str) -> Document:
     return SourceItem.objects.get(source=source, path=place.path_of(path)).document
 
 
-def test_a_source_syncs_new_changed_moved_and_vanished_files(place, staff_user, user, fake_embedder):
+def test_a_source_syncs_new_changed_moved_and_vanished_files(place, staff_user, user, fake_embedder, client):
     collection = Collection.objects.create(name="Orchard", slug="orchard", visibility="everyone")
     hand = upload_bytes(staff_user, HAND, "keepers.txt", collection=collection)
     place.put("rules/handbook.txt", handbook())
@@ -140,5 +140,8 @@ def test_a_source_syncs_new_changed_moved_and_vanished_files(place, staff_user, 
         source_credentials_set(source=Source.objects.get(pk=source.pk), secret=place.wrong_credentials["secret"])
         refused = sync_source(source_id=source.pk)
         assert (refused.status, refused.error["code"]) == ("failed", "sync.denied"), refused.error
+        client.force_login(staff_user)
+        listing = client.get("/admin/sources/source/").content.decode()
+        assert "refused the credentials: check the user name and the password or secret key" in listing
     assert list(SourceItem.objects.filter(source=source).values_list("path", "marker", "quarantined_at")) == items_before
     assert Document.objects.get(pk=handbook_doc.pk).is_active
