@@ -71,16 +71,18 @@ def test_the_admin_stores_credentials_encrypted_shows_a_wrong_password_and_never
     assert sync_source(source_id=source.pk).new == 1
 
 
-def test_sync_now_and_the_quarantine_in_the_admin(website_server, staff_client, collection, staff_user):
+def test_sync_now_and_the_quarantine_in_the_admin(website_server, staff_client, collection, staff_user,
+                                                  django_capture_on_commit_callbacks):
     from django_q.models import OrmQ
 
     place = servers.website_place(website_server)
     place.put("a.txt", b"Alpha guide.\n")
     place.put("b.txt", b"Beta guide.\n")
     source = add_source(staff_client, collection, staff_user, place.location, PASSWORD)
-    with pytest.MonkeyPatch.context():
+    with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post(reverse("admin:sources_source_sync", args=[source.pk]))
     assert response.status_code == 302
+    assert OrmQ.objects.count() == 1  # the sync task, queued for the worker
     sync_source(source_id=source.pk)
     place.delete("b.txt")
     assert sync_source(source_id=source.pk).quarantined == 1
