@@ -15,7 +15,10 @@ OCR_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-
 # tests of the Redis queue and layer (started by the tests on 127.0.0.1 in a temporary folder).
 # OpenLDAP's slapd for the LDAP sign-in tests (started by the tests in a temporary folder).
 # gettext: the translation test runs makemessages (xgettext, msgmerge) over a copy of the sources.
-TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils gettext
+# Samba's smbd and Dovecot's IMAP server for the watched-source tests (each started by the tests with
+# its own configuration in a temporary folder, on 127.0.0.1 and a free port).
+TEST_PACKAGES := $(OCR_PACKAGES) fonts-dejavu-core fonts-noto-cjk redis-server slapd ldap-utils gettext \
+	samba dovecot-imapd
 # python-ldap (LDAP sign-in, django-auth-ldap) has no wheel: pip builds it against these.
 LDAP_BUILD_PACKAGES := libldap2-dev libsasl2-dev gcc
 
@@ -43,7 +46,7 @@ build-packages:
 	$(call apt_ensure,$(LDAP_BUILD_PACKAGES),pip cannot build python-ldap)
 
 test-packages:
-	$(call apt_ensure,$(TEST_PACKAGES),the OCR and LDAP tests will fail)
+	$(call apt_ensure,$(TEST_PACKAGES),the OCR, LDAP and source tests will fail)
 
 run: install migrate system-packages compile-messages
 	@$(PY) manage.py serve --ensure-admin

@@ -100,6 +100,11 @@ class AuditAction(models.TextChoices):
     SIGN_IN_FAILED = "sign_in_failed", _("failed sign-in")
     GROUPS = "groups", _("group membership change")
     PERMISSIONS = "permissions", _("permission change")
+    SYNC_ADDED = "sync_added", _("added by a source sync")
+    SYNC_CHANGED = "sync_changed", _("new version from a source sync")
+    SYNC_QUARANTINED = "sync_quarantined", _("quarantined by a source sync (its file vanished)")
+    SYNC_RESTORED = "sync_restored", _("restored from the quarantine")
+    SYNC_DELETED = "sync_deleted", _("deleted after the quarantine's grace period")
 
 
 class AuditChannel:
@@ -108,7 +113,8 @@ class AuditChannel:
     The codes are stored (the log is append-only, so they never change); `AUDIT_CHANNELS` names
     them in the reader's language. Reads of documents and answers come in by WEB (the site's pages),
     ADMIN (the admin), REST (`/api/`), V1 (the OpenAI-compatible `/v1/`), MCP (`/mcp`) or CHAT
-    (passages sent for an answer on the chat page); sign-ins by API_TOKEN, LDAP, OIDC or LOCAL."""
+    (passages sent for an answer on the chat page); sign-ins by API_TOKEN, LDAP, OIDC or LOCAL; what a
+    watched source's sync did to a document by SYNC."""
 
     WEB = "page"
     ADMIN = "admin"
@@ -120,13 +126,14 @@ class AuditChannel:
     LDAP = "ldap"
     OIDC = "oidc"
     LOCAL = "local"
+    SYNC = "sync"
 
 
 AUDIT_CHANNELS = {
     AuditChannel.WEB: _("web page"), AuditChannel.REST: _("REST API"), AuditChannel.V1: _("OpenAI-compatible API"),
     AuditChannel.MCP: _("MCP"), AuditChannel.CHAT: _("chat answer"), AuditChannel.ADMIN: _("admin"),
     AuditChannel.API_TOKEN: _("API token"), AuditChannel.LDAP: _("LDAP"), AuditChannel.OIDC: _("OpenID Connect"),
-    AuditChannel.LOCAL: _("password"),
+    AuditChannel.LOCAL: _("password"), AuditChannel.SYNC: _("source sync"),
 }
 
 

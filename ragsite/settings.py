@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "integrations",
     "identity",
     "usage",
+    "sources",
     "mozilla_django_oidc",
 ]
 
@@ -225,6 +226,11 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 
 # --- Documents' files: the local disk, or an S3-compatible bucket for several machines ---
+# Watched sources (docs/sources.md): their passwords and secret keys are encrypted with this key (a Fernet
+# key, or any long text a key is derived from). Unset: sources without credentials work, others refuse.
+SOURCES_KEY = env_str("SOURCES_KEY")
+SOURCES_LEASE_SECONDS = env_int("SOURCES_LEASE_SECONDS", 600)  # a killed run holds its source this long
+
 # With S3_BUCKET (and the endpoint and keys) every node reads and writes the same bucket through
 # django-storages; unset, files stay under MEDIA_ROOT on this machine (documents/storage.py).
 S3_ENDPOINT_URL = env_str("S3_ENDPOINT_URL")

@@ -30,6 +30,7 @@ api_patterns = [
     path("", include("documents.urls")),
     path("", include("retrieval.urls")),
     path("", include("chat.urls")),
+    path("", include("sources.urls")),
 ]
 
 urlpatterns = [

@@ -39,7 +39,7 @@ STATUS_MAP = ROOT / "core" / "errors.py"
 
 def _service_modules() -> list[Path]:
     found = []
-    for app in ("core", "documents", "retrieval", "chat", "evaluation", "integrations"):
+    for app in ("core", "documents", "retrieval", "chat", "evaluation", "integrations", "sources"):
         for path in sorted((ROOT / app).rglob("*.py")):
             name = path.name
             if path == STATUS_MAP or name in HTTP_LAYER_NAMES or name.startswith("admin"):

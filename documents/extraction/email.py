@@ -21,7 +21,7 @@ _SHOWN_HEADERS = ("From", "To", "Cc", "Date", "Subject")
 
 def looks_like_email(text: str) -> bool:
     """RFC 5322 headers up to the first blank line, with From and a Subject, Date or Message-ID."""
-    head = text[:16384].split("\n\n", 1)[0].replace("\r", "")
+    head = text[:16384].replace("\r\n", "\n").split("\n\n", 1)[0].replace("\r", "")
     lines = [line for line in head.split("\n") if line and not line[0] in " \t"]
     if len(lines) < 2 or not all(_HEADER_RE.match(line) for line in lines):
         return False

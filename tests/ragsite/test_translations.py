@@ -115,6 +115,7 @@ NOT_PAGES = (
     "export.md", "export.pdf",  # a conversation's Markdown and PDF files (tests/chat/test_conversations.py)
     "/dismiss/",  # the gap inbox's POST-only action (tests/chat/test_gaps.py)
     "export.csv",  # the usage report's CSV download (tests/usage/test_usage.py)
+    "/sync/",  # a source's POST-only "sync now" (tests/sources/test_admin_api.py)
 )
 
 
@@ -244,6 +245,17 @@ def czech_site(db, django_user_model, settings):
 
     GroupQuota.objects.create(group=group, questions_per_day=50)
     UsageDay.objects.create(day="2026-01-01", user=curator, questions=3, answers_documents=3)
+    from core.reasons import reason
+    from sources.models import Source, SourceItem, SyncRun
+
+    source = Source.objects.create(name="intranet", collection=collection, owner=curator, kind="website",
+                                   location="https://intranet.example.cz/smernice/")
+    SourceItem.objects.create(source=source, path="stare-nahrady.txt", document=document, sha256=document.sha256,
+                              quarantined_at="2026-01-02T00:00Z")
+    SyncRun.objects.create(source=source, status="failed", finished_at="2026-01-02T00:01Z", new=2, failed=1,
+                           error=reason("sync.denied", "The source %(location)s refused the credentials: check the "
+                                        "user name and the password or secret key.", location=source.location),
+                           errors=[{"path": "prazdny.txt", "reason": reason("sync.file.empty_file", "The file is empty.")}])
     return curator
 
 

@@ -123,3 +123,11 @@ def _upload(name: str, data: bytes, content_type: str):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     return SimpleUploadedFile(name, data, content_type=content_type)
+
+
+def test_an_email_with_crlf_line_ends_is_an_email(tmp_path):
+    # RFC 5322 messages end their lines with CRLF (every message an IMAP server returns does).
+    path = tmp_path / "message"
+    path.write_bytes(b"From: office@example.org\r\nTo: all@example.org\r\nSubject: Opening hours\r\n"
+                     b"Message-ID: <x@example.org>\r\n\r\nThe library opens at nine.\r\n")
+    assert detect_type_path(path, filename="message.eml") == "message/rfc822"
