@@ -31,6 +31,7 @@ from documents.models import Document
 from documents.services import document_delete, document_upload
 from documents.versions import document_version_upload
 from identity.audit import audit_record
+from identity.models import AuditChannel
 from sources import filters, metrics
 from sources.kinds import Entry, FileError, SourceError, connector_for
 from sources.models import RunStatus, Source, SourceItem, SyncRun
