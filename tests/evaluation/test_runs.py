@@ -19,13 +19,17 @@ pytestmark = pytest.mark.django_db
 
 # Every approved pair within reach: the unrelated pair then takes the first place of every question.
 BAD = {"qa_distance_threshold": 2.0}
+UNRELATED_PAIR = ("Wifi password for lobby guests on leave days, meal trips, server room visits, fire drills, "
+                  "company car bookings and language courses")
 
 
 @pytest.fixture
 def unrelated_pair(staff_user, fake_embedder):
     from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_create, knowledge_entry_embed
 
-    entry = knowledge_entry_create(user=staff_user, question="Wifi password guests lobby", answer="Ask reception.")
+    # Unrelated to every question of the set, yet sharing a word with each: admitted only when the Q&A
+    # bound is far too generous (a pair is never admitted for its words alone).
+    entry = knowledge_entry_create(user=staff_user, question=UNRELATED_PAIR, answer="Ask reception.")
     knowledge_entry_approve(entry=entry, user=staff_user)
     assert knowledge_entry_embed(entry.pk) == "ready"
     return entry
@@ -138,7 +142,7 @@ def test_approved_pairs_grow_a_set_once(user, fake_embedder, unrelated_pair):
     assert services.testset_add_approved_pairs(test_set=test_set) == 0
     question = test_set.questions.get()
     assert (question.question, question.gold_qa_ids, question.kind) == (
-        "Wifi password guests lobby", [unrelated_pair.pk], "approved pair")
+        UNRELATED_PAIR, [unrelated_pair.pk], "approved pair")
     run = executed(services.run_start(test_set_id=test_set.pk, user=user))
     assert run.results.get().rank == 1
 
