@@ -57,7 +57,8 @@ SEES = {
     "Q&A curator": {"gap inbox": {QNODOC}},
     "Q&A curator reading the collection": {"from answers": {QUP, AUP}, "gold passages": {QUP, SECRET_WORDS},
                                            "gap inbox": {QDOWN, COMMENT, QNODOC}, "Q&A prefill": {QUP}},
-    "collection curator": {},
+    # A collection's curator manages its documents in the document admin (and reads their first chunks there).
+    "collection curator": {"document admin": {SECRET_WORDS}},
     "staff without permissions": {},
     "message reader (chat.view_message)": {"message admin": {QUP, AUP}},
     # Superusers read every collection, not other people's private documents (only the document
