@@ -279,11 +279,13 @@ class _Sync:
     def one(self, entry: Entry) -> None:
         item = self.items.get(entry.path)
         if item is not None and item.marker == entry.marker:
-            if item.document_id and item.quarantined_at is None or item.skip_reason:
-                if item.skip_reason:
-                    self.skip(entry.path, item.skip_reason.get("why", "duplicate_hand"))
-                else:
-                    self.count("unchanged")
+            if item.document_id and item.quarantined_at is None:
+                self.count("unchanged")
+                return
+            # Skipped as the copy of another document: still so while that document exists (deleted, the
+            # file is taken now).
+            if item.skip_reason and Document.objects.filter(pk=item.skip_reason.get("document_id")).exists():
+                self.skip(entry.path, item.skip_reason.get("why", "duplicate_hand"))
                 return
         with tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024) as spool:
             size = self._download(entry, spool)

@@ -81,6 +81,27 @@ def test_include_exclude_types_and_size_skip_with_a_reason_and_a_malformed_file_
         "travel.txt"]
 
 
+def test_a_file_skipped_as_a_hand_uploaded_document_is_taken_once_that_document_is_deleted(
+        website_server, collection, staff_user):
+    from documents.services import document_delete
+    from tests.documents.factories import upload_bytes
+
+    place = servers.website_place(website_server)
+    text = b"The lifeboat drill is on the first Monday of the month.\n"
+    hand = upload_bytes(staff_user, text, "drill.txt", collection=collection)
+    place.put("drill.txt", text)
+    source = website_source(place.location, collection, staff_user)
+    first = sync_source(source_id=source.pk)
+    assert (first.new, first.skipped_why["duplicate_hand"]["count"]) == (0, 1)
+    assert sync_source(source_id=source.pk).skipped == 1  # the hand-uploaded one stays the collection's document
+
+    document_delete(document_id=hand.pk, user=staff_user)
+    after = sync_source(source_id=source.pk)
+    assert (after.new, after.skipped) == (1, 0)
+    item = SourceItem.objects.get(source=source, path="drill.txt")
+    assert item.document is not None and item.skip_reason == {}
+
+
 def test_two_runs_of_one_source_never_overlap(website_server, collection, staff_user):
     place = servers.website_place(website_server)
     place.put("a.txt", b"Alpha.\n")
