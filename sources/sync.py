@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Callable
 
 from django.db import transaction
 from django.db.models import Q
@@ -31,7 +32,8 @@ from documents.models import Document
 from documents.services import document_delete, document_upload
 from documents.versions import document_version_upload
 from identity.audit import audit_record
-from sources import filters, metrics
+from retrieval.tasks import indexing_handed_to
+from sources import filters, lane, metrics
 from sources.kinds import Entry, FileError, SourceError, connector_for
 from sources.models import RunStatus, Source, SourceItem, SyncRun
 from sources.secrets import decrypt
@@ -149,8 +151,13 @@ def lease_release(source_id: int) -> None:
     Source.objects.filter(pk=source_id).update(lease_until=None)
 
 
-def sync_source(*, source_id: int, trigger: str = "schedule") -> SyncRun:
-    """Run one sync of the source; returns its run (SourceBusy while another run holds the lease)."""
+def sync_source(*, source_id: int, trigger: str = "schedule",
+                index_lane: Callable[[int], None] | None = None) -> SyncRun:
+    """Run one sync of the source; returns its run (SourceBusy while another run holds the lease).
+
+    `index_lane(source_id)`, when given, is called instead of queueing an indexing task for each document
+    the run adds or changes (sources.tasks.source_indexing_wanted: the source's lane, sources/lane.py);
+    without it each gets its own task, as an upload does."""
     if not lease_take(source_id):
         raise SourceBusy(in_english(reason("sync.busy", gettext_noop("A sync of this source is running already."))))
     try:
@@ -160,7 +167,13 @@ def sync_source(*, source_id: int, trigger: str = "schedule") -> SyncRun:
             status=RunStatus.FAILED, finished_at=timezone.now(),
             error=reason("sync.interrupted", gettext_noop("The run was interrupted; the next run went on from where it stopped.")))
         run = SyncRun.objects.create(source=source, trigger=trigger, heartbeat_at=timezone.now())
-        _Sync(source, run).go()
+        if index_lane is None:
+            _Sync(source, run).go()
+        else:
+            with indexing_handed_to(lambda document_id: index_lane(source_id)):
+                _Sync(source, run).go()
+            if lane.source_waiting(source_id).exists():  # left by a killed run, or its lane task was lost
+                index_lane(source_id)
         return run
     finally:
         lease_release(source_id)

@@ -159,6 +159,8 @@ def test_the_dry_run_prints_what_would_change_and_changes_nothing(website_server
     assert "new=1" in out.getvalue()
 
 
+# Committed for real: the task runs the sync in a thread of its own, on its own database connection.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_runs_are_counted_on_metrics_and_a_scheduled_source_has_its_django_q_schedule(
         website_server, collection, staff_user):
     from django_q.models import Schedule
