@@ -81,6 +81,26 @@ def test_include_exclude_types_and_size_skip_with_a_reason_and_a_malformed_file_
         "travel.txt"]
 
 
+def test_an_encrypted_pdf_from_a_source_fails_alone_with_its_reason_and_is_not_fetched_again(
+        website_server, collection, staff_user, sample_data, fake_embedder):
+    from retrieval.tasks import index_document
+
+    place = servers.website_place(website_server)
+    place.put("locked.pdf", (sample_data / "pdf/libreoffice-writer-password.pdf").read_bytes())
+    place.put("open.txt", b"The harbour gate opens at dawn.\n")
+    source = website_source(place.location, collection, staff_user)
+    run = sync_source(source_id=source.pk)
+    assert (run.status, run.new, run.failed) == ("succeeded", 2, 0)
+    for item in SourceItem.objects.filter(source=source):
+        index_document(item.document_id)
+    locked = SourceItem.objects.get(source=source, path="locked.pdf").document
+    opened = SourceItem.objects.get(source=source, path="open.txt").document
+    assert (locked.status, locked.index_error) == ("failed", "This PDF is encrypted; upload it without a password.")
+    assert opened.status == "indexed"
+    again = sync_source(source_id=source.pk)
+    assert (again.unchanged, again.bytes_downloaded) == (2, 0)  # tried again only when the file changes
+
+
 def test_a_file_skipped_as_a_hand_uploaded_document_is_taken_once_that_document_is_deleted(
         website_server, collection, staff_user):
     from documents.services import document_delete
