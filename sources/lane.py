@@ -18,8 +18,9 @@ works through them.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Callable
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.core.cache import cache
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from documents.models import Document, DocumentStatus
 from retrieval.indexing.pipeline import RETRY_NOTE
+from retrieval.tasks import indexing_handed_to
 from sources.models import SourceItem
 
 TURN_SECONDS = 30.0  # one lane task's turn; then it goes to the back of the queue
@@ -43,6 +45,14 @@ def flag_key(source_id: int) -> str:
 def lane_take(source_id: int) -> bool:
     """True when no lane task of the source is queued or running: the caller queues one."""
     return bool(cache.add(flag_key(source_id), timezone.now().isoformat(), FLAG_SECONDS))
+
+
+@contextmanager
+def handed_to(source_id: int, wanted: Callable[[int], None]) -> Iterator[None]:
+    """Inside the block, each document a run leaves waiting to be indexed calls `wanted(source_id)`
+    (sources.tasks.source_indexing_wanted) instead of getting an indexing task of its own."""
+    with indexing_handed_to(lambda document_id: wanted(source_id)):
+        yield
 
 
 def _indexable() -> QuerySet[Document]:

@@ -32,9 +32,9 @@ from documents.models import Document
 from documents.services import document_delete, document_upload
 from documents.versions import document_version_upload
 from identity.audit import audit_record
-from retrieval.tasks import indexing_handed_to
-from sources import filters, lane, metrics
+from sources import filters, metrics
 from sources.kinds import Entry, FileError, SourceError, connector_for
+from sources.lane import handed_to, source_waiting
 from sources.models import RunStatus, Source, SourceItem, SyncRun
 from sources.secrets import decrypt
 
@@ -170,9 +170,9 @@ def sync_source(*, source_id: int, trigger: str = "schedule",
         if index_lane is None:
             _Sync(source, run).go()
         else:
-            with indexing_handed_to(lambda document_id: index_lane(source_id)):
+            with handed_to(source_id, index_lane):
                 _Sync(source, run).go()
-            if lane.source_waiting(source_id).exists():  # left by a killed run, or its lane task was lost
+            if source_waiting(source_id).exists():  # left by a killed run, or its lane task was lost
                 index_lane(source_id)
         return run
     finally:
