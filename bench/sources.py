@@ -14,8 +14,16 @@ For each kind, on an embedded PostgreSQL in a temporary folder, with tests/fakea
   embedded against the chunks those 10 documents have (only the changed chunks should be embedded);
 * ``deleted``: 10 files are deleted: the run's time and how many documents it quarantined (goal 10).
 
-Progress goes to stderr, the JSON result to stdout. Not measured here: a person's upload during a first
-sync (that needs the worker cluster; the fair indexing queue is measured by bench/ingest.py).
+And, on the S3 prefix (``--fair-kind``), with a real django-q2 indexing cluster (``manage.py qcluster``,
+its default two workers) doing what ``make run`` does:
+
+* ``upload_during_first_sync``: a person's own upload (a text file of the same size, in their library)
+  timed from its commit to "indexed", first on the idle cluster (``idle_s``, the median of 5), then 3 times
+  while the cluster runs a first sync of N other files that "Sync now" queued (after a quarter, a half and
+  three quarters of the files are listed as items); ``ratio`` is the slowest of those made while the sync
+  was still running ÷ the idle time (goal ≤ 2).
+
+Progress goes to stderr, the JSON result to stdout.
 """
 from __future__ import annotations
 
@@ -33,7 +41,8 @@ from bench.common import BenchSite, json_report, log, machine_info
 WORDS = ("orchard pruning ladder quince blossom harvest cider frost graft rootstock mulch canopy spur bud "
          "thinning yield storage crate ledger invoice rota shift safety glove boot helmet pump gate hedge barn "
          "well mill boiler valve meter permit audit").split()
-GOALS = {"unchanged_ratio": 0.02, "unchanged_embedded": 0, "deleted_quarantined": 10}
+GOALS = {"unchanged_ratio": 0.02, "unchanged_embedded": 0, "deleted_quarantined": 10, "upload_during_sync_ratio": 2.0}
+REPO = Path(__file__).resolve().parent.parent
 
 
 def file_text(n: int, changed: bool = False) -> bytes:
@@ -146,15 +155,102 @@ def run_kind(kind: str, place, files: int, owner, fake) -> dict:
     }
 
 
+def _wait_indexed(document_id: int, timeout: float) -> float:
+    """Seconds until the document is indexed (polled every 50 ms); AssertionError after `timeout`."""
+    from documents.models import Document
+
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        status = Document.objects.filter(pk=document_id).values_list("status", flat=True).first()
+        if status == "indexed":
+            return time.perf_counter() - t0
+        assert status != "failed", f"document {document_id} failed to index"
+        time.sleep(0.05)
+    raise AssertionError(f"document {document_id} not indexed within {timeout:.0f} s")
+
+
+def _personal_upload(person, n: int) -> int:
+    import io
+
+    from documents.services import document_upload
+
+    return document_upload(owner=person, source=io.BytesIO(file_text(900_000 + n)), filename=f"mine-{n}.txt").document.pk
+
+
+def upload_during_first_sync(site, place, files: int, owner, timeout: float) -> dict:
+    """A person's upload on the idle indexing cluster, then during a first sync the cluster runs."""
+    import statistics
+    import subprocess
+
+    from django.contrib.auth import get_user_model
+    from django.utils.text import slugify
+
+    from documents.models import Collection, Document
+    from sources.models import Source, SourceItem, SyncRun
+    from sources.services import source_credentials_set, source_sync_now
+
+    person = get_user_model().objects.create_user(username="bench-person", password="bench-person-1")
+    log(f"fair: writing {files} files")
+    for n in range(files):
+        place.put(path_of(n), file_text(n))
+    collection = Collection.objects.create(name="Bench fair", slug=slugify("bench-fair"), visibility="everyone")
+    source = Source.objects.create(name="bench-fair", collection=collection, owner=owner, kind=place.kind,
+                                   location=place.location, endpoint_url=place.endpoint_url, username=place.username,
+                                   schedule_minutes=0, **place.source_fields)
+    source_credentials_set(source=source, secret=place.secret)
+    assert site.tmp is not None
+    with open(site.tmp / "fair-worker.log", "wb") as worker_log:
+        worker = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=REPO,
+                                  env=site.child_env(SOURCES_KEY="bench-sources-key"),
+                                  stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            _wait_indexed(_personal_upload(person, 0), timeout)  # the cluster is up and warm
+            idle = [_wait_indexed(_personal_upload(person, n), timeout) for n in (1, 2, 3, 4, 5)]
+            idle_s = statistics.median(idle)
+            log(f"fair: idle upload {idle_s:.2f} s ({', '.join(f'{t:.2f}' for t in idle)})")
+            t_sync = time.perf_counter()
+            source_sync_now(source_id=source.pk)
+            during = []
+            for n, share in enumerate((0.25, 0.5, 0.75), start=6):
+                while SourceItem.objects.filter(source=source).count() < files * share:
+                    assert worker.poll() is None, "the worker stopped"
+                    assert time.perf_counter() - t_sync < timeout * 4, "the sync made no progress"
+                    time.sleep(0.2)
+                waiting = Document.objects.filter(collection=collection, status__in=["uploaded", "reindexing"]).count()
+                running = SyncRun.objects.filter(source=source, status="running").exists()
+                seconds = _wait_indexed(_personal_upload(person, n), timeout)
+                during.append({"items_listed_share": share, "sync_running": running,
+                               "sync_documents_waiting": waiting, "seconds": round(seconds, 3),
+                               "ratio": round(seconds / idle_s, 2)})
+                log(f"fair: upload at {share:.0%} of the sync (running: {running}, {waiting} of its documents "
+                    f"waiting): {seconds:.2f} s")
+            run = SyncRun.objects.filter(source=source).order_by("-started_at").first()
+            indexed = Document.objects.filter(collection=collection, status="indexed").count()
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+    worst = max(d["ratio"] for d in during if d["sync_running"]) if any(d["sync_running"] for d in during) else None
+    return {"files": files, "idle_s": round(idle_s, 3), "idle_runs_s": [round(t, 3) for t in idle],
+            "during": during, "ratio": worst, "sync_status_when_measured": run.status if run else None,
+            "sync_documents_indexed_when_measured": indexed,
+            "goal_met": worst is not None and worst <= GOALS["upload_during_sync_ratio"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--kinds", default="s3,smb")
+    parser.add_argument("--fair-kind", default="s3", help="the kind the upload-during-sync figure uses ('' to skip)")
+    parser.add_argument("--fair-timeout", type=float, default=900, help="seconds one upload may wait")
+    parser.add_argument("--fair-only", action="store_true", help="measure only the upload during a first sync")
     parser.add_argument("--json-out")
     args = parser.parse_args()
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     result: dict = {"benchmark": "sources", "machine": machine_info(), "kinds": {}}
-    with BenchSite(prefix="ragsite-bench-sources-"):
+    with BenchSite(prefix="ragsite-bench-sources-") as site:
         from django.conf import settings
         from django.contrib.auth import get_user_model
 
@@ -176,7 +272,11 @@ def main() -> None:
                     weed = SeaweedS3().start()
                     weed.session_bucket = READY_BUCKET
                     try:
-                        result["kinds"]["s3"] = run_kind("s3", servers.s3_place(weed), args.files, owner, fake)
+                        if args.fair_kind == "s3":
+                            result["upload_during_first_sync"] = upload_during_first_sync(
+                                site, servers.s3_place(weed), args.files, owner, args.fair_timeout)
+                        if not args.fair_only:
+                            result["kinds"]["s3"] = run_kind("s3", servers.s3_place(weed), args.files, owner, fake)
                     finally:
                         weed.stop()
                 elif kind == "smb":
@@ -184,7 +284,11 @@ def main() -> None:
 
                     samba = SambaServer().start()
                     try:
-                        result["kinds"]["smb"] = run_kind("smb", servers.smb_place(samba), args.files, owner, fake)
+                        if args.fair_kind == "smb":
+                            result["upload_during_first_sync"] = upload_during_first_sync(
+                                site, servers.smb_place(samba), args.files, owner, args.fair_timeout)
+                        if not args.fair_only:
+                            result["kinds"]["smb"] = run_kind("smb", servers.smb_place(samba), args.files, owner, fake)
                     finally:
                         samba.stop()
                 else:

@@ -230,6 +230,7 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(DATA_DIR / "media")))
 # key, or any long text a key is derived from). Unset: sources without credentials work, others refuse.
 SOURCES_KEY = env_str("SOURCES_KEY")
 SOURCES_LEASE_SECONDS = env_int("SOURCES_LEASE_SECONDS", 600)  # a killed run holds its source this long
+SOURCES_NICE = env_int("SOURCES_NICE", 10)  # niceness a run's thread adds to the worker's (0: none)
 
 # With S3_BUCKET (and the endpoint and keys) every node reads and writes the same bucket through
 # django-storages; unset, files stay under MEDIA_ROOT on this machine (documents/storage.py).

@@ -13,7 +13,10 @@ import logging
 import random
 import threading
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
+from typing import Callable, Iterator
 
 from core.tasks import queue, queue_at
 from retrieval.indexing import pipeline as indexing
@@ -43,8 +46,27 @@ def enqueue_indexing(document_id: int) -> None:
     queue(index_document, document_id, task_name=f"index document {document_id}", group="indexing")
 
 
+_handed_to: ContextVar[Callable[[int], None] | None] = ContextVar("ragsite_indexing_handed_to", default=None)
+
+
+@contextmanager
+def indexing_handed_to(handler: Callable[[int], None]) -> Iterator[None]:
+    """Inside the block, a document announced as waiting to be indexed is handed to `handler(document_id)`
+    instead of getting an indexing task of its own: a watched source's sync indexes what it adds in one
+    task that gives way to everyone else's uploads (sources/lane.py), not in a queue of thousands."""
+    token = _handed_to.set(handler)
+    try:
+        yield
+    finally:
+        _handed_to.reset(token)
+
+
 def queue_index_wanted(sender, *, document_id: int, **kwargs) -> None:
     """Receiver of documents.signals.index_wanted (connected in RetrievalConfig.ready)."""
+    handler = _handed_to.get()
+    if handler is not None:
+        handler(document_id)
+        return
     enqueue_indexing(document_id)
 
 

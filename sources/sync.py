@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Callable
 
 from django.db import transaction
 from django.db.models import Q
@@ -34,6 +35,7 @@ from identity.audit import audit_record
 from identity.models import AuditChannel
 from sources import filters, metrics
 from sources.kinds import Entry, FileError, SourceError, connector_for
+from sources.lane import handed_to, source_waiting
 from sources.models import RunStatus, Source, SourceItem, SyncRun
 from sources.secrets import decrypt
 
@@ -150,8 +152,13 @@ def lease_release(source_id: int) -> None:
     Source.objects.filter(pk=source_id).update(lease_until=None)
 
 
-def sync_source(*, source_id: int, trigger: str = "schedule") -> SyncRun:
-    """Run one sync of the source; returns its run (SourceBusy while another run holds the lease)."""
+def sync_source(*, source_id: int, trigger: str = "schedule",
+                index_lane: Callable[[int], None] | None = None) -> SyncRun:
+    """Run one sync of the source; returns its run (SourceBusy while another run holds the lease).
+
+    `index_lane(source_id)`, when given, is called instead of queueing an indexing task for each document
+    the run adds or changes (sources.tasks.source_indexing_wanted: the source's lane, sources/lane.py);
+    without it each gets its own task, as an upload does."""
     if not lease_take(source_id):
         raise SourceBusy(in_english(reason("sync.busy", gettext_noop("A sync of this source is running already."))))
     try:
@@ -161,7 +168,13 @@ def sync_source(*, source_id: int, trigger: str = "schedule") -> SyncRun:
             status=RunStatus.FAILED, finished_at=timezone.now(),
             error=reason("sync.interrupted", gettext_noop("The run was interrupted; the next run went on from where it stopped.")))
         run = SyncRun.objects.create(source=source, trigger=trigger, heartbeat_at=timezone.now())
-        _Sync(source, run).go()
+        if index_lane is None:
+            _Sync(source, run).go()
+        else:
+            with handed_to(source_id, index_lane):
+                _Sync(source, run).go()
+            if source_waiting(source_id).exists():  # left by a killed run, or its lane task was lost
+                index_lane(source_id)
         return run
     finally:
         lease_release(source_id)
@@ -280,11 +293,13 @@ class _Sync:
     def one(self, entry: Entry) -> None:
         item = self.items.get(entry.path)
         if item is not None and item.marker == entry.marker:
-            if item.document_id and item.quarantined_at is None or item.skip_reason:
-                if item.skip_reason:
-                    self.skip(entry.path, item.skip_reason.get("why", "duplicate_hand"))
-                else:
-                    self.count("unchanged")
+            if item.document_id and item.quarantined_at is None:
+                self.count("unchanged")
+                return
+            # Skipped as the copy of another document: still so while that document exists (deleted, the
+            # file is taken now).
+            if item.skip_reason and Document.objects.filter(pk=item.skip_reason.get("document_id")).exists():
+                self.skip(entry.path, item.skip_reason.get("why", "duplicate_hand"))
                 return
         with tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024) as spool:
             size = self._download(entry, spool)

@@ -3,7 +3,15 @@ nothing left to do)."""
 from __future__ import annotations
 
 import logging
+import os
+import threading
 
+from django.conf import settings
+from django.db import connections
+
+from core.tasks import queue
+from retrieval.tasks import index_document
+from sources import lane
 from sources.models import Source
 from sources.sync import SourceBusy, sync_source
 
@@ -11,12 +19,59 @@ logger = logging.getLogger(__name__)
 
 
 def sync_source_task(source_id: int, trigger: str = "schedule") -> int | None:
-    """Sync the source (scheduled or asked for); returns the run's id, None when busy, gone or inactive."""
+    """Sync the source (scheduled or asked for); returns the run's id, None when busy, gone or inactive.
+
+    The run lists, downloads and stores files in a thread of its own whose niceness is raised by
+    settings.SOURCES_NICE (Linux: niceness is per thread), so the indexing of a person's upload on the
+    other worker comes first; the thread ends with the run and the worker's own priority is never changed.
+    What the run adds is indexed in the source's lane (`index_source_documents`)."""
     source = Source.objects.filter(pk=source_id).only("is_active").first()
     if source is None or (trigger == "schedule" and not source.is_active):
         return None
+    outcome: list[int] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            _lower_priority(settings.SOURCES_NICE)
+            outcome.append(sync_source(source_id=source_id, trigger=trigger, index_lane=source_indexing_wanted).pk)
+        except BaseException as exc:  # handed to the worker's thread below
+            failure.append(exc)
+        finally:
+            connections.close_all()  # this thread's own database connections
+
+    thread = threading.Thread(target=work, name=f"sync-source-{source_id}", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        if isinstance(failure[0], SourceBusy):
+            logger.info("source sync skipped: another run holds the lease", extra={"source_id": source_id})
+            return None
+        raise failure[0]
+    return outcome[0]
+
+
+def _lower_priority(nice: int) -> None:
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
     try:
-        return sync_source(source_id=source_id, trigger=trigger).pk
-    except SourceBusy:
-        logger.info("source sync skipped: another run holds the lease", extra={"source_id": source_id})
-        return None
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:  # not allowed here: run at the worker's priority
+        logger.warning("source syncs cannot lower their priority here", exc_info=True)
+
+
+def source_indexing_wanted(source_id: int) -> None:
+    """A run handed the source's lane a document: queue the lane's task unless one is queued or running."""
+    if lane.lane_take(source_id):
+        queue(index_source_documents, source_id, 0, task_name=f"index documents of source {source_id}",
+              group="indexing")
+
+
+def index_source_documents(source_id: int, give_ways: int = 0) -> str:
+    """One turn of the source's indexing lane (sources/lane.py)."""
+    def again(count: int) -> None:
+        queue(index_source_documents, source_id, count, task_name=f"index documents of source {source_id}",
+              group="indexing")
+
+    return lane.lane_run(source_id, give_ways=give_ways, index=index_document, again=again)

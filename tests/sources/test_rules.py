@@ -81,6 +81,47 @@ def test_include_exclude_types_and_size_skip_with_a_reason_and_a_malformed_file_
         "travel.txt"]
 
 
+def test_an_encrypted_pdf_from_a_source_fails_alone_with_its_reason_and_is_not_fetched_again(
+        website_server, collection, staff_user, sample_data, fake_embedder):
+    from retrieval.tasks import index_document
+
+    place = servers.website_place(website_server)
+    place.put("locked.pdf", (sample_data / "pdf/libreoffice-writer-password.pdf").read_bytes())
+    place.put("open.txt", b"The harbour gate opens at dawn.\n")
+    source = website_source(place.location, collection, staff_user)
+    run = sync_source(source_id=source.pk)
+    assert (run.status, run.new, run.failed) == ("succeeded", 2, 0)
+    for item in SourceItem.objects.filter(source=source):
+        index_document(item.document_id)
+    locked = SourceItem.objects.get(source=source, path="locked.pdf").document
+    opened = SourceItem.objects.get(source=source, path="open.txt").document
+    assert (locked.status, locked.index_error) == ("failed", "This PDF is encrypted; upload it without a password.")
+    assert opened.status == "indexed"
+    again = sync_source(source_id=source.pk)
+    assert (again.unchanged, again.bytes_downloaded) == (2, 0)  # tried again only when the file changes
+
+
+def test_a_file_skipped_as_a_hand_uploaded_document_is_taken_once_that_document_is_deleted(
+        website_server, collection, staff_user):
+    from documents.services import document_delete
+    from tests.documents.factories import upload_bytes
+
+    place = servers.website_place(website_server)
+    text = b"The lifeboat drill is on the first Monday of the month.\n"
+    hand = upload_bytes(staff_user, text, "drill.txt", collection=collection)
+    place.put("drill.txt", text)
+    source = website_source(place.location, collection, staff_user)
+    first = sync_source(source_id=source.pk)
+    assert (first.new, first.skipped_why["duplicate_hand"]["count"]) == (0, 1)
+    assert sync_source(source_id=source.pk).skipped == 1  # the hand-uploaded one stays the collection's document
+
+    document_delete(document_id=hand.pk, user=staff_user)
+    after = sync_source(source_id=source.pk)
+    assert (after.new, after.skipped) == (1, 0)
+    item = SourceItem.objects.get(source=source, path="drill.txt")
+    assert item.document is not None and item.skip_reason == {}
+
+
 def test_two_runs_of_one_source_never_overlap(website_server, collection, staff_user):
     place = servers.website_place(website_server)
     place.put("a.txt", b"Alpha.\n")
@@ -138,6 +179,8 @@ def test_the_dry_run_prints_what_would_change_and_changes_nothing(website_server
     assert "new=1" in out.getvalue()
 
 
+# Committed for real: the task runs the sync in a thread of its own, on its own database connection.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_runs_are_counted_on_metrics_and_a_scheduled_source_has_its_django_q_schedule(
         website_server, collection, staff_user):
     from django_q.models import Schedule

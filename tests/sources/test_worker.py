@@ -45,7 +45,7 @@ def test_a_worker_killed_mid_sync_is_finished_by_the_next_run_without_duplicates
     worker.start()
     try:
         source_sync_now(source_id=source.pk)
-        wait_for(lambda: SourceItem.objects.filter(source=source).count() >= 3, timeout=90, what="a sync under way",
+        wait_for(lambda: SourceItem.objects.filter(source=source).count() >= 3, timeout=300, what="a sync under way",
                  process=worker)
     finally:
         worker.kill()  # SIGKILL to the cluster and its workers

@@ -9,6 +9,7 @@ from core.errors import ApplicationError
 from core.reasons import render
 from sources.models import Source
 from sources.sync import sync_plan, sync_source
+from sources.tasks import source_indexing_wanted
 
 
 class Command(BaseCommand):
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             if dry_run:
                 self.print_plan(source)
                 return
-            run = sync_source(source_id=source.pk, trigger="command")
+            run = sync_source(source_id=source.pk, trigger="command", index_lane=source_indexing_wanted)
         except ApplicationError as exc:
             raise CommandError(getattr(exc, "reason", None) and render(exc.reason) or exc.message) from None
         counts = {field: getattr(run, field) for field in ("new", "changed", "unchanged", "moved", "quarantined",
