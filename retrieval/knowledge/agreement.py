@@ -212,11 +212,12 @@ class AdmissionBounds:
     cross_language: float | None = None
 
 
-def admission(*, question: str, pair_question: str, pair_answer: str, distance: float, same_language: bool,
-              bounds: AdmissionBounds, function_words: frozenset[str]) -> Decision:
+def admission(*, question: str, pair_text: str, distance: float, same_language: bool, bounds: AdmissionBounds,
+              function_words: frozenset[str]) -> Decision:
     """Whether an approved pair already within tier 1's bound belongs in the context of `question` (see the
-    module): `distance` is the pair's cosine distance, `same_language` whether the two questions are in one
-    language (or either's is unknown), `function_words` the stems never counted as shared."""
+    module): `pair_text` is the pair's question and answer, `distance` the pair's cosine distance,
+    `same_language` whether the two questions are in one language (or either's is unknown), `function_words`
+    the stems never counted as shared."""
     if not same_language:
         limit = bounds.cross_language or bounds.direct
         far: dict = {"distance": round(distance, 6), "bound": limit}
@@ -225,9 +226,8 @@ def admission(*, question: str, pair_question: str, pair_answer: str, distance: 
         return Decision(False, REFUSED_CROSS_LANGUAGE, far)
     if bounds.direct and distance <= bounds.direct:
         return Decision(True, ADMITTED_CLOSE)
-    pair = f"{pair_question} {pair_answer}"
-    shared = sorted((stems(question) & stems(pair)) - function_words)
-    numbers = sorted(numbers_in(question) & numbers_in(pair))
+    shared = sorted((stems(question) & stems(pair_text)) - function_words)
+    numbers = sorted(numbers_in(question) & numbers_in(pair_text))
     detail = {"words": shared, "numbers": numbers}
     if numbers or len(shared) >= 2 or (shared and (bounds.one_word is None or distance <= bounds.one_word)):
         return Decision(True, ADMITTED_SHARED, detail)

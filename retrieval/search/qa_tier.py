@@ -167,8 +167,8 @@ def _admitted(search: Search, within: list, tier: TierTrace) -> list:
     refused = tier.get("refused", [])
     limits = search.bounds.admission()
     for entry, distance, ranked, same in within:
-        decision = admission(question=search.query, pair_question=entry.question, pair_answer=entry.answer,
-                             distance=distance, same_language=same, bounds=limits, function_words=FUNCTION_STEMS)
+        decision = admission(question=search.query, pair_text=f"{entry.question} {entry.answer}", distance=distance,
+                             same_language=same, bounds=limits, function_words=FUNCTION_STEMS)
         if decision.direct:
             admitted.append((entry, distance, ranked))
         elif len(refused) < REFUSED_TRACED and all(r["qa_id"] != entry.pk for r in refused):

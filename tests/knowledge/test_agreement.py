@@ -101,7 +101,7 @@ FUNCTION = function_stems(["jak", "kolik", "mám", "můžu", "how", "many", "the
 
 
 def _admit(question, pair, distance, same_language=True, answer="", bounds=LIMITS):
-    return admission(question=question, pair_question=pair, pair_answer=answer, distance=distance,
+    return admission(question=question, pair_text=f"{pair} {answer}", distance=distance,
                      same_language=same_language, bounds=bounds, function_words=FUNCTION)
 
 
