@@ -207,3 +207,13 @@ def test_with_the_builtin_model_other_subjects_bring_no_pair_and_paraphrases_in_
         assert pair.answer in _prompt(chat_only), question
         tier = answer.metadata["retrieval"]["tiers"][0]
         assert tier["kept"] <= 2
+
+    # The model down: the extractive answer quotes by the same rule.
+    RetrievalSettings.objects.filter(pk=1).update(default_chat_server=None)
+    other = _ask(api, OTHER_SUBJECTS[1])
+    assert other.metadata["mode"] == "extractive"
+    assert all(pair.answer not in other.content for pair in twenty_pairs_builtin.values())
+    assert not [s for s in other.metadata["context_sources"] if s["source_type"] == "qa"]
+    question, paraphrased = PARAPHRASES[1]
+    asked = _ask(api, question)
+    assert asked.metadata["mode"] == "extractive" and twenty_pairs_builtin[paraphrased].answer in asked.content
