@@ -24,10 +24,16 @@ and the message metadata): agreed, too_far, cross_language, number_mismatch, neg
 content_word_mismatch.
 
 The same evidence, weaker, decides whether a pair within tier 1's bound belongs in a question's
-context at all (`admission()`): within the direct-answer distance it does; farther, only when the
-question shares a content word (not a function word) or a number with the pair's question or answer.
-Embedding closeness alone admitted pairs whose questions merely share phrasing ("How many … do I
-get in …?") with a question on another subject.
+context at all (`admission()`). Embedding closeness alone admitted pairs whose questions merely share
+phrasing ("How many … do I get in …?") with a question on another subject, so each kind of evidence is
+weighed against how close two *unrelated* questions come in the model's space (the calibration's
+1st percentiles, `AdmissionBounds`):
+
+- a pair in the **question's language** is admitted within the direct-answer distance; farther, when
+  it shares a number with the question, or two content words (not function words), or one content
+  word while closer than 99 % of unrelated questions of one language are;
+- a pair in **another language** shares no words with the question, so distance decides alone: it
+  is admitted when closer than 99 % of unrelated questions of two languages are.
 """
 from __future__ import annotations
 
@@ -50,8 +56,11 @@ CONTENT_WORD_MISMATCH = "content_word_mismatch"
 NO_BOUND = "no_bound"  # no direct-answer distance for the embedding model (calibration pending, or 0)
 
 ADMITTED_CLOSE = "close"  # a pair within the direct-answer distance
-ADMITTED_SHARED = "shared_words"  # a pair sharing a content word or a number with the question
+ADMITTED_SHARED = "shared_words"  # a pair sharing a number, two content words, or one and close
+ADMITTED_CROSS_LANGUAGE = "cross_language_close"  # a pair in another language, closer than unrelated ones come
 REFUSED_NO_SHARED = "no_shared_word"  # within the bound by embedding closeness alone
+REFUSED_ONE_WORD = "one_shared_word_far"  # one content word in common, as far as unrelated questions come
+REFUSED_CROSS_LANGUAGE = "cross_language_far"  # another language, as far as unrelated questions come
 
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DOTTED_DATE = re.compile(r"\b(\d{1,2})\.\s?(\d{1,2})\.(?:\s?(\d{4}))?(?!\d)")
@@ -190,15 +199,36 @@ def function_stems(function_words: Iterable[str]) -> frozenset[str]:
     return frozenset(fold(w)[:STEM_LENGTH] for w in function_words if len(fold(w)) >= MIN_WORD_LENGTH)
 
 
-def admission(*, question: str, pair_question: str, pair_answer: str, distance: float, direct_bound: float | None,
+@dataclass(frozen=True)
+class AdmissionBounds:
+    """The distances `admission()` weighs evidence against (cosine distances of one embedding model).
+
+    `direct`: the direct-answer distance. `one_word`: the 1st percentile of distances between unrelated
+    questions of one language; `cross_language`: of two languages (None until calibrated: one shared
+    word then suffices, and a pair in another language needs the direct-answer distance)."""
+
+    direct: float | None
+    one_word: float | None = None
+    cross_language: float | None = None
+
+
+def admission(*, question: str, pair_text: str, distance: float, same_language: bool, bounds: AdmissionBounds,
               function_words: frozenset[str]) -> Decision:
     """Whether an approved pair already within tier 1's bound belongs in the context of `question` (see the
-    module): `distance` is the pair's ranked distance, `function_words` the stems never counted as shared."""
-    if direct_bound and distance <= direct_bound:
+    module): `pair_text` is the pair's question and answer, `distance` the pair's cosine distance,
+    `same_language` whether the two questions are in one language (or either's is unknown), `function_words`
+    the stems never counted as shared."""
+    if not same_language:
+        limit = bounds.cross_language or bounds.direct
+        far: dict = {"distance": round(distance, 6), "bound": limit}
+        if limit and distance <= limit:
+            return Decision(True, ADMITTED_CROSS_LANGUAGE, far)
+        return Decision(False, REFUSED_CROSS_LANGUAGE, far)
+    if bounds.direct and distance <= bounds.direct:
         return Decision(True, ADMITTED_CLOSE)
-    pair = f"{pair_question} {pair_answer}"
-    shared = sorted((stems(question) & stems(pair)) - function_words)
-    numbers = sorted(numbers_in(question) & numbers_in(pair))
-    if shared or numbers:
-        return Decision(True, ADMITTED_SHARED, {"words": shared, "numbers": numbers})
-    return Decision(False, REFUSED_NO_SHARED)
+    shared = sorted((stems(question) & stems(pair_text)) - function_words)
+    numbers = sorted(numbers_in(question) & numbers_in(pair_text))
+    detail = {"words": shared, "numbers": numbers}
+    if numbers or len(shared) >= 2 or (shared and (bounds.one_word is None or distance <= bounds.one_word)):
+        return Decision(True, ADMITTED_SHARED, detail)
+    return Decision(False, REFUSED_ONE_WORD if shared else REFUSED_NO_SHARED, detail)

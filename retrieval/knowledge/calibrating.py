@@ -22,6 +22,7 @@ from django.utils import timezone
 from core.errors import ApplicationError
 from core.tasks import queue
 from retrieval.ai.clients import query_embedder_for
+from retrieval.knowledge.agreement import AdmissionBounds
 from retrieval.knowledge.calibration import bounds_from, calibration_questions
 from retrieval.models import AiServer, EmbeddingModel
 
@@ -39,12 +40,21 @@ class Bounds:
     # Per relation of two questions' languages ("same", "cross"): how far its unrelated questions sit
     # from the overall median (calibration.py); empty until calibrated (v2), then no shift applies.
     qa_language_shift: dict = field(default_factory=dict)
+    # How close unrelated questions come at the closest (the calibration's 1st percentiles), of one
+    # language and of two: the evidence a pair within the Q&A bound is admitted by is weighed against
+    # them (agreement.admission). None until calibrated.
+    same_language_p1: float | None = None
+    cross_language_p1: float | None = None
 
     def qa_shift(self, question_language: str, pair_language: str) -> float:
         """The shift tier 1 subtracts from a pair's distance: 0 when either language is unknown."""
         if not question_language or not pair_language:
             return 0.0
         return float(self.qa_language_shift.get("same" if question_language == pair_language else "cross", 0.0))
+
+    def admission(self) -> AdmissionBounds:
+        """The distances agreement.admission weighs a pair's evidence against."""
+        return AdmissionBounds(self.direct, self.same_language_p1, self.cross_language_p1)
 
 
 def distance_bounds(model: EmbeddingModel | None, rs) -> Bounds:
@@ -62,8 +72,11 @@ def distance_bounds(model: EmbeddingModel | None, rs) -> Bounds:
         else:
             values[name], source[name] = float(fallback[name]), "setting"
     shift = calibrated.get("qa_language_shift") or {}
+    unrelated = calibrated.get("unrelated") or {}
+    closest = {name: float(unrelated[name]) if unrelated.get(name) else None
+               for name in ("same_language_p1", "cross_language_p1")}
     return Bounds(values["direct"], values["qa"], values["doc"], source,
-                  {k: float(v) for k, v in shift.items() if k in ("same", "cross") and v is not None})
+                  {k: float(v) for k, v in shift.items() if k in ("same", "cross") and v is not None}, **closest)
 
 
 def _server_for(model: EmbeddingModel) -> AiServer | None:

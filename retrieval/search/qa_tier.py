@@ -5,9 +5,12 @@ topic's. Pairs are ranked by their distance less the model's calibrated shift fo
 language relation (retrieval/knowledge/calibration.py), so the right pair in another language is not
 pushed out by pairs that are merely in the user's language.
 
-A pair within the bound is admitted by its meaning (retrieval/knowledge/agreement.py, `admission`):
-within the direct-answer distance, or sharing a content word or a number with the question; at most
-MAX_PAIRS of them. The pairs refused are in the tier's trace (`refused`: id, ranked distance, reason).
+A pair within the bound is admitted by its meaning (retrieval/knowledge/agreement.py, `admission`): in
+the question's language, within the direct-answer distance, or sharing a number, two content words, or
+one content word while closer than unrelated questions of one language come; in another language, by
+distance alone, closer than unrelated questions of two languages come (the calibration's 1st
+percentiles). At most MAX_PAIRS of them. The pairs refused are in the tier's trace (`refused`: id,
+ranked distance, reason).
 """
 from __future__ import annotations
 
@@ -138,32 +141,34 @@ def _candidates(q: str, ids: list[int], *, model: EmbeddingModel, bounds: Bounds
 
 
 def _within_bound(search: Search, rows: list) -> list:
-    """(entry, distance, ranked distance) of the candidate pairs within the bound, ranked; without a
-    calibrated language shift the ranked distance is the distance itself."""
+    """(entry, distance, ranked distance, same language) of the candidate pairs within the bound, ranked;
+    without a calibrated language shift the ranked distance is the distance itself. "Same language": the
+    two questions' detected languages agree, or either is unknown."""
     bounds = search.bounds
     entries = KnowledgeEntry.objects.in_bulk([entry_id for entry_id, _ in rows])
-    language = ""
-    if bounds.qa_language_shift:
-        language = search.trace.get("question_language") or detect_question_language(search.query)
+    language = search.trace.get("question_language") or detect_question_language(search.query)
     ranked = []
     for entry_id, distance in rows:
         entry = entries.get(entry_id)
         if entry is None:
             continue
-        shift = bounds.qa_shift(language, _pair_language(entry.question)) if language else 0.0
-        ranked.append((entry, distance, distance - shift))
+        pair_language = _pair_language(entry.question)
+        shift = bounds.qa_shift(language, pair_language) if bounds.qa_language_shift else 0.0
+        same = not language or not pair_language or language == pair_language
+        ranked.append((entry, distance, distance - shift, same))
     ranked.sort(key=lambda row: (row[2], row[0].pk))
     return [row for row in ranked if row[2] < bounds.qa]
 
 
 def _admitted(search: Search, within: list, tier: TierTrace) -> list:
-    """The pairs within the bound that the question's meaning admits (agreement.admission), in order; the
-    refused ones go into the tier's trace."""
+    """The pairs within the bound that the question's meaning admits (agreement.admission), in order, as
+    (entry, distance, ranked distance); the refused ones go into the tier's trace."""
     admitted = []
     refused = tier.get("refused", [])
-    for entry, distance, ranked in within:
-        decision = admission(question=search.query, pair_question=entry.question, pair_answer=entry.answer,
-                             distance=ranked, direct_bound=search.bounds.direct, function_words=FUNCTION_STEMS)
+    limits = search.bounds.admission()
+    for entry, distance, ranked, same in within:
+        decision = admission(question=search.query, pair_text=f"{entry.question} {entry.answer}", distance=distance,
+                             same_language=same, bounds=limits, function_words=FUNCTION_STEMS)
         if decision.direct:
             admitted.append((entry, distance, ranked))
         elif len(refused) < REFUSED_TRACED and all(r["qa_id"] != entry.pk for r in refused):

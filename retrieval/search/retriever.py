@@ -91,7 +91,8 @@ def _begin(user, request: RetrievalRequest) -> Search:
     context = request.context or question_context(rs)
     bounds = context.bounds
     trace["bounds"] = {"direct": bounds.direct, "qa": bounds.qa, "doc": bounds.doc, "source": bounds.source,
-                       "qa_language_shift": bounds.qa_language_shift}
+                       "qa_language_shift": bounds.qa_language_shift, "same_language_p1": bounds.same_language_p1,
+                       "cross_language_p1": bounds.cross_language_p1}
     return Search(user=user, request=request, rs=rs, scope=scope, trace=trace,
                   vectors=QueryVectors(request.query, trace, request.query_vectors), known=known,
                   reranking=reranking_plan(rs, request.rerank), context=context)

@@ -144,3 +144,76 @@ def test_the_approved_answers_name_is_translated(user, fake_embedder, twenty_pai
         segments = retrieve(user, "How many days of leave does a part-time employee get?").segments
     assert segments and segments[0]["source_type"] == "qa"
     assert segments[0]["document_name"] == "Schválená odpověď"
+
+
+# The same twenty pairs with the built-in multilingual model (real distances, calibrated from the shipped
+# unrelated questions), asked in four languages: other subjects bring no pair, paraphrases in another language
+# than their pair bring it, through the distance the calibration measured for two languages.
+OTHER_SUBJECTS = [
+    "How many fire drills do we have in the autumn?",
+    "Wie oft findet eine Feuerübung statt?",
+    "Kde je shromaždiště při evakuaci?",
+    "Сколько огнетушителей на этаже?",
+    "Was ist ein topologischer Raum und wie ist er definiert?",
+]
+PARAPHRASES = [  # (question, the pair it paraphrases)
+    ("Kolik je stravné za pracovní cestu na 10 hodin?", TRAVEL[0][0]),
+    ("Wie viele Urlaubstage habe ich im ersten Jahr?", HR[0][0]),
+    ("Kdy dostanu výplatu?", HR[4][0]),
+]
+
+
+@pytest.fixture
+def chat_only(fake_ai):
+    """The fake server as the chat server alone: embeddings come from the built-in model."""
+    from retrieval.models import AiServer
+
+    server = AiServer.objects.create(name="fake chat", kind="openai", base_url=fake_ai.url, read_timeout=1.5,
+                                     connect_timeout=1, capabilities={"chat": True, "chat_model": "fake-chat"})
+    RetrievalSettings.objects.filter(pk=1).update(default_chat_server=server)
+    return fake_ai
+
+
+@pytest.fixture
+def twenty_pairs_builtin(staff_user) -> dict[str, KnowledgeEntry]:
+    from retrieval.knowledge.calibrating import embedding_model_calibrate
+
+    pairs = {}
+    for category, rows in (("travel", TRAVEL), ("hr", HR)):
+        for question, answer in rows:
+            pairs[question] = _approved(staff_user, question, answer, category)
+    model = pairs[TRAVEL[0][0]].embeddings.get().model
+    assert model.name == "multilingual-e5-small-q4"
+    calibration = embedding_model_calibrate(model_id=model.pk).calibration
+    assert calibration["unrelated"]["cross_language_p1"] > calibration["direct_distance"]
+    return pairs
+
+
+def test_with_the_builtin_model_other_subjects_bring_no_pair_and_paraphrases_in_other_languages_do(
+        api, user, chat_only, twenty_pairs_builtin):
+    indexed(user, DOCUMENT, "fire-safety.txt")
+    for question in OTHER_SUBJECTS:
+        chat_only.script_chat("[S1]")
+        answer = _ask(api, question)
+        prompt = _prompt(chat_only)
+        assert "approved Q&A" not in prompt, question
+        assert not [s for s in answer.metadata["context_sources"] if s["source_type"] == "qa"], question
+        assert all(pair.answer not in prompt for pair in twenty_pairs_builtin.values()), question
+    for question, paraphrased in PARAPHRASES:
+        chat_only.script_chat("[S1]")
+        answer = _ask(api, question)
+        pair = twenty_pairs_builtin[paraphrased]
+        assert pair.pk in [s["qa_id"] for s in answer.metadata["context_sources"] if s["source_type"] == "qa"], question
+        assert pair.answer in _prompt(chat_only), question
+        tier = answer.metadata["retrieval"]["tiers"][0]
+        assert tier["kept"] <= 2
+
+    # The model down: the extractive answer quotes by the same rule.
+    RetrievalSettings.objects.filter(pk=1).update(default_chat_server=None)
+    other = _ask(api, OTHER_SUBJECTS[1])
+    assert other.metadata["mode"] == "extractive"
+    assert all(pair.answer not in other.content for pair in twenty_pairs_builtin.values())
+    assert not [s for s in other.metadata["context_sources"] if s["source_type"] == "qa"]
+    question, paraphrased = PARAPHRASES[1]
+    asked = _ask(api, question)
+    assert asked.metadata["mode"] == "extractive" and twenty_pairs_builtin[paraphrased].answer in asked.content

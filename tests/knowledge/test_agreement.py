@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.knowledge.agreement import Vocabulary, direct_decision, is_negated, numbers_in, stems
+from retrieval.knowledge.agreement import (AdmissionBounds, Vocabulary, admission, direct_decision, function_stems,
+                                           is_negated, numbers_in, stems)
 
 PAIRS = [
     "Kolik je stravné při služební cestě trvající 5 až 12 hodin?",
@@ -91,3 +92,42 @@ def test_too_far_and_across_languages_are_never_direct():
     assert _decide(PAIRS[2], PAIRS[2], bound=0).reason == "no_bound"
     decision = _decide("Сколько дней отпуска при полной ставке?", PAIRS[2], "ru", "cs")
     assert not decision.direct and decision.reason == "cross_language"
+
+
+# Admission of a pair within tier 1's bound into a question's context (agreement.admission): each kind of
+# evidence weighed against how close unrelated questions come (the calibration's 1st percentiles).
+LIMITS = AdmissionBounds(direct=0.08, one_word=0.17, cross_language=0.18)
+FUNCTION = function_stems(["jak", "kolik", "mám", "můžu", "how", "many", "the", "for"])
+
+
+def _admit(question, pair, distance, same_language=True, answer="", bounds=LIMITS):
+    return admission(question=question, pair_text=f"{pair} {answer}", distance=distance,
+                     same_language=same_language, bounds=bounds, function_words=FUNCTION)
+
+
+def test_a_pair_in_the_questions_language_needs_a_number_or_two_content_words_or_one_and_closeness():
+    pair = "Kolik dostanu za kilometr, když jedu na služební cestu vlastním autem?"
+    assert _admit("Jaká je sazba za kilometr vlastním autem?", pair, 0.15).reason == "shared_words"  # two words
+    assert _admit("Jaké stravné mám při cestě přes 18 hodin?", "Stravné nad 18 hodin?", 0.16).direct  # a number
+    assert _admit("Kolik je náhrada za každý kilometr?", pair, 0.16).direct  # one word, closer than unrelated ones
+    # One word ("služební") as far as two unrelated questions of one language come: another subject.
+    refused = _admit("Jak si rezervuju služební auto z vozového parku?", pair, 0.175)
+    assert (refused.direct, refused.reason, refused.detail["words"]) == (False, "one_shared_word_far", ["sluze"])
+    assert _admit("Můžu si vzít psa do kanceláře?", "Kolik dní dovolené mám?", 0.12).reason == "no_shared_word"
+    assert _admit("Můžu si vzít psa do kanceláře?", "Kolik dní dovolené mám?", 0.07).reason == "close"
+    # The answer's words count too; function words never do.
+    assert _admit("Kolik je stravné v Německu?", "Kolik dostanu na cestě do Berlína?", 0.16,
+                  answer="V Německu je stravné 45 EUR.").direct
+    assert not _admit("How many fire drills in the autumn?", "How many days of leave?", 0.12).direct
+
+
+def test_a_pair_in_another_language_is_admitted_by_its_distance_alone():
+    question, pair = "How much is the meal allowance for a trip over 18 hours?", "Jaké stravné dostanu nad 18 hodin?"
+    assert _admit(question, pair, 0.17, same_language=False).reason == "cross_language_close"
+    far = _admit(question, pair, 0.19, same_language=False)  # shares "18", yet as far as unrelated questions
+    assert (far.direct, far.reason, far.detail["bound"]) == (False, "cross_language_far", 0.18)
+    # Not calibrated: the direct-answer distance; one shared word suffices within the bound.
+    uncalibrated = AdmissionBounds(direct=0.08)
+    assert not _admit(question, pair, 0.17, same_language=False, bounds=uncalibrated).direct
+    assert _admit(question, pair, 0.07, same_language=False, bounds=uncalibrated).direct
+    assert _admit("Jak si rezervuju služební auto?", "Služební notebook ztracen?", 0.2, bounds=uncalibrated).direct

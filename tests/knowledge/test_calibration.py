@@ -124,8 +124,9 @@ def test_the_right_pair_in_another_language_is_not_pushed_out_by_pairs_in_the_us
         user, staff_user, fake_embedder):
     """Ranked by distance alone, pairs that merely share the user's language come first; ranked by distance
     less the model's calibrated language shift, the pair in another language that answers the question is
-    ranked within the bound (issue #30: cross-language reach). The meaning test then admits at most two pairs, those
-    sharing a content word or a number with the question (a pair in another language shares none here)."""
+    ranked within the bound (issue #30: cross-language reach). The meaning test then admits at most two pairs: a
+    pair in another language shares no words with the question, so its distance decides alone, against how close
+    unrelated questions of two languages come (the calibration's cross-language 1st percentile)."""
     ids = {}
     for question in ENGLISH_PAIRS + [CZECH_PAIR]:
         entry = KnowledgeEntry.objects.create(question=question, answer="See the rules.")
@@ -149,7 +150,8 @@ def test_the_right_pair_in_another_language_is_not_pushed_out_by_pairs_in_the_us
     pairs = [s for s in result.segments if s["source_type"] == "qa"]
     assert result.trace["bounds"]["qa_language_shift"] == shift
     refused = result.trace["tiers"][0]["refused"]
-    assert refused[0]["qa_id"] == ids[CZECH_PAIR] and refused[0]["reason"] == "no_shared_word"
+    # Not calibrated for two languages' closeness: a pair in another language needs the direct-answer distance.
+    assert refused[0]["qa_id"] == ids[CZECH_PAIR] and refused[0]["reason"] == "cross_language_far"
     # Ranked by its distance less the cross-language shift it is within the bound (without the shift it was not).
     assert refused[0]["ranked_distance"] < 0.7
     assert len(pairs) <= 2 and [s["ranked_distance"] for s in pairs] == sorted(s["ranked_distance"] for s in pairs)
@@ -161,3 +163,16 @@ def test_the_right_pair_in_another_language_is_not_pushed_out_by_pairs_in_the_us
                                        vocabulary=Vocabulary.of(ENGLISH_PAIRS + [CZECH_PAIR]))
     assert top is not None and top["distance"] == min(s["distance"] for s in pairs)
     assert top["qa_id"] != ids[CZECH_PAIR] and decision is not None and decision.reason == "too_far"
+
+    # Calibrated: the Czech pair is closer than unrelated questions of two languages come (here, by a loose
+    # percentile), so it is admitted by its distance alone; farther than that, it is not. (With this shift it
+    # ranks first.)
+    czech_distance = refused[0]["ranked_distance"] + shift["cross"]
+    shift = {"same": -0.3, "cross": 0.6}
+    for p1, admitted in ((czech_distance + 0.01, True), (czech_distance - 0.01, False)):
+        EmbeddingModel.objects.filter(pk=model.pk).update(calibration={
+            **calibration, "qa_language_shift": shift, "unrelated": {"cross_language_p1": p1}})
+        result = retrieve(user, asked)
+        pairs = [s["qa_id"] for s in result.segments if s["source_type"] == "qa"]
+        assert (pairs[:1] == [ids[CZECH_PAIR]]) is admitted and len(pairs) <= 2, (p1, result.trace["tiers"][0])
+        assert result.trace["bounds"]["cross_language_p1"] == p1
