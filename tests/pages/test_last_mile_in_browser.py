@@ -212,3 +212,57 @@ def test_editing_an_earlier_question_branches_the_conversation_there(live_site, 
             assert errors == []
         finally:
             page.context.close()
+
+
+def _stored(user, name: str, mime_type: str, **fields) -> Document:
+    import hashlib
+
+    from django.core.files.base import ContentFile
+
+    data = f"{name} bytes".encode()
+    document = Document(owner=user, title=name.rsplit(".", 1)[0], original_filename=name, mime_type=mime_type,
+                        size=len(data), sha256=hashlib.sha256(data).hexdigest(), **fields)
+    document.file.save(name, ContentFile(data), save=True)
+    return document
+
+
+def test_indexing_reads_page_by_page_and_the_file_kinds_show_in_czech_and_english(live_site, user, browser, artifacts):
+    """A 117-page PDF being read says which page ("Čte se strana 13 z 117"); a bar that moves until the first
+    passages are embedded; a spreadsheet and a slide deck carry their own icons in the library and the viewer."""
+    import re
+
+    from django.utils import timezone
+    from playwright.sync_api import expect
+
+    report = _stored(user, "annual-report.pdf", "application/pdf", status="processing", pages_total=117,
+                     pages_done=12, heartbeat_at=timezone.now())
+    sheet = _stored(user, "budget.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                    status="indexed", chunk_count=3)
+    deck = _stored(user, "kickoff.pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+                   status="indexed", chunk_count=2)
+    words = {"cs": ("Čte se strana 13 z 117", "Zpřístupňuje se hledání…"),
+             "en": ("Reading page 13 of 117", "Making it searchable…")}
+    for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
+        Document.objects.filter(pk=report.pk).update(pages_done=12, chunks_total=0, chunks_embedded=0)
+        page = _page(browser, live_site.url, user, language, width, height)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            page.goto(f"{live_site.url}/library/")
+            row = page.locator(f"#doc-{report.pk}")
+            expect(row.locator(".badge")).to_have_text(words[language][0])
+            expect(row.locator("[role=progressbar]")).to_have_attribute("aria-valuenow", "10")
+            for document, kind in ((sheet, "XLS"), (deck, "PPT")):
+                expect(page.locator(f"#doc-{document.pk} .doc-icon")).to_have_text(kind)
+            page.screenshot(path=artifacts / f"last-mile-progress-{language}-{width}.png")
+            Document.objects.filter(pk=report.pk).update(pages_done=117, chunks_total=263, heartbeat_at=timezone.now())
+            expect(row.locator(".badge")).to_have_text(words[language][1])
+            expect(row.locator("[role=progressbar]")).to_have_class(re.compile(r"\bindeterminate\b"))
+            page.goto(f"{live_site.url}/documents/{sheet.pk}/")
+            icon = page.locator(".viewer-title .doc-icon")
+            expect(icon).to_have_text("XLS")
+            icon_box, title_box = icon.bounding_box(), page.locator(".viewer-title h1").bounding_box()
+            assert _inside(icon_box, width) and not _overlap(icon_box, title_box)
+            assert errors == []
+        finally:
+            page.context.close()

@@ -248,6 +248,10 @@
   if (document.readyState === "complete") highlight(true);
   else window.addEventListener("load", () => highlight(true));
 
+  // The file's kind as the library shows it (PDF, DOCX, XLS, PPT, MD, TXT), beside the title.
+  const kind = rag.fileKind(doc);
+  document.getElementById("viewer-title").prepend(el("div", { class: "doc-icon " + kind, "aria-hidden": "true" }, kind.toUpperCase()));
+
   // --- status: a document still being indexed updates itself -------------------------------
   const statusBox = document.getElementById("viewer-status");
   const hadText = !document.getElementById("no-text");
