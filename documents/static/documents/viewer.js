@@ -151,7 +151,7 @@
     bannerText.textContent = tr(gettext("Finding the cited passage on %(page)s…"), { page: pageName(number || 1) });
     let result;
     try {
-      result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false });
+      result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false, sentence });
     } catch (err) {
       if (mine === generation) pagesFailed();
       return;
