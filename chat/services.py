@@ -23,7 +23,7 @@ from chat.models import (
     MessageStatus,
 )
 from chat.selectors import conversation_get, message_get
-from chat.threads import parents, thread_path
+from chat.threads import parents, root_of, thread_path
 from chat.titles import title_from_question
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
@@ -285,9 +285,11 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
 
 
 def message_regenerate(*, conversation_id, message_id, user) -> Message:
-    """Write a new version of the conversation's last answer, kept beside the earlier ones: a new pending
-    answer to the same question (metadata.question_id), queued. Only a finished or failed answer of the
-    last question can be regenerated (a later question would have been asked after the older version)."""
+    """Write a new version of the answer at the end of a branch, kept beside the earlier ones: a new pending
+    answer to the same question (metadata.question_id), queued. Only an answer to a question no later
+    question followed can be regenerated (chat.threads: a later question would have been asked after the
+    older version); on a branch of an earlier version of an edited question too, where the new answer is
+    the chosen one, so the thread stays on that branch."""
     with transaction.atomic():
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
@@ -297,19 +299,24 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
         if message.role != MessageRole.ASSISTANT:
             raise ApplicationError(gettext("Only an answer can be regenerated, not a question."), code="not_an_answer")
         question_id = (message.metadata or {}).get("question_id")
-        later = Message.objects.filter(conversation=conversation, pk__gt=message.pk)
-        if (not question_id or later.filter(role=MessageRole.USER).exists()
-                or later.filter(role=MessageRole.ASSISTANT).exclude(metadata__question_id=question_id).exists()):
+        rows = list(Message.objects.filter(conversation=conversation).only("pk", "role", "metadata"))
+        links = parents(rows)
+        if not question_id or question_id not in links or question_id in links.values():
             raise Conflict(gettext("Only the answer to the last question can be regenerated."), code="not_last_answer")
+        asked = next(m for m in rows if m.pk == question_id)
+        turn = [m.pk for m in rows if m.role == MessageRole.USER and root_of(m) == root_of(asked)]
         if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
                                   status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
             raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
                            code="answer_in_progress")
         answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
+        for version in turn:  # the new version is the one shown…
+            _versions_unchoose(conversation.pk, version)
+        # …on its own branch: an earlier version of an edited question is shown only by a chosen answer.
+        keep = {"chosen": True} if question_id != max(turn) else {}
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
-                                        metadata={"question_id": question_id, "version_of": message.pk})
-        _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
+                                        metadata={"question_id": question_id, "version_of": message.pk, **keep})
         conversation.save(update_fields=["updated_at"])
         _enqueue_with(conversation.pk)
     logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})

@@ -180,6 +180,7 @@ def test_editing_an_earlier_question_branches_the_conversation_there(live_site, 
     second = Message.objects.create(conversation=conversation, role="user", content="How long may a ship stay?")
     second_answer = Message.objects.create(conversation=conversation, role="assistant", status="done",
                                            content="Three days.", metadata={"question_id": second.pk})
+    chat_server.script_chat("The port office.")  # the edited question's answer
     for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
         page = _page(browser, live_site.url, user, language, width, height)
         errors: list[str] = []
@@ -204,6 +205,28 @@ def test_editing_an_earlier_question_branches_the_conversation_there(live_site, 
             for shown in (first, first_answer, second, second_answer):
                 expect(page.locator(f"#msg-{shown.pk}")).to_be_visible()
             expect(page.locator(".msg-user", has_text="anchorages")).to_be_hidden()
+            # Regenerate is on the answer that ends the branch shown, and only there.
+            expect(page.locator(f"#msg-{second_answer.pk} .regen-btn")).to_be_visible()
+            expect(page.locator(f"#msg-{first_answer.pk} .regen-btn")).to_be_hidden()
+            if language == "en":  # regenerated on the earlier version's branch: the branch stays
+                from tests.processes import wait_for
+
+                wait_for(lambda: not Message.objects.filter(conversation=conversation,
+                                                            status__in=["pending", "streaming"]).exists(),
+                         timeout=60, what="the edited question's answer")  # one answer is written at a time
+                chat_server.script_chat("Three days, or five with the harbour master's leave.")
+                page.locator(f"#msg-{second_answer.pk} .regen-btn").click()
+                fresh = page.locator(".msg-assistant", has_text="five with the harbour master")
+                expect(fresh).to_be_visible(timeout=30_000)
+                expect(fresh.locator(".versions-count")).to_have_text("2/2")
+                expect(page.locator(f"#msg-{second_answer.pk}")).to_be_hidden()
+                expect(page.locator(f"#msg-{first.pk}")).to_be_visible()
+                expect(page.locator(".msg-user", has_text="anchorages")).to_be_hidden()
+                expect(fresh.locator(".regen-btn")).to_be_visible()
+                page.reload()  # the server keeps this branch too
+                expect(page.locator(".msg-assistant", has_text="five with the harbour master")).to_be_visible()
+                expect(page.locator(".msg-user", has_text="anchorages")).to_be_hidden()
+                page.screenshot(path=artifacts / f"last-mile-regenerate-branch-{language}-{width}.png")
             if language == "cs":
                 for _ in range(50):  # the choice is saved, so the next page (and a reload) shows this branch
                     if Message.objects.get(pk=first_answer.pk).metadata.get("chosen"):
