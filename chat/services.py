@@ -285,11 +285,9 @@ def message_stop(*, conversation_id, message_id, user) -> Message:
 
 
 def message_regenerate(*, conversation_id, message_id, user) -> Message:
-    """Write a new version of the answer at the end of a branch, kept beside the earlier ones: a new pending
-    answer to the same question (metadata.question_id), queued. Only an answer to a question no later
-    question followed can be regenerated (chat.threads: a later question would have been asked after the
-    older version); on a branch of an earlier version of an edited question too, where the new answer is
-    the chosen one, so the thread stays on that branch."""
+    """Write a new version of the conversation's last answer, kept beside the earlier ones: a new pending
+    answer to the same question (metadata.question_id), queued. Only a finished or failed answer of the
+    last question can be regenerated (a later question would have been asked after the older version)."""
     with transaction.atomic():
         conversation = Conversation.objects.visible_to(user).select_for_update().filter(pk=_int(conversation_id)).first()
         message = (Message.objects.owned(user, conversation_id=_int(conversation_id), message_id=_int(message_id))
@@ -299,6 +297,8 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
         if message.role != MessageRole.ASSISTANT:
             raise ApplicationError(gettext("Only an answer can be regenerated, not a question."), code="not_an_answer")
         question_id = (message.metadata or {}).get("question_id")
+        # The answer that ends a branch (chat.threads): no later question followed its question; on the
+        # branch of an earlier version of an edited question too (_branch_kept keeps the thread there).
         rows = list(Message.objects.filter(conversation=conversation).only("pk", "role", "metadata"))
         links = parents(rows)
         if not question_id or question_id not in links or question_id in links.values():
@@ -310,13 +310,11 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
             raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
                            code="answer_in_progress")
         answer_check(user=user)  # the month's tokens: QuotaExceeded (429)
-        for version in turn:  # the new version is the one shown…
-            _versions_unchoose(conversation.pk, version)
-        # …on its own branch: an earlier version of an edited question is shown only by a chosen answer.
-        keep = {"chosen": True} if question_id != max(turn) else {}
         answer = Message.objects.create(conversation=conversation, role=MessageRole.ASSISTANT,
                                         status=MessageStatus.PENDING,
-                                        metadata={"question_id": question_id, "version_of": message.pk, **keep})
+                                        metadata={"question_id": question_id, "version_of": message.pk})
+        _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
+        _branch_kept(conversation.pk, answer, turn)
         conversation.save(update_fields=["updated_at"])
         _enqueue_with(conversation.pk)
     logger.info("answer regenerated", extra={"conversation_id": conversation.pk, "message_id": answer.pk})
@@ -343,6 +341,17 @@ def answer_version_choose(*, conversation_id, message_id, user) -> Message:
         message.metadata = {**(message.metadata or {}), "chosen": True}
         message.save(update_fields=["metadata"])
     return message
+
+
+def _branch_kept(conversation_id: int, answer: Message, turn: list[int]) -> None:
+    """A regenerated answer is the one shown among every version of its turn (`turn`: the ids of its
+    question's versions); to an earlier version of an edited question it is chosen too, as only a chosen
+    answer shows an earlier version (chat.threads), so the thread stays on the branch it was asked on."""
+    for version in turn:
+        _versions_unchoose(conversation_id, version)
+    if answer.metadata["question_id"] != max(turn):
+        answer.metadata = {**answer.metadata, "chosen": True}
+        answer.save(update_fields=["metadata"])
 
 
 def _versions_unchoose(conversation_id: int, question_id: int) -> None:
