@@ -23,8 +23,9 @@ from chat.models import (
     MessageStatus,
 )
 from chat.selectors import conversation_get, message_get
-from chat.threads import parents, root_of, thread_path
+from chat.threads import parents, thread_path
 from chat.titles import title_from_question
+from chat.threads import root_of
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
