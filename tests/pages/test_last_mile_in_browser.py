@@ -3,6 +3,8 @@ in Czech and English at 1440×900 and 390×844: 👍/👎 inside the screen, toa
 curator managing his collection's documents from the library's "⋯" menu without a 403."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -23,6 +25,13 @@ CITATION = {**{k: SOURCE[k] for k in ("source_id", "source_type", "document_id",
             "chunk_id": None, "heading_path": [], "start_offset": 0, "end_offset": 40,
             "snippet_preview": "Chapter 2. Travel. Employees travel by train where they can.",
             "match_preview": SOURCE["preview"], "page_label": "iii"}
+
+
+PAIR = {**SOURCE, "source_id": "S2", "source_type": "qa", "document_name": "Approved answer", "document_version": None,
+        "chunk_index": None, "page_number": None, "qa_id": 7, "preview": "Ask HR before booking."}
+PAIR_CITATION = {**CITATION, "source_id": "S2", "source_type": "qa", "document_name": "Approved answer",
+                 "document_version": None, "chunk_index": None, "page_number": None, "qa_id": 7,
+                 "snippet_preview": "Ask HR before booking.", "match_preview": "", "page_label": None}
 
 
 def _page(browser, site_url: str, user, language: str, width: int, height: int):
@@ -51,9 +60,10 @@ def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user
     conversation = conversation_create(user=user)
     Message.objects.create(conversation=conversation, role="user", content="Meal allowance over 18 hours?")
     answer = Message.objects.create(
-        conversation=conversation, role="assistant", content="Trips over 18 hours get 353 CZK [S1].",
-        sources=[SOURCE], metadata={"mode": "documents", "citations": [CITATION], "sections": [
-            {"text": "Trips over 18 hours get 353 CZK [S1].", "source_ids": ["S1"], "citations": [CITATION]}]})
+        conversation=conversation, role="assistant", content="Trips over 18 hours get 353 CZK [S1]. Ask HR first [S2].",
+        sources=[SOURCE, PAIR], metadata={"mode": "documents", "citations": [CITATION, PAIR_CITATION], "sections": [
+            {"text": "Trips over 18 hours get 353 CZK [S1]. Ask HR first [S2].", "source_ids": ["S1", "S2"],
+             "citations": [CITATION, PAIR_CITATION]}]})
     for language in LANGUAGES:
         for width, height in SIZES:
             page = _page(browser, live_site.url, user, language, width, height)
@@ -78,6 +88,12 @@ def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user
                 expect(shown).to_contain_text("iii")
                 assert "Chapter 2" not in shown.inner_text()
                 page.keyboard.press("Escape")
+                # An approved pair is named in the reader's language (retrieval stores it in English for the model).
+                pair_name = {"cs": "Schválená odpověď", "en": "Approved answer"}[language]
+                expect(page.locator(f"#msg-{answer.pk} .cite").nth(1)).to_have_attribute(
+                    "aria-label", re.compile(f"^[^,]*{pair_name}"))
+                if language == "cs":
+                    assert "Approved answer" not in page.locator("main").inner_text()
                 # A toast (copying the answer says so) lies clear of the header and the conversation's title.
                 page.locator(f"#msg-{answer.pk} .copy-btn[data-format='markdown']").click()
                 toast = page.locator(".toast").last
@@ -252,8 +268,6 @@ def _stored(user, name: str, mime_type: str, **fields) -> Document:
 def test_indexing_reads_page_by_page_and_the_file_kinds_show_in_czech_and_english(live_site, user, browser, artifacts):
     """A 117-page PDF being read says which page ("Čte se strana 13 z 117"); a bar that moves until the first
     passages are embedded; a spreadsheet and a slide deck carry their own icons in the library and the viewer."""
-    import re
-
     from django.utils import timezone
     from playwright.sync_api import expect
 
