@@ -45,6 +45,12 @@ def _page(browser, site_url: str, user, language: str, width: int, height: int):
     return context.new_page()
 
 
+def _pdf_text(path) -> str:
+    from pypdf import PdfReader
+
+    return " ".join(" ".join((page.extract_text() or "").split()) for page in PdfReader(str(path)).pages)
+
+
 def _inside(box: dict, width: int) -> bool:
     return box["x"] >= 0 and box["x"] + box["width"] <= width
 
@@ -104,6 +110,14 @@ def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user
                         if shown.is_visible():
                             assert not _overlap(toast_box, shown.bounding_box()), (language, width, selector)
                 assert _inside(toast_box, width)
+                if width == 1440:  # the exported PDF numbers the citations as the page does, in the reader's language
+                    shown_numbers = page.locator(f"#msg-{answer.pk} .cite").all_inner_texts()
+                    with page.expect_download() as download:
+                        page.locator("#export-pdf-btn").click()
+                    text = _pdf_text(download.value.path())
+                    assert [n.strip("[]") for n in shown_numbers] == ["1", "2"], shown_numbers
+                    assert "353 CZK [1]" in text and "first [2]" in text and "[S1]" not in text, text
+                    assert {"cs": "schválená odpověď", "en": "an approved answer"}[language] in text, text
                 assert errors == []
             finally:
                 page.context.close()
