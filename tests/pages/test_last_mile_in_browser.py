@@ -279,20 +279,53 @@ def _stored(user, name: str, mime_type: str, **fields) -> Document:
     return document
 
 
-def test_indexing_reads_page_by_page_and_the_file_kinds_show_in_czech_and_english(live_site, user, browser, artifacts):
-    """A 117-page PDF being read says which page ("Čte se strana 13 z 117"); a bar that moves until the first
-    passages are embedded; a spreadsheet and a slide deck carry their own icons in the library and the viewer."""
+def _workbook() -> bytes:
+    import io
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Budget"
+    for row in (["Item", "Cost"], ["Train tickets", 1200], ["Hotel", 3400]):
+        sheet.append(row)
+    book.create_sheet("Cestovné").append(["Stravné", "353 Kč"])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def _deck() -> bytes:
+    import io
+
+    from pptx import Presentation
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Kickoff plan"
+    slide.placeholders[1].text = "Who does what in the first week."
+    out = io.BytesIO()
+    deck.save(out)
+    return out.getvalue()
+
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+
+def test_indexing_reads_page_by_page_and_documents_look_finished_in_czech_and_english(
+        live_site, user, browser, artifacts, fake_embedder):
+    """A 117-page PDF being read says which page ("Čte se strana 13 z 117"), with a bar that moves until the
+    first passages are embedded. A workbook and a slide deck uploaded on the library page: their own icons, the
+    deck's row takes its title from its first slide (no "Slide 1:") without a reload, and the viewer shows
+    the workbook's sheets by name with their tables laid out as tables."""
     from django.utils import timezone
     from playwright.sync_api import expect
 
     report = _stored(user, "annual-report.pdf", "application/pdf", status="processing", pages_total=117,
                      pages_done=12, heartbeat_at=timezone.now())
-    sheet = _stored(user, "budget.xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                    status="indexed", chunk_count=3)
-    deck = _stored(user, "kickoff.pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-                   status="indexed", chunk_count=2)
-    words = {"cs": ("Čte se strana 13 z 117", "Zpřístupňuje se hledání…"),
-             "en": ("Reading page 13 of 117", "Making it searchable…")}
+    words = {"cs": ("Čte se strana 13 z 117", "Zpřístupňuje se hledání…", "Připraveno", "List „Budget“", "2 listy"),
+             "en": ("Reading page 13 of 117", "Making it searchable…", "Ready", "Sheet “Budget”", "2 sheets")}
     for language, (width, height) in (("cs", (390, 844)), ("en", (1440, 900))):
         Document.objects.filter(pk=report.pk).update(pages_done=12, chunks_total=0, chunks_embedded=0)
         page = _page(browser, live_site.url, user, language, width, height)
@@ -303,17 +336,38 @@ def test_indexing_reads_page_by_page_and_the_file_kinds_show_in_czech_and_englis
             row = page.locator(f"#doc-{report.pk}")
             expect(row.locator(".badge")).to_have_text(words[language][0])
             expect(row.locator("[role=progressbar]")).to_have_attribute("aria-valuenow", "10")
-            for document, kind in ((sheet, "XLS"), (deck, "PPT")):
-                expect(page.locator(f"#doc-{document.pk} .doc-icon")).to_have_text(kind)
+            if language == "cs":  # uploaded once (the second time would be the same file)
+                page.locator("#file-input").set_input_files([
+                    {"name": "budget.xlsx", "mimeType": XLSX, "buffer": _workbook()},
+                    {"name": "kickoff.pptx", "mimeType": PPTX, "buffer": _deck()}])
+            deck_row = page.locator(".doc", has_text="kickoff.pptx")
+            expect(deck_row.locator(".badge")).to_have_text(words[language][2], timeout=90_000)
+            expect(deck_row.locator(".doc-title")).to_have_text("Kickoff plan")  # the first slide's title, no reload
+            expect(deck_row.locator(".doc-icon")).to_have_text("PPT")
+            sheet_row = page.locator(".doc", has_text="budget.xlsx")
+            expect(sheet_row.locator(".badge")).to_have_text(words[language][2], timeout=90_000)
+            expect(sheet_row.locator(".doc-icon")).to_have_text("XLS")
             page.screenshot(path=artifacts / f"last-mile-progress-{language}-{width}.png")
             Document.objects.filter(pk=report.pk).update(pages_done=117, chunks_total=263, heartbeat_at=timezone.now())
             expect(row.locator(".badge")).to_have_text(words[language][1])
             expect(row.locator("[role=progressbar]")).to_have_class(re.compile(r"\bindeterminate\b"))
-            page.goto(f"{live_site.url}/documents/{sheet.pk}/")
+            sheet_row.locator(".doc-title a").click()
             icon = page.locator(".viewer-title .doc-icon")
             expect(icon).to_have_text("XLS")
             icon_box, title_box = icon.bounding_box(), page.locator(".viewer-title h1").bounding_box()
             assert _inside(icon_box, width) and not _overlap(icon_box, title_box)
+            expect(page.locator("#page-1-label")).to_have_text(words[language][3])
+            expect(page.locator(".viewer-head .doc-meta")).to_contain_text(words[language][4])  # not "2 pages"
+            # The sheet's table in columns: a row's cells side by side, a column's cells one above the other.
+            sheet_page = page.locator('.doc-page[data-page="1"]')
+            expect(sheet_page.locator(".tcell").first).to_be_visible()
+            box = {text: sheet_page.locator(".tcell", has_text=re.compile(f"^{text}$")).first.bounding_box()
+                   for text in ("Item", "Cost", "Train tickets")}
+            assert abs(box["Item"]["y"] - box["Cost"]["y"]) < 2 and box["Cost"]["x"] > box["Item"]["x"], box
+            assert abs(box["Item"]["x"] - box["Train tickets"]["x"]) < 2 and box["Train tickets"]["y"] > box["Item"]["y"]
+            assert "|" not in sheet_page.inner_text()
+            assert "|" not in page.locator('.doc-page[data-page="2"]').inner_text()  # a sheet of one row too
+            page.screenshot(path=artifacts / f"last-mile-viewer-sheet-{language}-{width}.png")
             assert errors == []
         finally:
             page.context.close()
