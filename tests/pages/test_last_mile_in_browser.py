@@ -12,6 +12,7 @@ from chat.models import Message
 from chat.services import conversation_create
 from documents.models import Document
 from tests.knowledge.conftest import kb  # noqa: F401 - the fixture: a collection, its curator, a member
+from tests.pages.test_theme_in_browser import _serious_violations  # axe-core: serious and critical violations
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -87,6 +88,7 @@ def test_thumbs_inside_the_screen_and_toasts_clear_of_the_header(live_site, user
                     box = button.bounding_box()
                     assert box and _inside(box, width), (language, width, rating, box)
                 page.screenshot(path=artifacts / f"last-mile-actions-{language}-{width}.png")
+                assert _serious_violations(page) == [], (language, width)
                 # The citation's preview: the sentence the answer matched, with the passage's page label.
                 page.locator(f"#msg-{answer.pk} .cite").first.focus()
                 shown = page.locator("#preview")
@@ -142,6 +144,7 @@ def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_fr
             box = reindex.bounding_box()
             assert box and _inside(box, width)
             page.screenshot(path=artifacts / f"last-mile-curator-menu-{language}-{width}.png")
+            assert _serious_violations(page) == [], (language, width)
             with page.expect_response(lambda r: r.url.endswith(f"/api/documents/{kb.document.pk}/reindex/")) as sent:
                 reindex.click()
             assert sent.value.status == 202  # accepted: queued, no 403
@@ -231,6 +234,7 @@ def test_editing_an_earlier_question_branches_the_conversation_there(live_site, 
                 edited_question = Message.objects.get(conversation=conversation, content="Who assigns anchorages?")
                 assert edited_question.metadata["version_of"] == first.pk and edited_question.metadata["after"] is None
                 page.screenshot(path=artifacts / f"last-mile-branch-{language}-{width}.png")
+                assert _serious_violations(page) == [], (language, width)
                 edited.locator(".versions button").first.click()  # back to the first version: its branch returns
             for shown in (first, first_answer, second, second_answer):
                 expect(page.locator(f"#msg-{shown.pk}")).to_be_visible()
@@ -348,6 +352,7 @@ def test_indexing_reads_page_by_page_and_documents_look_finished_in_czech_and_en
             expect(sheet_row.locator(".badge")).to_have_text(words[language][2], timeout=90_000)
             expect(sheet_row.locator(".doc-icon")).to_have_text("XLS")
             page.screenshot(path=artifacts / f"last-mile-progress-{language}-{width}.png")
+            assert _serious_violations(page) == [], (language, width)
             Document.objects.filter(pk=report.pk).update(pages_done=117, chunks_total=263, heartbeat_at=timezone.now())
             expect(row.locator(".badge")).to_have_text(words[language][1])
             expect(row.locator("[role=progressbar]")).to_have_class(re.compile(r"\bindeterminate\b"))
@@ -368,6 +373,7 @@ def test_indexing_reads_page_by_page_and_documents_look_finished_in_czech_and_en
             assert "|" not in sheet_page.inner_text()
             assert "|" not in page.locator('.doc-page[data-page="2"]').inner_text()  # a sheet of one row too
             page.screenshot(path=artifacts / f"last-mile-viewer-sheet-{language}-{width}.png")
+            assert _serious_violations(page) == [], (language, width)
             assert errors == []
         finally:
             page.context.close()

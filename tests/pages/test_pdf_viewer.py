@@ -87,6 +87,9 @@ def _sentence_on_the_page(page, live_site, document, chunks, width: int, shot) -
     page.wait_for_function("""() => { const e = document.querySelector('.pdf-sheet.has-sentence .textLayer .highlight:not(.sentence)');
       return e && Number(getComputedStyle(e).backgroundColor.split(',')[3].replace(')', '')) <= 0.17; }""")
     page.screenshot(path=shot)
+    from tests.pages.test_theme_in_browser import _serious_violations
+
+    assert _serious_violations(page) == [], width
 
 
 def _mixed_pdf(tmp_path) -> bytes:
