@@ -377,3 +377,33 @@ def test_indexing_reads_page_by_page_and_documents_look_finished_in_czech_and_en
             assert errors == []
         finally:
             page.context.close()
+
+
+def test_conversations_are_titled_by_what_they_ask_about(live_site, user, browser, artifacts):
+    """Two questions that start alike ("Kolik je stravné při p…") give two titles that say what each is about,
+    at once, on the page and in the conversation list; in Czech on a desktop and in English on a phone."""
+    from playwright.sync_api import expect
+
+    asked = {"cs": [("Kolik je stravné při pracovní cestě delší než 18 hodin?", "Stravné při pracovní cestě delší než 18 hodin"),
+                    ("Kolik je stravné při pracovní cestě kratší než 5 hodin?", "Stravné při pracovní cestě kratší než 5 hodin")],
+             "en": [("What is the meal allowance?", "Meal allowance")]}
+    for language, (width, height) in (("cs", (1440, 900)), ("en", (390, 844))):
+        page = _page(browser, live_site.url, user, language, width, height)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        try:
+            for question, title in asked[language]:
+                page.goto(f"{live_site.url}/c/new/")
+                page.locator("#question").fill(question)
+                page.keyboard.press("Enter")
+                expect(page.locator("#chat-title")).to_have_text(title)
+                expect(page.locator(".msg-assistant").last).to_have_attribute(
+                    "data-status", re.compile("done|failed"), timeout=60_000)
+            if language == "cs":
+                page.goto(f"{live_site.url}/")
+                for _, title in asked[language]:
+                    expect(page.get_by_role("link", name=title)).to_be_visible()
+                page.screenshot(path=artifacts / f"last-mile-titles-{language}-{width}.png")
+            assert errors == []
+        finally:
+            page.context.close()
