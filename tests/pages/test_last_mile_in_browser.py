@@ -179,7 +179,16 @@ def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_fr
 
 
 def test_the_admin_index_and_the_qa_list_are_laid_out_in_czech_and_english(live_site, staff_user, browser, artifacts):
-    """The index's descriptions are readable (not a letter wide); the Q&A list's title is not under its buttons."""
+    """The index's descriptions are readable (not a letter wide); the Q&A list's title is not under its buttons;
+    a test set of approved pairs' own questions says plainly what it cannot measure."""
+    from playwright.sync_api import expect
+
+    from evaluation.models import KIND_APPROVED_PAIR, TestQuestion, TestSet
+
+    pairs = TestSet.objects.create(name="Pairs")
+    TestQuestion.objects.create(test_set=pairs, question="Wifi password for guests?", kind=KIND_APPROVED_PAIR,
+                                gold_qa_ids=[1])
+    note = {"cs": "měří jen to, zda se páry najdou", "en": "measures only whether pairs are found"}
     for language in LANGUAGES:
         for width, height in ((1280, 800), (1440, 900), (390, 844)):
             page = _page(browser, live_site.url, staff_user, language, width, height)
@@ -199,6 +208,12 @@ def test_the_admin_index_and_the_qa_list_are_laid_out_in_czech_and_english(live_
                 for tool in page.locator(".object-tools a").all():
                     if tool.is_visible():
                         assert not _overlap(title, tool.bounding_box()), (language, width, tool.inner_text())
+                if width != 1280:
+                    page.goto(f"{live_site.url}/admin/evaluation/testset/{pairs.pk}/change/")
+                    shown = page.locator("#ev-pairs-only")
+                    expect(shown).to_contain_text(note[language])
+                    assert _inside(shown.bounding_box(), width)
+                    page.screenshot(path=artifacts / f"last-mile-admin-pairs-note-{language}-{width}.png")
             finally:
                 page.context.close()
 
