@@ -157,6 +157,13 @@ def test_a_curator_reindexes_deactivates_and_deletes_his_collections_document_fr
                 expect(row.locator("[data-inactive]")).to_be_visible()
                 assert Document.objects.get(pk=kb.document.pk).is_active is False
             assert all(status < 400 for _, status in responses), responses
+            # His collection's usage in the report: no 403, the collection his rows are of.
+            report = page.goto(f"{live_site.url}/admin/usage/usageday/")
+            assert report.status == 200
+            expect(page.locator("select option", has_text=kb.collection.name)).to_have_count(1)
+            # On a phone the days table scrolls in its own box; the page keeps the screen's width.
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            page.screenshot(path=artifacts / f"last-mile-curator-usage-{language}-{width}.png", full_page=True)
         finally:
             page.context.close()
     # A reader of the collection gets no menu at all.
