@@ -270,6 +270,13 @@ def test_editing_an_earlier_question_branches_the_conversation_there(live_site, 
                 wait_for(lambda: not Message.objects.filter(conversation=conversation,
                                                             status__in=["pending", "streaming"]).exists(),
                          timeout=60, what="the edited question's answer")  # one answer is written at a time
+                # The keyboard's "copy the last answer as Markdown" copies the last answer shown, not the other branch's.
+                page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_site.url)
+                page.locator("h1").first.click()
+                page.keyboard.press("m")
+                expect(page.locator(".toast").last).to_be_visible()
+                assert page.evaluate("navigator.clipboard.readText()").startswith("Three days."), \
+                    page.evaluate("navigator.clipboard.readText()")
                 chat_server.script_chat("Three days, or five with the harbour master's leave.")
                 page.locator(f"#msg-{second_answer.pk} .regen-btn").click()
                 fresh = page.locator(".msg-assistant", has_text="five with the harbour master")
