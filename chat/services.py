@@ -25,6 +25,7 @@ from chat.models import (
 from chat.selectors import conversation_get, feedback_share_default, message_get
 from chat.threads import parents, thread_path
 from chat.titles import title_from_question
+from chat.threads import root_of
 from chat.serializers import message_data
 from chat.tasks import enqueue_answer
 from documents.models import Document
@@ -301,10 +302,14 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
         if message.role != MessageRole.ASSISTANT:
             raise ApplicationError(gettext("Only an answer can be regenerated, not a question."), code="not_an_answer")
         question_id = (message.metadata or {}).get("question_id")
-        later = Message.objects.filter(conversation=conversation, pk__gt=message.pk)
-        if (not question_id or later.filter(role=MessageRole.USER).exists()
-                or later.filter(role=MessageRole.ASSISTANT).exclude(metadata__question_id=question_id).exists()):
+        # The answer that ends a branch (chat.threads): no later question followed its question; on the
+        # branch of an earlier version of an edited question too (_branch_kept keeps the thread there).
+        rows = list(Message.objects.filter(conversation=conversation).only("pk", "role", "metadata"))
+        links = parents(rows)
+        if not question_id or question_id not in links or question_id in links.values():
             raise Conflict(gettext("Only the answer to the last question can be regenerated."), code="not_last_answer")
+        asked = next(m for m in rows if m.pk == question_id)
+        turn = [m.pk for m in rows if m.role == MessageRole.USER and root_of(m) == root_of(asked)]
         if Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT,
                                   status__in=[MessageStatus.PENDING, MessageStatus.STREAMING]).exists():
             raise Conflict(gettext("An answer is still being written; stop it or wait for it first."),
@@ -315,6 +320,7 @@ def message_regenerate(*, conversation_id, message_id, user) -> Message:
                                         status=MessageStatus.PENDING,
                                         metadata={"question_id": question_id, "version_of": message.pk})
         _versions_unchoose(conversation.pk, question_id)  # the new version is the one shown
+        _branch_kept(conversation.pk, answer, turn)
         conversation.save(update_fields=["updated_at"])
         question_recorded(user_id=user.pk, collection_id=conversation.collection_id,
                           origin=conversation.origin)  # counted as a question of the day
@@ -343,6 +349,17 @@ def answer_version_choose(*, conversation_id, message_id, user) -> Message:
         message.metadata = {**(message.metadata or {}), "chosen": True}
         message.save(update_fields=["metadata"])
     return message
+
+
+def _branch_kept(conversation_id: int, answer: Message, turn: list[int]) -> None:
+    """A regenerated answer is the one shown among every version of its turn (`turn`: the ids of its
+    question's versions); to an earlier version of an edited question it is chosen too, as only a chosen
+    answer shows an earlier version (chat.threads), so the thread stays on the branch it was asked on."""
+    for version in turn:
+        _versions_unchoose(conversation_id, version)
+    if answer.metadata["question_id"] != max(turn):
+        answer.metadata = {**answer.metadata, "chosen": True}
+        answer.save(update_fields=["metadata"])
 
 
 def _versions_unchoose(conversation_id: int, question_id: int) -> None:

@@ -63,7 +63,8 @@ class _Table:
 
 
 def _tables(text: str) -> list[_Table]:
-    """Runs of two or more "| a | b |" lines: each cell is laid out in its column's width, the pipes hidden."""
+    """Runs of two or more "| a | b |" lines, or one such line of two or more cells (a sheet of one row):
+    each cell is laid out in its column's width, the pipes hidden; the first row of two or more is the header."""
     tables: list[_Table] = []
     lines = list(TABLE_LINE_RE.finditer(text))
     run: list[re.Match] = []
@@ -71,7 +72,7 @@ def _tables(text: str) -> list[_Table]:
         if line is not None and run and text[run[-1].end():line.start()] == "\n":
             run.append(line)
             continue
-        if len(run) >= 2:
+        if len(run) >= 2 or (run and run[0].group().count("|") >= 3):
             pipes: set[int] = set()
             columns: dict[int, int] = {}
             cells: list[tuple[int, int]] = []  # (cell start, column)
@@ -82,7 +83,7 @@ def _tables(text: str) -> list[_Table]:
                     columns[column] = max(columns.get(column, 0), len(text[left + 1:right].strip()))
                     cells.append((left + 1, column))
             widths = {c: next((w for w in CELL_WIDTHS if w >= n), CELL_WIDTHS[-1]) for c, n in columns.items()}
-            tables.append(_Table(run[0].start(), run[-1].end(), run[0].end(), pipes,
+            tables.append(_Table(run[0].start(), run[-1].end(), run[0].end() if len(run) >= 2 else run[0].start(), pipes,
                                  {start: widths[column] for start, column in cells}))
         run = [line] if line is not None else []
     return tables

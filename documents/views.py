@@ -114,6 +114,8 @@ def document_view(request, document_id: int):
         "sections": sections,
         "toc": toc,
         "paged": any(s["number"] is not None for s in sections),
+        # What a "page" of this file is, for the count under its title: a workbook's sheets, a deck's slides.
+        "page_kind": {MIME_XLSX: "sheet", MIME_PPTX: "slide"}.get(shown.mime_type, "page"),
         # An earlier version's citation opens its kept text and, for a PDF, its kept file's pages.
         "show_pages": shown.mime_type == "application/pdf" and _original_stored(shown),
         # The pages and the Download button read the same file: the version the citation quoted.

@@ -159,12 +159,15 @@ class _Progress:
         self.document = document
         self.attempt = attempt
         self.last = 0.0
+        self.pending: dict = {}  # fields a throttled call left unwritten: they go with the next write
 
     def __call__(self, force: bool = False, **fields) -> None:
         progressed()
         now = time.monotonic()
         if not force and now - self.last < PROGRESS_INTERVAL:
+            self.pending.update(fields)
             return
+        fields, self.pending = {**self.pending, **fields}, {}
         self.last = now
         with shield.hold():
             updated = Document.objects.filter(
@@ -257,7 +260,9 @@ def _extract(document: Document, version: DocumentVersion | None, progress: _Pro
             progress(pages_done=done, pages_total=total)
 
         extraction = extract(path, mime_type, on_progress=on_pages, language=document.language,
-                             on_status=lambda note: progress(progress_note=note[:200],
+                             # Written at once: a note comes before a slow step (an OCR page takes seconds),
+                             # with the pages read so far, so the row is never a page behind during it.
+                             on_status=lambda note: progress(force=True, progress_note=note[:200],
                                                              progress_note_reason=stored_warning(note)))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)

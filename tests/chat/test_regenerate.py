@@ -147,3 +147,55 @@ def test_editing_an_earlier_question_branches_the_conversation_there(user, api, 
     client.force_login(user)
     text = client.get(f"/c/{conversation.pk}/export.md").content.decode()
     assert "How long may a ship stay?" in text and "And pilots?" not in text and "The port authority." not in text
+
+
+def test_the_answer_ending_either_branch_of_an_edited_question_can_be_regenerated_and_its_branch_stays(user, api):
+    from chat.threads import thread_path
+
+    conversation = conversation_create(user=user)
+    first_q, first_a = _answered(conversation, "Who assigns berths?", "The harbour master.")
+    second_q = Message.objects.create(conversation=conversation, role="user", content="How long may a ship stay?",
+                                      metadata={"after": first_q.pk})
+    second_a = Message.objects.create(conversation=conversation, role="assistant", content="Three days.",
+                                      metadata={"question_id": second_q.pk})
+    edited_q = Message.objects.create(conversation=conversation, role="user", content="Who assigns anchorages?",
+                                      metadata={"version_of": first_q.pk, "after": None})
+    edited_a = Message.objects.create(conversation=conversation, role="assistant", content="The port office.",
+                                      metadata={"question_id": edited_q.pk, "chosen": True})
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    # The reader went back to the first version's branch (its answer chosen): its last answer ends a branch.
+    assert api.post(f"{base}{first_a.pk}/choose/").status_code == 200
+    assert api.post(f"{base}{first_a.pk}/regenerate/").json()["code"] == "not_last_answer"  # a question followed it
+    response = api.post(f"{base}{second_a.pk}/regenerate/")
+    assert response.status_code == 202, response.content
+    fresh = Message.objects.get(pk=response.json()["id"])
+    assert fresh.metadata == {"question_id": second_q.pk, "version_of": second_a.pk}
+    rows = list(Message.objects.filter(conversation=conversation))
+    assert [m.pk for m in thread_path(rows)] == [first_q.pk, first_a.pk, second_q.pk, fresh.pk]  # the branch stays
+    Message.objects.filter(pk=fresh.pk).update(status="done")
+    # The edited version's branch: its answer ends it too; regenerated, that branch is the one shown.
+    again = api.post(f"{base}{edited_a.pk}/regenerate/")
+    assert again.status_code == 202, again.content
+    rows = list(Message.objects.filter(conversation=conversation))
+    assert [m.pk for m in thread_path(rows)] == [edited_q.pk, again.json()["id"]]
+    assert not Message.objects.filter(conversation=conversation, metadata__has_key="chosen").exists()
+
+
+def test_regenerating_on_an_earlier_versions_branch_chooses_the_new_answer(user, api):
+    """An earlier version of an edited question is shown only by a chosen answer: the new one is chosen."""
+    from chat.threads import thread_path
+
+    conversation = conversation_create(user=user)
+    first_q, first_a = _answered(conversation, "Who assigns berths?", "The harbour master.")
+    edited_q = Message.objects.create(conversation=conversation, role="user", content="Who assigns anchorages?",
+                                      metadata={"version_of": first_q.pk, "after": None})
+    Message.objects.create(conversation=conversation, role="assistant", content="The port office.",
+                           metadata={"question_id": edited_q.pk})
+    base = f"/api/conversations/{conversation.pk}/messages/"
+    assert api.post(f"{base}{first_a.pk}/choose/").status_code == 200
+    response = api.post(f"{base}{first_a.pk}/regenerate/")
+    assert response.status_code == 202, response.content
+    assert response.json()["metadata"]["chosen"] is True
+    rows = list(Message.objects.filter(conversation=conversation))
+    assert [m.pk for m in thread_path(rows)] == [first_q.pk, response.json()["id"]]
+    assert Message.objects.filter(conversation=conversation, metadata__has_key="chosen").count() == 1

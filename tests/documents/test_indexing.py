@@ -203,6 +203,23 @@ def test_a_job_past_the_total_limit_fails_clearly_without_blaming_the_file(user,
     _good_file_still_indexes(user)
 
 
+def test_a_page_count_held_back_by_the_throttle_goes_with_the_next_write(user):
+    """A page read just after a write is not written at once (at most one write every half second); the
+    OCR note before a slow page is written at once and carries it, so the row is not a page behind for
+    the seconds that page takes."""
+    from retrieval.indexing.pipeline import _Progress
+
+    document = upload_bytes(user, b"Pruning notes.", "notes.txt")
+    Document.objects.filter(pk=document.pk).update(status="processing", index_attempts=1)
+    progress = _Progress(document, 1)
+    progress(force=True, pages_total=40, pages_done=3)
+    progress(pages_done=4)  # within the interval: held back
+    assert Document.objects.get(pk=document.pk).pages_done == 3
+    progress(force=True, progress_note="OCR 1 of 2 pages")
+    row = Document.objects.get(pk=document.pk)
+    assert (row.pages_done, row.pages_total, row.progress_note) == (4, 40, "OCR 1 of 2 pages")
+
+
 def test_fixed_strategy_cuts_1000_characters_with_200_overlap_by_default(user, fake_embedder):
     RetrievalSettings.objects.filter(pk=1).update(chunking_strategy="fixed")  # sizes left at their defaults
     sentences = [f"Sentence {i} talks about raspberry canes, pruning and the harvest of week {i % 9}." for i in range(120)]

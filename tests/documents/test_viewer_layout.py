@@ -101,3 +101,6 @@ def test_a_table_is_laid_out_in_columns_with_its_pipes_hidden():
     # A lone line with pipes is prose, not a table.
     single, _ = layout_text("a | b | c |\n| one line |\nend", pages=[], chunks=[])
     assert "tcell" not in single[0]["html"]
+    # A row of two or more cells on its own (a sheet of one row) is a table without a header.
+    row, _ = layout_text("Cestovné\n\n| Stravné | 353 Kč |", pages=[], chunks=[])
+    assert '<span class="tcell tw-10">Stravné</span>' in row[0]["html"] and " th" not in row[0]["html"]

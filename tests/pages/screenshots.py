@@ -114,7 +114,7 @@ def test_screenshots(live_site, chat_server, user, sample_data, tmp_path, browse
     wait_for(lambda: Document.objects.filter(original_filename=report.name, chunks_embedded__gte=40).exists(),
              timeout=90, what="report progress")
     expect(page.locator(".doc", has_text="annual-report-2025").locator(".badge")).to_contain_text(
-        re.compile(r"Reading pages|Making it searchable"))
+        re.compile(r"Reading page|Making it searchable"))
     page.wait_for_timeout(1600)
     _shots(page, "library-desktop.png", full=True)
 

@@ -103,7 +103,7 @@ def test_upload_index_attach_ask_stream_and_open_the_cited_passage(
         assert page.evaluate("window.__sameDocument") is True
         badges = page.evaluate("window.__badges")
         assert badges[0] in ("Uploaded — waiting to index", "Reading the document…") or re.match(
-            r"(Reading pages \d+/4|Making it searchable \d+ %)", badges[0]), badges
+            r"(Reading page \d of 4|Cutting the text into passages…|Making it searchable( \d+ %|…))", badges[0]), badges
         assert badges[-1] == "Ready", badges
         document = Document.objects.get(owner=user, original_filename="pdflatex-4-pages.pdf")
         assert document.status == "indexed"

@@ -39,8 +39,8 @@ DROP = """async ({name, data}) => {
     target.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: transfer}));
   }
 }"""
-CZECH_PROGRESS = re.compile(r"^(Nahráno — čeká na indexování|Čte se dokument…|Čtou se strany \d+/4|"
-                            r"Zpřístupňuje se hledání \d+ %|Připraveno)$")
+CZECH_PROGRESS = re.compile(r"^(Nahráno — čeká na indexování|Čte se dokument…|Čte se strana \d z 4|Text se dělí na pasáže…|"
+                            r"Zpřístupňuje se hledání( \d+ %|…)|Připraveno)$")
 
 
 def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, browser):

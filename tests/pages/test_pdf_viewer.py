@@ -55,6 +55,43 @@ def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKC", text).lower() if c.isalnum())
 
 
+SENTENCE = "Never stand on the top two rungs, and keep three points of contact while climbing."
+
+
+def _sentence_on_the_page(page, live_site, document, chunks, width: int, shot) -> None:
+    from urllib.parse import quote
+
+    from playwright.sync_api import expect
+
+    chunk = next(c for c in chunks if _fold(SENTENCE) in _fold(c.content))
+    page.goto("about:blank")
+    page.goto(f"{live_site.url}/documents/{document.pk}/?sentence={quote(SENTENCE)}#chunk-{chunk.chunk_index}")
+    sheet = page.locator('.pdf-page[data-page="1"] .pdf-sheet')
+    expect(sheet.locator(".sentence-band").first).to_be_visible()
+    marked = sheet.locator(".textLayer .highlight.sentence").all_text_contents()
+    assert _fold("".join(marked)) == _fold(SENTENCE), marked
+    assert _fold(SENTENCE) != _fold(chunk.content)  # the passage holds more than the sentence
+    geometry = sheet.evaluate("""(sheet) => {
+      const box = (e) => { const r = e.getBoundingClientRect(); return {l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+      return {bands: [...sheet.querySelectorAll('.sentence-band')].map(box),
+              words: [...sheet.querySelectorAll('.textLayer .highlight.sentence')].flatMap((e) => [...e.getClientRects()])
+                       .filter((r) => r.width > 0).map((r) => ({l: r.left, r: r.right, t: r.top, b: r.bottom})),
+              width: innerWidth};
+    }""")
+    assert len(geometry["bands"]) == 2, geometry["bands"]  # the sentence's two lines, one band each
+    for word in geometry["words"]:  # every marked letter lies inside a band
+        assert any(b["l"] <= word["l"] + 1 and word["r"] <= b["r"] + 1 and b["t"] <= word["t"] + 1
+                   and word["b"] <= b["b"] + 1 for b in geometry["bands"]), (word, geometry["bands"])
+    assert all(b["l"] >= 0 and b["r"] <= width for b in geometry["bands"])
+    # The rest of the passage, lighter than a passage without a sentence (0.42), once its transition ends.
+    page.wait_for_function("""() => { const e = document.querySelector('.pdf-sheet.has-sentence .textLayer .highlight:not(.sentence)');
+      return e && Number(getComputedStyle(e).backgroundColor.split(',')[3].replace(')', '')) <= 0.17; }""")
+    page.screenshot(path=shot)
+    from tests.pages.test_theme_in_browser import _serious_violations
+
+    assert _serious_violations(page) == [], width
+
+
 def _mixed_pdf(tmp_path) -> bytes:
     """Two typeset pages (Helvetica, not embedded: PDF.js needs its standard fonts) and a scanned one."""
     from tests.scans import scanned_pdf
@@ -128,6 +165,22 @@ def test_every_cited_passage_is_highlighted_on_its_own_pdf_page(
             expected_before = text.text[page_starts[chunk.page_number]:chunk.start_offset]
             assert abs(len(_fold(before)) - len(_fold(expected_before))) <= 3, (before, expected_before)
         page.screenshot(path=artifacts / "pdf-viewer-passage.png")
+
+        # A citation's link names the sentence the answer matched: on the page it is one band per line
+        # (two lines, not a box per word), the rest of the passage lighter; in English and in Czech on a phone.
+        _sentence_on_the_page(page, live_site, document, chunks, 1280, artifacts / "pdf-viewer-sentence-en-1280.png")
+        czech = browser.new_context(viewport={"width": 390, "height": 844}, locale="cs-CZ",
+                                    extra_http_headers={"Accept-Language": "cs"})
+        czech.set_default_timeout(20_000)
+        try:
+            phone = czech.new_page()
+            phone.goto(f"{live_site.url}/accounts/login/")
+            phone.get_by_label("Uživatelské jméno").fill("alice")
+            phone.get_by_label("Heslo").fill("alice-pass-123")
+            phone.get_by_role("button", name="Přihlásit se").click()
+            _sentence_on_the_page(phone, live_site, document, chunks, 390, artifacts / "pdf-viewer-sentence-cs-390.png")
+        finally:
+            czech.close()
 
         # The scanned page has no text layer: the page is shown and the note says where the mark is.
         scanned = next(c for c in chunks if c.page_number == 3)

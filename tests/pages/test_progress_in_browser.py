@@ -1,8 +1,9 @@
 """In a real browser: indexing progress in plain words, on the library page and in the attach picker.
 
 One real ragsite; the document's progress fields are moved on by the test as a worker would (no
-task queued, so nothing else changes them): "Reading pages 12/117", then an estimate of the time
-left from the rate the page measured, "Making it searchable 40 %", "Ready" with the passage count
+task queued, so nothing else changes them): "Reading page 13 of 117" (twelve read), then an estimate
+of the time left from the rate the page measured, "Cutting the text into passages…", a moving bar
+(not a "0 %" that looks stuck) until the first passages are embedded, "Making it searchable 40 %", "Ready" with the passage count
 in the tooltip, and a toast saying so on any page (a failed one too, with its reason), plus a browser
 notification once the person turned them on in the user menu. On a 390×844 phone the attach picker
 keeps a long file name on whole lines.
@@ -67,13 +68,20 @@ def test_progress_speaks_plainly_with_time_left_and_ready(live_site, user, brows
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(f"{live_site.url}/library/")
         badge = page.locator(".doc", has_text="annual-report").locator(".badge")
-        expect(badge).to_have_text("Reading pages 12/117")
+        expect(badge).to_have_text("Reading page 13 of 117")
+        bar = page.locator(".doc", has_text="annual-report").locator("[role=progressbar]")
+        expect(bar).to_have_attribute("aria-valuenow", "10")
         page.wait_for_timeout(3500)
         Document.objects.filter(pk=report.pk).update(pages_done=60, heartbeat_at=timezone.now())
         # 48 pages in about 3.5 s (plus a poll): the remaining 57 take a few seconds more.
-        expect(badge).to_have_text(re.compile(r"^Reading pages 60/117 · about \d+ s left$"))
-        Document.objects.filter(pk=report.pk).update(pages_done=117, chunks_total=200, chunks_embedded=80,
-                                                     heartbeat_at=timezone.now())
+        expect(badge).to_have_text(re.compile(r"^Reading page 61 of 117 · about \d+ s left$"))
+        Document.objects.filter(pk=report.pk).update(pages_done=117, heartbeat_at=timezone.now())
+        expect(badge).to_have_text("Cutting the text into passages…")
+        Document.objects.filter(pk=report.pk).update(chunks_total=200, chunks_embedded=0, heartbeat_at=timezone.now())
+        expect(badge).to_have_text("Making it searchable…")
+        expect(bar).to_have_class(re.compile(r"\bindeterminate\b"))  # it moves while the first batch is embedded
+        expect(badge).to_have_attribute("title", "0 of 200 passages made searchable")
+        Document.objects.filter(pk=report.pk).update(chunks_embedded=80, heartbeat_at=timezone.now())
         expect(badge).to_have_text("Making it searchable 40 %")
         expect(badge).to_have_attribute("title", "80 of 200 passages made searchable")
         page.screenshot(path=artifacts / "progress-library.png")

@@ -57,7 +57,7 @@ def test_wait_for_the_document_then_the_question_is_asked_again(live_site, chat_
 
         wait.click()
         status = answer.get_by_role("status")
-        expect(status).to_contain_text(re.compile(r"Crane_Manual\.pdf: Reading pages 1/2"))
+        expect(status).to_contain_text(re.compile(r"Crane_Manual\.pdf: Reading page 2 of 2"))
         expect(wait).to_have_attribute("aria-disabled", "true")
         page.screenshot(path=artifacts / "waiting-for-document.png")
 

@@ -67,7 +67,8 @@ function typing(target) {
 }
 
 function lastAnswerButton(selector) {
-  const answers = thread.querySelectorAll(".msg-assistant");
+  // The last answer shown: another branch's answers (versions.js) are in the page but hidden.
+  const answers = thread.querySelectorAll(".msg-assistant:not([hidden])");
   const last = answers[answers.length - 1];
   return last ? last.querySelector(selector) : null;
 }

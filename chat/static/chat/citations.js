@@ -83,8 +83,15 @@ export function whereLabel(c) {
   return parts.join(" · ");
 }
 
+/** What a source is called: an approved Q&A pair in the reader's language (retrieval stores it in
+    English for the model), a document by its name. */
+export function sourceName(c) {
+  if (c.source_type === "qa" || (c.qa_id && !c.document_id)) return gettext("Approved answer");
+  return c.document_name || gettext("Source");
+}
+
 function marker(num, c, messageId) {
-  const name = c.document_name || (c.source_type === "qa" ? gettext("Approved answer") : gettext("Source"));
+  const name = sourceName(c);
   const where = whereLabel(c);
   const href = citeHref(c);
   return el(href ? "a" : "button", {

@@ -28,7 +28,7 @@ thread.addEventListener("click", async (e) => {
   try {
     const fresh = await api("POST", `/api/conversations/${convId}/messages/${button.dataset.message}/regenerate/`);
     upsert(fresh);
-    showLatest(fresh.metadata.question_id);
+    showLatest(fresh);
     toBottom();
     ensureLive();
   } catch (err) {

@@ -1,5 +1,5 @@
 /* The sources panel of an answer and the passage preview of a citation marker. */
-import { citationsOf, citeHref, labelChip, whereLabel } from "./citations.js";
+import { citationsOf, citeHref, labelChip, sourceName, whereLabel } from "./citations.js";
 import { renderMarkdown } from "./markdown.js";
 import { feedbackOf, messages, panel, panelList, panelTitle, preview, scroller, thread } from "./state.js";
 
@@ -31,7 +31,7 @@ function sourceItem(c, label, ranks, m = null) {
     el(href ? "a" : "div", { class: "source", href },
     el("div", { class: "source-top" },
       label ? el("span", { class: "source-num" }, label) : null,
-      el("span", { class: "source-name" }, c.document_name || gettext("Approved answer")),
+      el("span", { class: "source-name" }, sourceName(c)),
       similarity ? el("span", { class: "source-score", title: gettext("Its rank among the passages found for the question (1: the closest)") }, similarity) : null,
       c.expired ? el("span", { class: "source-outdated", title: gettext("The document's validity date has passed") },
         gettext("may be outdated")) : null,
@@ -95,7 +95,7 @@ function showPreview(target) {
   if (!c) return;
   const where = whereLabel(c);
   preview.replaceChildren(...[
-    el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${c.document_name || gettext("Approved answer")}`),
+    el("div", { class: "p-doc" }, `[${cites.numbers.get(target.dataset.tag)}] ${sourceName(c)}`),
     where ? el("div", { class: "p-where" }, where.charAt(0).toUpperCase() + where.slice(1)) : null,
     el("div", { class: "p-snippet md" }, renderMarkdown(c.snippet))].filter(Boolean));
   preview.hidden = false;

@@ -79,6 +79,7 @@ export function applyVersions() {
     byParent.get(parent).push(question);
   }
   const onPath = new Set();
+  let lastShown = null;
   let parent = null;
   while ((byParent.get(parent) || []).length) {
     const siblings = byParent.get(parent).map((id) => messages.get(id));
@@ -100,8 +101,12 @@ export function applyVersions() {
       });
     });
     if (shownAnswer.has(shown)) onPath.add(shownAnswer.get(shown));
+    lastShown = shownAnswer.get(shown) || null;
     parent = shown;
   }
+  // Regenerate is offered on the answer that ends the thread shown (the server allows no other: a later
+  // question was asked after the others), whichever branch that is.
+  for (const button of thread.querySelectorAll(".regen-btn")) button.hidden = Number(button.dataset.message) !== lastShown;
   for (const m of messages.values()) {
     const node = document.getElementById(`msg-${m.id}`);
     if (!node) continue;
@@ -144,16 +149,15 @@ async function remember(id, ids) {
   }
 }
 
-/** After a new version arrives, show it (the server forgot the earlier choice when it was asked for). */
-export function showLatest(question) {
+/** After a new version arrives, show it: the server forgot the turn's earlier choice when it was asked for
+    (and chose the new version itself when it answers an earlier version of an edited question). */
+export function showLatest(fresh) {
+  const question = fresh.metadata.question_id;
   chosen.delete(question);
-  for (const m of messages.values()) if (m.metadata && m.metadata.question_id === question) delete m.metadata.chosen;
+  const asked = messages.get(question);
+  const turn = new Set((asked && questionGroups().get(rootOf(asked))) || [question]);
+  for (const m of messages.values()) {
+    if (m.id !== fresh.id && m.metadata && turn.has(m.metadata.question_id)) delete m.metadata.chosen;
+  }
   applyVersions();
-}
-
-/** Whether `m` answers the conversation's last question (the newest message is one of its versions). */
-export function isLastAnswer(m) {
-  let last = null;
-  for (const other of messages.values()) if (!last || other.id > last.id) last = other;
-  return Boolean(m && last && last.role === "assistant" && (last.metadata || {}).question_id === (m.metadata || {}).question_id);
 }

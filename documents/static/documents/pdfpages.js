@@ -304,17 +304,17 @@
     function clear() {
       for (const h of highlights) {
         for (const [div, str] of h.restore) div.textContent = str;
+        for (const band of h.bands || []) band.remove();
+        const p = pages.get(h.page);
+        if (p) p.sheet.classList.remove("has-sentence");
       }
       highlights = [];
     }
 
-    /** Wrap the located characters of a drawn page's text items in `.highlight` spans: each run's own
-        characters only (an item holding several runs gets a span for each). */
-    function mark(n, p, found) {
-      const restore = [];
-      const spans = [];
-      const ranges = new Map(); // item -> [[a, b], ...] of its characters to mark
-      for (const run of found.runs || [found]) {
+    /** [item] -> [[a, b], ...]: the characters of each text item a located result covers. */
+    function itemRanges(p, found) {
+      const ranges = new Map();
+      for (const run of (found && (found.runs || [found])) || []) {
         for (let i = run.start.item; i <= run.end.item; i++) {
           const str = p.items[i];
           if (!p.divs[i] || !str) continue;
@@ -323,47 +323,106 @@
           if (a < b) ranges.set(i, [...(ranges.get(i) || []), [a, b]]);
         }
       }
+      return ranges;
+    }
+
+    /** One band per line over the cited sentence's spans, from its first letter to its last on that
+        line, in the page's own coordinates (a share of the sheet: it follows a resize): the sentence
+        reads as one continuous mark, not as a box per word or text item. */
+    function sentenceBands(p, spans) {
+      const sheet = p.sheet.getBoundingClientRect();
+      if (!sheet.width || !sheet.height) return [];
+      const lines = [];
+      for (const span of spans) {
+        for (const r of span.getClientRects()) {
+          if (!r.width || !r.height) continue;
+          const middle = (r.top + r.bottom) / 2;
+          const line = lines.find((l) => middle > l.top && middle < l.bottom);
+          if (line) {
+            line.left = Math.min(line.left, r.left); line.right = Math.max(line.right, r.right);
+            line.top = Math.min(line.top, r.top); line.bottom = Math.max(line.bottom, r.bottom);
+          } else lines.push({ left: r.left, right: r.right, top: r.top, bottom: r.bottom });
+        }
+      }
+      const pct = (v, size) => `${((v / size) * 100).toFixed(3)}%`;
+      return lines.map((l) => {
+        const band = rag.el("div", { class: "sentence-band", "aria-hidden": "true" });
+        band.style.left = pct(l.left - sheet.left - 2, sheet.width);
+        band.style.width = pct(l.right - l.left + 4, sheet.width);
+        band.style.top = pct(l.top - sheet.top - 1, sheet.height);
+        band.style.height = pct(l.bottom - l.top + 2, sheet.height);
+        p.sheet.insertBefore(band, p.textLayer);
+        return band;
+      });
+    }
+
+    /** Wrap the located characters of a drawn page's text items in `.highlight` spans: each run's own
+        characters only (an item holding several runs gets a span for each). `strong`, the cited sentence
+        located on the same page, is marked `.highlight.sentence` and under one band per line; the rest of
+        the passage stays lighter. */
+    function mark(n, p, found, strong) {
+      const restore = [];
+      const spans = [];
+      const strongSpans = [];
+      const ranges = itemRanges(p, found);
+      const sentence = itemRanges(p, strong);
+      for (const [i, parts] of sentence) ranges.set(i, [...(ranges.get(i) || []), ...parts]);
       for (const [i, parts] of ranges) {
         const div = p.divs[i];
         const str = p.items[i];
         restore.push([div, str]);
+        const inSentence = (k) => (sentence.get(i) || []).some(([a, b]) => k >= a && k < b);
         const children = [];
         let at = 0;
         for (const [a, b] of parts.sort((x, y) => x[0] - y[0])) {
           if (b <= at) continue;
           const from = Math.max(a, at);
           if (from > at) children.push(str.slice(at, from));
-          const span = rag.el("span", { class: "highlight", dataset: { page: String(n) } }, str.slice(from, b));
-          children.push(span);
-          spans.push(span);
+          // Split the marked characters where they enter or leave the sentence.
+          for (let k = from; k < b;) {
+            const strongHere = inSentence(k);
+            let end = k + 1;
+            while (end < b && inSentence(end) === strongHere) end++;
+            const span = rag.el("span", { class: strongHere ? "highlight sentence" : "highlight", dataset: { page: String(n) } }, str.slice(k, end));
+            children.push(span);
+            spans.push(span);
+            if (strongHere) strongSpans.push(span);
+            k = end;
+          }
           at = b;
         }
         children.push(str.slice(at));
         div.replaceChildren(...children);
       }
-      highlights.push({ page: n, restore, spans, partial: found.partial });
+      const bands = strongSpans.length ? sentenceBands(p, strongSpans) : [];
+      if (bands.length) p.sheet.classList.add("has-sentence");
+      highlights.push({ page: n, restore, spans: strongSpans.length ? strongSpans : spans, bands, partial: found.partial });
       return spans;
     }
 
     /** Show a passage: `parts` = [{page, text, where}] (its text on each page it covers, from the
         extracted text, and how far into that page's text it starts, 0..1). Resolves to {page, found, partial}: found is false when no page's text
         layer holds it (a scanned page has none), and then the page is shown without a mark. */
-    async function showPassage(parts, { scroll = true } = {}) {
+    async function showPassage(parts, { scroll = true, sentence = "" } = {}) {
       await load();
       clear();
       let first = null;
       let partial = false;
+      let sentenceFound = false;
       for (const part of parts) {
         const p = await render(part.page);
         const found = locate(part.text, p.items, part.where);
         if (!found) continue;
-        const spans = mark(part.page, p, found);
+        // The sentence the answer matched, on the page of the passage that holds it (nearest to the passage).
+        const strong = sentence && !sentenceFound ? locate(sentence, p.items, part.where) : null;
+        const spans = mark(part.page, p, found, strong);
+        sentenceFound = sentenceFound || Boolean(strong);
         if (spans.length && !first) first = spans[0];
         partial = partial || found.partial;
       }
       const page = parts.length ? parts[0].page : 1;
       if (scroll) reveal(scroll === "smooth" ? "smooth" : "auto", page);
-      return { page, found: Boolean(first), partial };
+      return { page, found: Boolean(first), partial, sentence: sentenceFound };
     }
 
     /** Scroll the first highlight (else the page) into the middle of the screen. */

@@ -151,7 +151,7 @@
     bannerText.textContent = tr(gettext("Finding the cited passage on %(page)s…"), { page: pageName(number || 1) });
     let result;
     try {
-      result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false });
+      result = await pagesView.showPassage(passageByPage(current), { scroll: scroll ? (scroll === "smooth" ? "smooth" : true) : false, sentence });
     } catch (err) {
       if (mine === generation) pagesFailed();
       return;
@@ -247,6 +247,10 @@
   // After layout (fonts, sticky header) so the passage ends up in the middle of the screen.
   if (document.readyState === "complete") highlight(true);
   else window.addEventListener("load", () => highlight(true));
+
+  // The file's kind as the library shows it (PDF, DOCX, XLS, PPT, MD, TXT), beside the title.
+  const kind = rag.fileKind(doc);
+  document.getElementById("viewer-title").prepend(el("div", { class: "doc-icon " + kind, "aria-hidden": "true" }, kind.toUpperCase()));
 
   // --- status: a document still being indexed updates itself -------------------------------
   const statusBox = document.getElementById("viewer-status");

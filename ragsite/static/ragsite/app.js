@@ -155,6 +155,10 @@
     if (mime.includes("spreadsheetml") || mime.includes("ms-excel") || mime.includes("opendocument.spreadsheet")
       || mime === "text/csv" || /\.(xlsx|xls|ods|csv)$/.test(name)) return "xls";
     if (mime.includes("presentationml") || mime.includes("ms-powerpoint") || /\.(pptx|ppt|odp)$/.test(name)) return "ppt";
+    if (mime === "application/vnd.oasis.opendocument.text" || name.endsWith(".odt")) return "odt";
+    if (mime === "application/epub+zip" || name.endsWith(".epub")) return "epub";
+    if (mime === "text/html" || /\.html?$/.test(name)) return "html";
+    if (mime === "message/rfc822" || name.endsWith(".eml")) return "eml";
     return "txt";
   }
 
@@ -188,7 +192,8 @@
   /**
    * What a document's status looks like to a person:
    * {label, kind: ok|warn|err|busy|idle, progress: 0..1|null (null = indeterminate), eta, title (tooltip), details[]}.
-   * Plain words: "Reading pages 12/117", "Making it searchable 40 %", "Ready"; chunk counts only in the tooltip.
+   * Plain words: "Reading page 12 of 117", "Cutting the text into passages…", "Making it searchable 40 %", "Ready";
+   * chunk counts only in the tooltip.
    */
   function docStatus(doc) {
     const reindexing = doc.status === "reindexing" || (doc.status === "processing" && doc.chunk_count > 0);
@@ -219,13 +224,22 @@
     let label = gettext("Reading the document…");
     let title = chunks;
     if (doc.chunks_total > 0) {
-      progress = Math.min(1, doc.chunks_embedded / doc.chunks_total);
-      label = tr(gettext("Making it searchable %(percent)s %"), { percent: Math.floor(progress * 100) });
       title = tr(gettext("%(done)s of %(total)s passages made searchable"), { done: doc.chunks_embedded.toLocaleString(), total: doc.chunks_total.toLocaleString() });
-      eta = timeLeft(doc, "embed", progress);
+      if (doc.chunks_embedded > 0) {
+        progress = Math.min(1, doc.chunks_embedded / doc.chunks_total);
+        label = tr(gettext("Making it searchable %(percent)s %"), { percent: Math.floor(progress * 100) });
+        eta = timeLeft(doc, "embed", progress);
+      } else {
+        // Until the first batch of passages comes back: a bar that moves, not a "0 %" that looks stuck.
+        label = gettext("Making it searchable…");
+        timeLeft(doc, "embed", 0);
+      }
+    } else if (doc.pages_total && doc.pages_done >= doc.pages_total) {
+      label = gettext("Cutting the text into passages…");  // every page read; the passages come next
     } else if (doc.pages_total) {
       progress = Math.min(1, doc.pages_done / doc.pages_total);
-      label = tr(gettext("Reading pages %(done)s/%(total)s"), { done: formatNumber(doc.pages_done), total: formatNumber(doc.pages_total) });
+      // The page being read now: page 1 as soon as the page count is known, then one more per page read.
+      label = tr(gettext("Reading page %(page)s of %(total)s"), { page: formatNumber(Math.min(doc.pages_done + 1, doc.pages_total)), total: formatNumber(doc.pages_total) });
       eta = timeLeft(doc, "read", progress);
     }
     if (doc.progress_note && !doc.chunks_total) label += ` (${doc.progress_note})`;  // "OCR 12 of 40 pages"
