@@ -1,5 +1,6 @@
 import os
 import secrets
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.utils.translation import gettext, gettext_lazy
@@ -7,10 +8,19 @@ from django.utils.translation import gettext, gettext_lazy
 from core.commands import BaseCommand
 
 
-def admin_ensure() -> str | None:
+@dataclass(frozen=True)
+class AdminNotice:
+    """What to tell the person starting ragsite about the first admin user; `generated`: the text holds
+    a generated password, shown this once (a warning to read, not an ordinary line)."""
+
+    text: str
+    generated: bool
+
+
+def admin_ensure() -> AdminNotice | None:
     """Create the first admin user when there is no superuser (ADMIN_USERNAME, default "admin";
-    ADMIN_PASSWORD, else a generated one). Returns what to tell the person starting ragsite (the
-    generated password, shown this once), or None when an admin existed already."""
+    ADMIN_PASSWORD, else a generated one). Returns what to tell the person starting ragsite, or None
+    when an admin existed already."""
     User = get_user_model()
     if User.objects.filter(is_superuser=True).exists():
         return None
@@ -21,12 +31,12 @@ def admin_ensure() -> str | None:
         password = secrets.token_urlsafe(12)
     User.objects.create_superuser(username=username, email="", password=password)
     if generated:
-        return "\n" + gettext(
+        return AdminNotice("\n" + gettext(
             "  Created the admin user — this password is shown only once:\n"
             "    user name: %(username)s\n    password:  %(password)s\n"
             "  (change it with `python manage.py changepassword %(username)s`)\n") % {"username": username,
-                                                                                  "password": password}
-    return gettext("Created the admin user %(username)r with ADMIN_PASSWORD.") % {"username": username}
+                                                                                  "password": password}, True)
+    return AdminNotice(gettext("Created the admin user %(username)r with ADMIN_PASSWORD.") % {"username": username}, False)
 
 
 class Command(BaseCommand):
@@ -34,7 +44,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         notice = admin_ensure()
-        if notice and notice.startswith("\n"):
-            self.stdout.write(self.style.WARNING(notice))
-        elif notice:
-            self.stdout.write(notice)
+        if notice is not None:
+            self.stdout.write(self.style.WARNING(notice.text) if notice.generated else notice.text)

@@ -252,8 +252,9 @@ class Command(BaseCommand):
                 self.stdout.write(gettext("Logs of the web server and the workers: %(path)s (warnings and errors "
                                           "are shown here too; CONSOLE_LOG_LEVEL=INFO shows every line).")
                                   % {"path": log_path})
-                if admin_notice:
-                    self.stdout.write(self.style.WARNING(admin_notice))
+                if admin_notice is not None:
+                    self.stdout.write(self.style.WARNING(admin_notice.text) if admin_notice.generated
+                                      else admin_notice.text)
                 self.stdout.write(self.style.SUCCESS(
                     gettext("ragsite is running at %(url)s (%(database)s; %(processes)s). Press Ctrl-C to stop.")
                     % {"url": f"http://{host}:{port}/", "database": database, "processes": processes}))
