@@ -50,7 +50,9 @@ server.stop()
 def chunk_texts(count: int) -> list[str]:
     """`count` texts of about 512 model tokens (2,000–2,400 characters of English sentences)."""
     sentences = prose_sentences(XQUAD_EN)
-    texts, current, i = [], [], 0
+    texts: list[str] = []
+    current: list[str] = []
+    i = 0
     while len(texts) < count:
         current.append(sentences[i % len(sentences)])
         i += 1
@@ -122,6 +124,7 @@ def main(argv=None) -> int:
     texts = chunk_texts(args.texts)
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(REPO)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
     try:
         url = server.stdout.readline().strip()
         log(f"test server at {url}; {len(texts)} texts of {min(map(len, texts))}-{max(map(len, texts))} characters")

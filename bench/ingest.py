@@ -91,7 +91,7 @@ def _progress_line(ids: list[int], done: set[int]) -> str:
     return f"{len(done)}/{len(ids)} indexed" + (f"; working on one: {parts[0]}" if parts else "")
 
 
-def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool, alone: bool = True) -> dict:
+def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool, with_alone: bool = True) -> dict:
     from django.contrib.auth import get_user_model
     from django.db.models import Sum
 
@@ -157,7 +157,7 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool,
     tokens = chunks.aggregate(n=Sum("token_count"))["n"] or 0
     pages = [d.pages_total for d in docs if d.pages_total is not None]
 
-    if not alone:  # a second engine on the same input: its indexing only
+    if not with_alone:  # a second engine on the same input: its indexing only
         return _indexing_only(name, results, ready, final, wall=wall, chunks=n_chunks, pages=pages,
                               contention=index_phase)
     log(f"[{name}] indexed {n_chunks} chunks in {wall:.1f} s; now the embedder alone on the same texts")
@@ -361,7 +361,7 @@ def main(argv=None) -> int:
                 key = name if engine in (None, engines[0]) else f"{name}:{engine}"
                 try:
                     report["results"][key] = runs[engine or "default"] = run_named(
-                        site, name, args, data_dir, alone=engine in (None, engines[0]))
+                        site, name, args, data_dir, with_alone=engine in (None, engines[0]))
                 except Exception as exc:  # report what ran; the other data set may still run
                     failed = True
                     log(f"[{key}] FAILED: {exc}")
@@ -400,7 +400,7 @@ def versions_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path, alone: bool = True) -> dict:
+def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path, with_alone: bool = True) -> dict:
     """Prepare the input files of data set `name` and run it."""
     if name == "xquad":
         articles = xquad_articles(args.squad)
@@ -412,7 +412,7 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
         log(f"[xquad] {len(files)} article(s) written")
-        result = run_dataset(site, "xquad", files, profile=args.profile, alone=alone)
+        result = run_dataset(site, "xquad", files, profile=args.profile, with_alone=with_alone)
     elif name == "ocr":
         from tests.scans import SAMPLES, scanned_pdf
 
@@ -422,15 +422,15 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
         scanned_pdf(path, [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)], "eng")
         log(f"[ocr] {args.ocr_pages}-page scanned PDF generated: {path.stat().st_size / 1e6:.1f} MB "
             f"({time.monotonic() - t0:.1f} s)")
-        result = run_dataset(site, "ocr", [path], profile=args.profile, alone=alone)
-        if alone:
+        result = run_dataset(site, "ocr", [path], profile=args.profile, with_alone=with_alone)
+        if with_alone:
             log(f"[ocr] {result['ocr_pages_per_s']} pages/s, Tesseract peak RSS {result['tesseract_peak_rss_mb']} MB")
     else:
         path = data_dir / f"generated-{args.pages}-pages.pdf"
         info = write_pdf(path, args.pages, args.squad or XQUAD_EN)
         log(f"[pdf] {args.pages}-page PDF generated: {info['bytes'] / 1e6:.1f} MB, {info['words']:,} words "
             f"({info['generate_s']} s)")
-        result = run_dataset(site, "pdf", [path], profile=args.profile, alone=alone)
+        result = run_dataset(site, "pdf", [path], profile=args.profile, with_alone=with_alone)
         result["words"] = info["words"]
     log(f"[{name}] {result['engine']}: efficiency {result.get('efficiency', '-')}, {result['chunks_per_s']} chunks/s, "
         f"{result['seconds_per_page']} s/page, worker peak RSS {result['worker_peak_rss_mb']} MB")
