@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the repository; a worktree of it in ../wt/NAME finds the same folder two levels up.
+SHARED_DATA = next((p for p in (REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data")
+                    if p.is_dir()), REPO.parent / "shared" / "data")
 XQUAD_EN = SHARED_DATA / "xquad" / "xquad.en.json"
 
 

