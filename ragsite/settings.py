@@ -316,7 +316,10 @@ SPECTACULAR_SETTINGS = {
 # REDIS_URL (redis://host:6379/0) carries the queue of both clusters and the live events, for
 # several machines; unset, PostgreSQL does both as on one machine.
 REDIS_URL = env_str("REDIS_URL")
-INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)  # seconds one indexing job may take
+# Seconds an indexing job may go without progress (a page read, a batch embedded) before it is stopped;
+# a job that keeps advancing runs on, up to INDEX_JOB_MAX_SECONDS in all (retrieval/indexing/time_limit.py).
+INDEX_TIME_LIMIT = env_int("INDEX_TIME_LIMIT", 1800)
+INDEX_JOB_MAX_SECONDS = env_int("INDEX_JOB_MAX_SECONDS", 6 * 3600)
 INDEX_MAX_ATTEMPTS = env_int("INDEX_MAX_ATTEMPTS", 3)
 # A document in `processing` whose heartbeat is older than this had its worker die: it is queued again.
 INDEX_LEASE_SECONDS = env_int("INDEX_LEASE_SECONDS", 600)
@@ -336,8 +339,9 @@ Q_CLUSTER = {
     "name": "ragsite",
     "orm": "default",
     "workers": env_int("WORKERS", 2),
-    "timeout": INDEX_TIME_LIMIT + 120,  # hard stop; the task enforces INDEX_TIME_LIMIT itself
-    "retry": INDEX_TIME_LIMIT + 300,  # must exceed timeout or a running task is delivered twice
+    # hard stop; the task enforces its limits itself (silence, and INDEX_JOB_MAX_SECONDS in all)
+    "timeout": max(INDEX_TIME_LIMIT, INDEX_JOB_MAX_SECONDS) + 120,
+    "retry": max(INDEX_TIME_LIMIT, INDEX_JOB_MAX_SECONDS) + 300,  # must exceed timeout or a running task is delivered twice
     "max_attempts": 3,
     "ack_failures": True,
     "catch_up": False,

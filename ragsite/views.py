@@ -12,8 +12,11 @@ from core.health import health_report
 @never_cache
 def healthz(request):
     """200 when the database, pgvector and a worker are up; 503 with the reasons otherwise."""
+    from retrieval.ai.server_check import builtin_engine_status
+
     healthy, report = health_report()
-    body = {"status": "ok" if healthy else "unavailable", **report}
+    # The built-in embedder's engine (ONNX Runtime or its fallback) is information, never a reason for 503.
+    body = {"status": "ok" if healthy else "unavailable", **report, "embedder": builtin_engine_status()}
     return JsonResponse(body, status=200 if healthy else 503)
 
 

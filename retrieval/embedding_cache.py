@@ -96,7 +96,9 @@ def embed_missing(client, texts: Sequence[str], batch_size: int, progress: Calla
     done = len(texts) - embedded
     if done:
         progress(force=True, chunks_embedded=done)
-    batch = max(1, batch_size)
+    # Progress after every batch the embedder really computes: the built-in one splits a larger
+    # request into its own batches (8), which at a few chunks per second are seconds apart.
+    batch = max(1, min(batch_size, getattr(client, "batch_size", batch_size) or batch_size))
     todo = list(missing.items())
     for start in range(0, len(todo), batch):
         part = todo[start:start + batch]

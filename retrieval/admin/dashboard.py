@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from documents.models import Document, DocumentStatus
 from core.health import health_report
+from retrieval.ai.server_check import builtin_engine_status
 from retrieval.models import ChunkEmbedding, EmbeddingCache, EmbeddingModel, EmbeddingState, KnowledgeEmbedding, KnowledgeEntry
 from retrieval.vectors import hnsw_indexes
 
@@ -116,7 +117,7 @@ def dashboard() -> dict:
     """Everything the dashboard shows, read in one go."""
     healthy, report = health_report()
     return {
-        "healthy": healthy, "health": report, "queue": queue_stats(), "documents": documents_by_status(),
+        "healthy": healthy, "health": report, "embedder": builtin_engine_status(), "queue": queue_stats(), "documents": documents_by_status(),
         "models": vectors_by_model(), "errors": list(recent_errors()), "throughput": ingest_throughput(),
         "knowledge": knowledge_states(), "reuse": embedding_reuse(),
     }

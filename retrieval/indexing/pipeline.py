@@ -43,7 +43,7 @@ from retrieval.indexing.failure import (RETRY_NOTE, Reschedule, Superseded, job_
 from retrieval.indexing.late_chunking import late_chunk_embed, late_unavailable_why
 from retrieval.indexing.lease import LeaseKeeper, beat_interval
 from retrieval.indexing.quotas import quota_check
-from retrieval.indexing.time_limit import IndexTimeout, shield, time_limit
+from retrieval.indexing.time_limit import IndexTimeout, progressed, shield, time_limit
 from retrieval.models import AiServer
 from retrieval.selectors import default_embedding_server, retrieval_settings_get
 from retrieval.telemetry import INDEX_JOBS
@@ -120,7 +120,7 @@ def _index_claimed(document: Document, attempt: int, strategy: str | None, resch
     try:
         # The newest waiting version of the document, else its current one (documents/versions.py).
         version = version_to_index(document=document)
-        with time_limit(settings.INDEX_TIME_LIMIT):
+        with time_limit(settings.INDEX_TIME_LIMIT, total=settings.INDEX_JOB_MAX_SECONDS):
             built = _build(document, strategy, version)
         commit_built(document, attempt, built, version, started=started)
     except (Exception, IndexTimeout) as exc:  # the worker must go on with the next job (retrieval.indexing.failure)
@@ -149,21 +149,20 @@ def _claim(document_id: int) -> Document | None:
 class _Progress:
     """Writes progress to the document row at most every PROGRESS_INTERVAL seconds (and renews the lease).
 
-    Also the cooperative half of the time limit: every page and every embedding batch passes
-    here, so the job stops even when the alarm's exception was swallowed (an exception raised
-    inside a finaliser or a library's blanket handler is lost).
+    Every page and every embedding batch passes here: each call is progress, which starts the
+    silence limit again (retrieval.indexing.time_limit), and the cooperative half of the limits, so
+    the job stops even when the alarm's exception was swallowed (an exception raised inside a
+    finaliser or a library's blanket handler is lost).
     """
 
-    def __init__(self, document: Document, attempt: int, deadline: float | None = None):
+    def __init__(self, document: Document, attempt: int):
         self.document = document
         self.attempt = attempt
-        self.deadline = deadline
         self.last = 0.0
 
     def __call__(self, force: bool = False, **fields) -> None:
+        progressed()
         now = time.monotonic()
-        if self.deadline is not None and now > self.deadline:
-            raise IndexTimeout()
         if not force and now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
@@ -217,8 +216,7 @@ def _build(document: Document, strategy: str | None = None, version: DocumentVer
         server = default_embedding_server(rs)
     if server is None:
         raise ApplicationError(gettext("No embedding server is configured; add one in the admin."), code="no_embedding_server")
-    limit = settings.INDEX_TIME_LIMIT
-    progress = _Progress(document, document.index_attempts, time.monotonic() + limit if limit > 0 else None)
+    progress = _Progress(document, document.index_attempts)
     timings: dict = {}
     t0 = time.monotonic()
     extracted = _extract(document, version, progress)

