@@ -24,10 +24,16 @@ _PLACEHOLDER = re.compile(r"^(?:untitled|no title|title|document\d*|microsoft wo
                           re.I)
 
 
+# A "title" without a single letter is an identifier a tool filled in (a filing's accession number
+# "0001018724-18-000005", "2023-04-01_12"): it names no subject.
+_WORD = re.compile(r"[^\W\d_]")
+
+
 def clean_title(value: object) -> str:
-    """One line, at most 255 characters; "" for a placeholder ("Untitled", "report.docx")."""
+    """One line, at most 255 characters; "" for a placeholder ("Untitled", "report.docx") or an
+    identifier without a letter ("0001018724-18-000005")."""
     text = clean_field(value)
-    if len(text) < 2 or _PLACEHOLDER.match(text):
+    if len(text) < 2 or _PLACEHOLDER.match(text) or not _WORD.search(text):
         return ""
     return text[:MAX_TITLE]
 

@@ -13,7 +13,9 @@ OCR and table path. Per arm it reports:
   hit@1, hit@5, R@k (share of gold documents among the first k documents) and MRR@k;
 - evidence level: a chunk of a gold document that covers at least half of the evidence (located in
   the stored text, on the gold pages first), hit@1 / hit@5 / MRR@k — the "evidence chunk first" figure;
-- page level: a chunk of a gold document on one of the gold pages, hit@1 / hit@5 / MRR@k.
+- page level: a chunk of a gold document on one of the gold pages, hit@1 / hit@5 / MRR@k;
+- `first_decided_by`: which arm put each question's first passage first — `both` (it is in both arms'
+  lists), `vector` or `fts` (in one list only), `none` (nothing found) — over all questions.
 """
 from __future__ import annotations
 
@@ -183,10 +185,13 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
     results: dict = {}
     for arm_name, arm in arms.items():
         rows = []
+        decided: Counter = Counter()  # which arm put each question's first passage first
         started = time.perf_counter()
         for item in located:
-            segments = retrieve(user, item.question.question, scope, k=k, arms=arm,
-                                query_vectors=(query_vectors or {}).get(item.question.question)).segments
+            found = retrieve(user, item.question.question, scope, k=k, arms=arm,
+                             query_vectors=(query_vectors or {}).get(item.question.question))
+            segments = found.segments
+            decided[_decided_by(segments)] += 1
             documents: list[int] = []
             for s in segments:
                 document_id = s["document_id"]
@@ -222,6 +227,7 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
 
         result = summary(rows)
         result["ms_per_question"] = round(elapsed * 1000 / len(rows), 1) if rows else 0.0
+        result["first_decided_by"] = dict(decided)
         languages = Counter(r[0].question.lang for r in rows if r[0].question.lang)
         if len(languages) > 1:
             result["by_language"] = {lang: summary([r for r in rows if r[0].question.lang == lang])
@@ -233,6 +239,15 @@ def evaluate_gold(user, scope: Scope, located: list[Located], pages: dict[int, l
         results[arm_name] = result
         log(f"{arm_name}: {json.dumps({key: result[key] for key in ('document', 'evidence', 'evidence_whole', 'page')})}")
     return results
+
+
+def _decided_by(segments: list) -> str:
+    """Which arm's list the first document passage came from: "both", "vector", "fts" or "none"."""
+    first = next((s for s in segments if s.get("source_type") == "document"), None)
+    if first is None:
+        return "none"
+    vector, fts = first.get("vector_rank") is not None, first.get("fts_rank") is not None
+    return "both" if vector and fts else "vector" if vector else "fts" if fts else "none"
 
 
 def unlocated(located: list[Located]) -> list[str]:

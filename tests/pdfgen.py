@@ -125,3 +125,57 @@ def table_pdf(pages: list[tuple[list[str], list[list[str]], list[str]]], footer:
     lines += ["trailer", f"<< /Size {number} /Root 1 0 R >>", "startxref", str(xref_at), "%%EOF", ""]
     parts.append("\n".join(lines).encode())
     return b"".join(parts)
+
+
+def statement_pdf(title: list[str], header: list[str], rows: list[list[str]], after: list[str]) -> bytes:
+    """One page with a table drawn without rules, as company filings print their statements: every
+    cell its own text object at its column ("$" apart from its figure), no line on the page.
+
+    `header`: the column names above the figures (the first cell names the label column); `rows`: a label
+    and its figures, or a label alone (a section label)."""
+    ops: list[str] = []
+    y = 760
+
+    def text(x: float, y: float, value: str, size: int = 9) -> None:
+        ops.append(f"BT /F1 {size} Tf {x} {y} Td ({_escape(value)}) Tj ET")
+
+    for line in title:
+        text(50, y, line, 11)
+        y -= 16
+    y -= 8
+    columns = [300 + 90 * i for i in range(len(header) - 1)]
+    text(50, y, header[0])
+    for x, name in zip(columns, header[1:]):
+        text(x + 20, y, name)
+    y -= 16
+    for row in rows:
+        text(50 + (0 if len(row) > 1 else 0), y, row[0])
+        for x, cell in zip(columns, row[1:]):
+            if cell.startswith("$ "):
+                text(x, y, "$")
+                cell = cell[2:]
+            text(x + 20, y, cell)
+        y -= 14
+    y -= 10
+    for line in after:
+        text(50, y, line, 10)
+        y -= 14
+    stream = "\n".join(ops).encode("latin-1")
+    parts: list[bytes] = [b"%PDF-1.4\n"]
+    offsets: dict[int, int] = {}
+
+    def add(number: int, body: bytes) -> None:
+        offsets[number] = sum(len(p) for p in parts)
+        parts.append(f"{number} 0 obj\n".encode() + body + b"\nendobj\n")
+
+    add(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+    add(2, b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>")
+    add(3, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    add(4, f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+    add(5, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+           b"/Contents 4 0 R >>")
+    xref_at = sum(len(p) for p in parts)
+    lines = ["xref", "0 6", "0000000000 65535 f "] + [f"{offsets[n]:010d} 00000 n " for n in range(1, 6)]
+    lines += ["trailer", "<< /Size 6 /Root 1 0 R >>", "startxref", str(xref_at), "%%EOF", ""]
+    parts.append("\n".join(lines).encode())
+    return b"".join(parts)

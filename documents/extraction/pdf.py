@@ -12,6 +12,7 @@ from documents.extraction.errors import (CorruptFileError, EncryptedError, NoTex
                                          gettext_noop, phrase)
 from documents.extraction.ocr import OcrConfig
 from documents.extraction.page_labels import PrintedNumber, pdf_page_labels, printed_labels, printed_page_number
+from documents.extraction.pdf_layout_tables import find_tables, looks_tabular
 from documents.extraction.pdf_ocr import EDGE_LINES, PdfOcr, edge_key
 from documents.extraction.pdf_tables import PdfTables
 from documents.extraction.types import (
@@ -218,8 +219,11 @@ class PdfExtraction(Extraction):
         except Exception as exc:  # noqa: BLE001 - one broken page must not kill the document
             logger.info("PDF page %d unreadable: %s", index + 1, exc)
             return None
-        lines = normalise_page_text(raw)
-        # A line holding just this page's number (header/footer) is noise.
+        return self._without_page_number(normalise_page_text(raw), index)
+
+    @staticmethod
+    def _without_page_number(lines: list[str], index: int) -> list[str]:
+        """A first or last line holding just this page's number (header/footer) is noise: blanked."""
         number = str(index + 1)
         nonblank = [i for i, line in enumerate(lines) if line]
         for i in (nonblank[-1:] + nonblank[:1]) if len(nonblank) > 1 else []:
@@ -276,9 +280,11 @@ class PdfExtraction(Extraction):
             if ocr_page is not None and ocr_page.text:
                 lines, confidence = normalise_page_text(ocr_page.text), ocr_page.confidence
             self._printed.append(printed_page_number(lines or []))
-            tables: list[list[str]] = []
+            tables: list[tuple[list[str], str | None]] = []  # rows, and the header rows (None: none)
             if ocr_page is None and lines and ocr.has_grid(index):
                 lines = self._with_tables(index, lines, tables)
+            if ocr_page is None and lines and not tables and looks_tabular(lines):
+                lines = self._with_layout_tables(index, lines, tables)
             if ocr_page is None and lines:
                 lines = self._drop_running_lines(lines)
             if lines is None:
@@ -305,8 +311,8 @@ class PdfExtraction(Extraction):
                 if line.startswith(_TABLE_MARK):  # a table found by pdfplumber, in its place
                     yield from self._page_paragraphs(segment, page_number, segment_path, confidence)
                     segment = []
-                    rows = tables[int(line[len(_TABLE_MARK):])]
-                    yield Block("\n".join(rows), page_number, path, "table", table_header=rows[0])
+                    rows, header = tables[int(line[len(_TABLE_MARK):])]
+                    yield Block("\n".join(rows), page_number, path, "table", table_header=header)
                     continue
                 changes = starts.get(j)
                 if changes:
@@ -326,7 +332,7 @@ class PdfExtraction(Extraction):
             if self.on_progress is not None:
                 self.on_progress(page_number, total)
 
-    def _with_tables(self, index: int, lines: list[str], tables: list[list[str]]) -> list[str]:
+    def _with_tables(self, index: int, lines: list[str], tables: list[tuple[list[str], str | None]]) -> list[str]:
         """The page's lines from pdfplumber, each table replaced by a marker line (its rows go to
         ``tables``); pypdf's ``lines`` when pdfplumber finds no table."""
         regions = self._tables.regions(index)
@@ -336,10 +342,33 @@ class PdfExtraction(Extraction):
         for region in regions:
             if region.kind == "table":
                 out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
-                tables.append(region.rows or [])
+                tables.append((region.rows or [], region.header))
             else:
                 out.extend(normalise_page_text(region.text))
         return out
+
+    def _with_layout_tables(self, index: int, lines: list[str],
+                            tables: list[tuple[list[str], str | None]]) -> list[str]:
+        """The page's lines from pypdf's layout mode, each table without rules replaced by a marker line
+        (documents/extraction/pdf_layout_tables.py); pypdf's plain ``lines`` when it finds none."""
+        try:
+            raw = self._reader.pages[index].extract_text(extraction_mode="layout") or ""
+        except Exception as exc:  # noqa: BLE001 - the plain text is the fallback
+            logger.info("PDF page %d: no layout text: %s", index + 1, exc)
+            return lines
+        layout = clean_text(raw).split("\n")
+        found = find_tables(layout)
+        if not found:
+            return lines
+        out: list[str] = []
+        at = 0
+        for table in found:
+            out.extend(normalise_page_text("\n".join(layout[at:table.first])))
+            out.extend(["", f"{_TABLE_MARK}{len(tables)}", ""])
+            tables.append((table.rows, "\n".join(table.rows[:table.header_rows]) or None))
+            at = table.last + 1
+        out.extend(normalise_page_text("\n".join(layout[at:])))
+        return self._without_page_number(out, index)
 
     @staticmethod
     def _page_paragraphs(lines: list[str], page_number: int, path: tuple[str, ...],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from documents.extraction.pdf_layout_tables import is_figure_row, tidy_cells
 from documents.extraction.types import table_rows
 
 logger = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ class PageRegion:
     kind: str  # "text" | "table"
     text: str  # for "text": the region's raw text
     rows: list[str] | None = None  # for "table": "| a | b |" lines, the header first
+    header: str | None = None  # the header row; None when the first row is already figures
 
 
 class PdfTables:
@@ -65,21 +67,23 @@ def _regions(page) -> list[PageRegion] | None:
     found = [t for t in page.find_tables(table_settings=_SETTINGS) if t.bbox]
     tables = []
     for table in sorted(found, key=lambda t: t.bbox[1]):
-        rows = table_rows([[c or "" for c in row] for row in table.extract()])
+        cells = [tidy_cells([c or "" for c in row]) for row in table.extract()]
+        rows = table_rows(cells)
         # One row or one column is a box or a rule, not a table.
         if len(rows) >= 2 and max(len(r) for r in table.extract()) >= 2:
-            tables.append((table.bbox, rows))
+            first = next(c for c in cells if any(x.strip() for x in c))
+            tables.append((table.bbox, rows, None if is_figure_row(first) else rows[0]))
     if not tables:
         return None
     regions: list[PageRegion] = []
     top = 0.0
     width, height = float(page.width), float(page.height)
-    for (x0, t_top, x1, t_bottom), rows in tables:
+    for (x0, t_top, x1, t_bottom), rows, header in tables:
         if t_top > top:
             text = page.crop((0, top, width, t_top), strict=False).extract_text() or ""
             if text.strip():
                 regions.append(PageRegion("text", text))
-        regions.append(PageRegion("table", "", rows))
+        regions.append(PageRegion("table", "", rows, header))
         top = max(top, t_bottom)
     if top < height:
         text = page.crop((0, top, width, height), strict=False).extract_text() or ""

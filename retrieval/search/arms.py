@@ -4,6 +4,7 @@ Both run inside `scope.reader_transaction`, always with the owner / collection f
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -294,9 +295,30 @@ def fts_arm(*, plans: list[FtsPlan], owner_id: int, document_ids: list[int] | No
         return [(r[0], float(r[1])) for r in cursor.fetchall()]
 
 
-def fts_best_coverage(*, plans: list[FtsPlan], hits: list[tuple[int, float]]) -> float | None:
+COVERAGE_BY_RARITY = True  # weigh each lexeme by its rarity (held_share); False: every lexeme the same
+
+
+def held_share(lexemes, held, stats: LexemeStats | None) -> float:
+    """Share of the question's lexemes a passage holds, each weighed by its rarity: the log of the chunks
+    over its estimated chunks (inverse document frequency, PostgreSQL's own statistics). A passage that
+    holds a question's common words ("net", "income", "statement") but not the name it asks about
+    ("amazon") holds little of it. Without statistics every lexeme counts the same."""
+    wanted = set(lexemes)
+    if not wanted:
+        return 0.0
+    if stats is not None and COVERAGE_BY_RARITY:
+        weight = {lex: math.log(max(stats.rows, 2.0) / max(stats.estimate(lex), 1.0)) for lex in wanted}
+        total = sum(weight.values())
+        if total > 0:
+            return sum(w for lex, w in weight.items() if lex in held) / total
+    return sum(1 for lex in wanted if lex in held) / len(wanted)
+
+
+def fts_best_coverage(*, plans: list[FtsPlan], hits: list[tuple[int, float]],
+                      stats: LexemeStats | None = None) -> float | None:
     """Share of the question's lexemes (under the best hit's configuration) that the best full-text
-    hit holds; None without hits. The fusion rule's measure of a weak match (retrieval/search/fusion_rule.py)."""
+    hit holds, weighed by rarity with `stats` (held_share); None without hits. The fusion rule's measure
+    of a weak match (retrieval/search/fusion_rule.py)."""
     if not hits or not plans:
         return None
     with connection.cursor() as cursor:
@@ -308,5 +330,4 @@ def fts_best_coverage(*, plans: list[FtsPlan], hits: list[tuple[int, float]]) ->
     plan = next((p for p in plans if p.config == row[0]), None)
     if plan is None or not plan.lexemes:
         return None
-    held = set(row[1] or ())
-    return sum(1 for lex in set(plan.lexemes) if lex in held) / len(set(plan.lexemes))
+    return held_share(plan.lexemes, set(row[1] or ()), stats)

@@ -190,7 +190,7 @@ def _fts_arm(run: _Run, stats) -> float:
                                    ranking=rs.fts_ranking, scope=search.scope)
     run.lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
     info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
-    coverage = search_arms.fts_best_coverage(plans=plans, hits=fts_hits)
+    coverage = search_arms.fts_best_coverage(plans=plans, hits=fts_hits, stats=stats)
     info["fts_coverage"] = None if coverage is None else round(coverage, 4)
     info["fts_best_rank"] = round(fts_hits[0][1], 6) if fts_hits else None
     if run.spaces:  # with the vector arm to fall back on, a weak full-text match loses its weight

@@ -85,6 +85,10 @@ def test_clean_title_is_one_line_and_drops_placeholders():
     assert clean_title("x" * 300) == "x" * 255
     assert clean_title("Microsoft Word - draft.doc") == ""
     assert clean_title(None) == "" and clean_title(" ") == ""
+    # An identifier a tool put in the title field names no subject (a filing's accession number).
+    assert clean_title("0001018724-18-000005") == "" and clean_title("2023-04-01_12") == ""
+    assert clean_title("ADBE 10-K FY22") == "ADBE 10-K FY22" and clean_title("Zprávy 2024") == "Zprávy 2024"
+    assert clean_title("北京") == "北京"
 
 
 def test_a_slide_deck_takes_its_first_slides_title_text_without_the_slide_number(user, fake_embedder):

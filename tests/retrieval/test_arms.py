@@ -303,3 +303,15 @@ def test_an_outermost_reader_transaction_ends_its_role_and_user_with_its_commit(
         assert session() == ("ragsite_reader", str(other_user.pk))
     role, user_id = session()  # no RESET was sent: the COMMIT undid both
     assert role == app_role and user_id in ("", None)
+
+
+def test_a_passage_without_the_rare_word_asked_about_holds_little_of_the_question(monkeypatch):
+    """The weak-match rule's coverage weighs each word by its rarity: holding "year" and "citi" but not
+    the unlisted "brooklyn" is under half of the question, though it is two words of three."""
+    monkeypatch.setattr(arms, "COVERAGE_BY_RARITY", True)
+    words = ["brooklyn", "year", "citi"]
+    common = arms.held_share(words, {"year", "citi"}, STATS)
+    rare = arms.held_share(words, {"brooklyn"}, STATS)
+    assert common < 0.5 < rare and common + rare == pytest.approx(1.0)
+    assert arms.held_share(words, {"year", "citi"}, None) == pytest.approx(2 / 3)  # no statistics: words alike
+    assert arms.held_share([], {"year"}, STATS) == 0.0

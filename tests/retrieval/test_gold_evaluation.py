@@ -72,6 +72,7 @@ def test_eval_retrieval_reports_document_evidence_and_page_hits(fake_embedder, t
     assert fts["n"] == 2 and fts["document"]["hit@1"] == 1.0 and fts["document"]["recall@10"] == 1.0
     assert fts["evidence"] == {"n": 1, "hit@1": 1.0, "hit@5": 1.0, "mrr@10": 1.0}
     assert fts["page"]["n"] == 2 and fts["page"]["hit@1"] == 0.5  # q2's gold page 1 holds no quinces
+    assert fts["first_decided_by"] == {"fts": 2}  # the full-text arm alone put each first passage first
     assert result["_run"]["documents"]["manual.pdf"]["pages"] == 4
     assert result["_run"]["evidence_not_found"] == []
 

@@ -32,7 +32,7 @@ PDFS = DOCS / "pdf"
 DOCXS = DOCS / "docx"
 
 ALL_SAMPLES = sorted([*PDFS.glob("*.pdf"), *DOCXS.glob("*.docx")])
-assert len(ALL_SAMPLES) == 14, ALL_SAMPLES  # never an empty parametrisation that passes by collecting nothing
+assert len(ALL_SAMPLES) == 15, ALL_SAMPLES  # never an empty parametrisation that passes by collecting nothing
 
 ENCRYPTED_MESSAGE = "This PDF is encrypted; upload it without a password."
 

@@ -82,3 +82,63 @@ def test_docx_table_rows_are_pipe_rows_with_the_header_first(tmp_path):
     assert blocks[1].kind == "table"
     assert blocks[1].text == "| Office | Hours |\n| North | 8-16 |\n| South / annex | 9-17 |"
     assert blocks[1].table_header == "| Office | Hours |"
+
+
+# --- tables drawn without rules (financial statements) ------------------------------------------------
+
+STATEMENT = "tests/data/pdf/unruled-statement.pdf"  # tests/data/README.md: made by tests/pdfgen.statement_pdf
+
+
+def test_an_unruled_statement_keeps_each_figure_with_its_row_label_and_column_header():
+    blocks = list(extract(STATEMENT, MIME_PDF).blocks())
+    assert [b.kind for b in blocks] == ["paragraph", "table", "paragraph"]
+    table = blocks[1]
+    assert table.table_header == "| (In millions, except per share data) | 2023 | 2022 | 2021 |"
+    rows = table.text.split("\n")
+    assert rows[0] == table.table_header
+    assert "| Net revenue | $ 4,321 | $ 3,987 | $ 3,502 |" in rows  # the label, the figures, "$" with its figure
+    assert "| Cost of revenue | (2,106) | (1,954) | (1,760) |" in rows
+    assert "| Operating expenses |" in rows  # a section label stays a row of the table, in its place
+    assert rows.index("| Operating expenses |") < rows.index("| Research and development | (512) | (488) | (430) |")
+    assert blocks[0].text.startswith("Example Instruments Inc.") and "Consolidated Statements of Income" in blocks[0].text
+    assert blocks[2].text.startswith("The accompanying notes")
+
+
+def test_an_unruled_statement_split_over_chunks_repeats_its_header_row():
+    layout = build_layout(extract(STATEMENT, MIME_PDF).blocks())
+    chunks = [c for c in chunk_layout(layout, strategy="tokens", size=40, overlap=5) if c.metadata["kind"] == "table"]
+    assert len(chunks) >= 3
+    header = "| (In millions, except per share data) | 2023 | 2022 | 2021 |"
+    for chunk in chunks[1:]:
+        assert chunk.metadata["table_header"] == header
+        assert chunk.embed_text.split("\n")[-len(chunk.content.split("\n")) - 1] == header
+    net_income = next(c for c in chunks if "| Net income | $ 680 |" in c.content)
+    assert header in net_income.embed_text  # the figure, its row label and its column header in one text
+
+
+def test_figure_rows_in_layout_text_make_a_table_and_prose_does_not():
+    from documents.extraction.pdf_layout_tables import find_tables, looks_tabular
+
+    layout = ["Three Months Ended June 30,", "",
+              "(in millions)                        2023          2022",
+              "Net sales                  $        3,642    $     3,507",
+              "Cost of sales                      (2,980)        (2,862)",
+              "",
+              "Justified  prose  can  hold  double  spaces  and  end  in  a  figure  like  2022",
+              "and  a  second  line  ending  with  12.5 %"]
+    [table] = find_tables(layout)
+    assert table.rows == ["| (in millions) | 2023 | 2022 |", "| Net sales | $ 3,642 | $ 3,507 |",
+                          "| Cost of sales | (2,980) | (2,862) |"]
+    assert table.header_rows == 1 and (table.first, table.last) == (2, 4)
+    assert find_tables(layout[6:]) == []  # prose, however spaced, is no table
+    # The plain text that sends a page to layout mode: lines ending in (or being) figures.
+    assert looks_tabular(["Net income", "$", "5,363", "$", "4,869", "$", "5,058", "Depreciation", "1,488", "1,544",
+                          "1,474"])
+    assert not looks_tabular(["Revenue grew in 2023.", "It was 4,321 million.", "A paragraph of text."])
+
+
+def test_a_ruled_row_of_figures_loses_the_empty_cells_of_its_currency_column():
+    from documents.extraction.pdf_layout_tables import tidy_cells
+
+    assert tidy_cells(["Net sales", "", "$", "3,642", "", "$", "3,507"]) == ["Net sales", "$ 3,642", "$ 3,507"]
+    assert tidy_cells(["Item", "", "Budget 2026"]) == ["Item", "", "Budget 2026"]  # not figures: kept in place
