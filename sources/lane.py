@@ -28,7 +28,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from documents.models import Document, DocumentStatus
-from retrieval.indexing.pipeline import RETRY_NOTE
+from retrieval.indexing.failure import RETRY_NOTE
 from retrieval.tasks import indexing_handed_to
 from sources.models import SourceItem
 
