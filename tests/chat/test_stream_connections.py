@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import psycopg
 import pytest
@@ -28,15 +29,31 @@ STREAMS = 4  # opened after the first
 
 
 def _backends(params: dict) -> int:
-    """Client connections to the test database, other than the one asking."""
+    """Connections this test's process opened to the test database (by their application name), other
+    than the one asking: a worker or server of another test connecting meanwhile is not counted."""
     with psycopg.connect(**params, autocommit=True) as conn:
         return conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
-        ).fetchone()[0]
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = %s",
+            [params["application_name"]]).fetchone()[0]
 
 
-def test_waiting_streams_hold_no_database_connection(user):
+@pytest.fixture
+def tagged_connections():
+    """New connections of this process carry an application name of their own while the test runs."""
+    options = connection.settings_dict.setdefault("OPTIONS", {})
+    before = options.get("application_name")
+    options["application_name"] = f"stream-test-{uuid.uuid4().hex[:12]}"
+    connection.close()
+    yield options["application_name"]
+    if before is None:
+        options.pop("application_name", None)
+    else:
+        options["application_name"] = before
+    connection.close()
+
+
+def test_waiting_streams_hold_no_database_connection(user, tagged_connections):
     conversation = conversation_create(user=user, document_ids=[])
     _, answer = message_send(conversation_id=conversation.pk, user=user, content="Still there?", enqueue=False)
     token = token_create(user=user, name="test").key
