@@ -1,10 +1,12 @@
 """The main journey in Czech in a real browser (issue #33): a Czech browser signs in, drops a PDF on the
 library, watches its progress, asks in Czech, gets the answer with its citation and opens the viewer —
-every step in Czech. Screenshots go to docs/screenshots/cs-*.png (daphne, both clusters, PostgreSQL,
-chromium, the fake chat server)."""
+every step in Czech (daphne, both clusters, PostgreSQL, chromium, the fake chat server). Its screenshots
+go to the test's temporary folder; `UPDATE_SCREENSHOTS=1` writes them to docs/screenshots/cs-*.png
+instead (a test run leaves the repository as it found it)."""
 from __future__ import annotations
 
 import base64
+import os
 import re
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from documents.models import Document
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 QUESTION = "O čem vás informuje slepý text?"
 ANSWER = "Slepý text vás informuje o zvoleném písmu a o tom, jak jsou písmena napsána. [S1]"
 # Collects every distinct text of the library's badges as they change.
@@ -43,12 +45,17 @@ CZECH_PROGRESS = re.compile(r"^(Nahráno — čeká na indexování|Čte se doku
                             r"Zpřístupňuje se hledání( \d+ %|…)|Připraveno)$")
 
 
-def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, browser):
+@pytest.fixture
+def screenshots(tmp_path) -> Path:
+    return DOCS_SCREENSHOTS if os.environ.get("UPDATE_SCREENSHOTS") == "1" else tmp_path
+
+
+def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, browser, screenshots):
     from playwright.sync_api import expect
 
     chat_server.script_chat({"content": ANSWER, "piece_delay": 0.05})
     pdf = sample_data / "pdf" / "pdflatex-4-pages.pdf"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    screenshots.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="cs-CZ",
                                   extra_http_headers={"Accept-Language": "cs"})
     context.set_default_timeout(120_000)
@@ -74,7 +81,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
         assert badges and all(CZECH_PROGRESS.match(b) for b in badges), badges
         document = Document.objects.get(owner=user, original_filename=pdf.name)
         expect(row.locator(".badge")).to_have_attribute("title", re.compile(rf"^{document.chunk_count} zaindexovan"))
-        page.screenshot(path=SCREENSHOTS / "cs-library.png")
+        page.screenshot(path=screenshots / "cs-library.png")
 
         # Ask in Czech with the document attached; the answer streams in with its citation.
         page.get_by_role("link", name="Konverzace").click()
@@ -104,7 +111,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
         expect(panel.locator(".source").first).to_contain_text("z vašich dokumentů")
         expect(panel.get_by_role("heading", name="1 zdroj")).to_be_visible()
         page.mouse.move(5, 400)
-        page.screenshot(path=SCREENSHOTS / "cs-chat.png")
+        page.screenshot(path=screenshots / "cs-chat.png")
 
         # The citation opens the viewer on the cited page, in Czech.
         answer.locator(".cite").first.click()
@@ -115,7 +122,7 @@ def test_the_main_journey_in_czech(live_site, chat_server, user, sample_data, br
             re.compile(rf"Citovaná pasáž · strana {citation['page_number']}\s"))
         expect(page.locator(".textLayer .highlight").first).to_be_visible()
         page.wait_for_timeout(800)  # the page's canvas is painted
-        page.screenshot(path=SCREENSHOTS / "cs-viewer.png")
+        page.screenshot(path=screenshots / "cs-viewer.png")
         assert not errors, errors
     finally:
         context.close()
