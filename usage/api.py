@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
-from rest_framework.permissions import BasePermission
 
 from usage.selectors import usage_curated_collections, usage_filter_parse, usage_report, usage_sees_all
 
@@ -21,6 +20,8 @@ _parameters = [
 
 
 class UsageReaders(BasePermission):
+    """Active staff who read the whole report (usage.view_usageday, superusers) or curate a collection."""
+
     def has_permission(self, request, view) -> bool:
         user = request.user
         if not (user and user.is_active and user.is_staff):
