@@ -12,10 +12,16 @@ the same database the row commits with the messages, and nothing is lost between
 from __future__ import annotations
 
 import importlib
+import logging
+import os
+import threading
 from datetime import datetime
-from typing import Callable
+from typing import Callable, TypeVar
 
-from django.db import transaction
+from django.db import connections, transaction
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def dotted_path(func: Callable) -> str:
@@ -74,3 +80,39 @@ def rename_queued_tasks(apps, renames: dict[str, str]) -> None:
         if isinstance(task, dict) and task.get("func") in renames:
             task["func"] = renames[task["func"]]
             OrmQ.objects.filter(pk=row.pk).update(payload=SignedPackage.dumps(task))
+
+
+def run_niced(work: Callable[[], T], *, nice: int, name: str, what: str) -> T:
+    """Run `work` in a thread of its own whose niceness is raised by `nice` (Linux: niceness is per
+    thread, and threads it starts inherit it), so the worker's other jobs and the live answers on the
+    same machine come first; the thread ends with the work, so the worker's own priority never changes.
+    Its database connections are closed at its end; its exception is raised here. `what` names the
+    work in the warning logged where the priority cannot be lowered."""
+    outcome: list = []
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            _lower_priority(nice, what)
+            outcome.append(work())
+        except BaseException as exc:  # handed to the calling thread below
+            failure.append(exc)
+        finally:
+            connections.close_all()  # this thread's own database connections
+
+    thread = threading.Thread(target=body, name=name, daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def _lower_priority(nice: int, what: str) -> None:
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:  # not allowed here: run at the worker's priority
+        logger.warning("%s cannot lower their priority here", what, exc_info=True)

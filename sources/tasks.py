@@ -3,13 +3,10 @@ nothing left to do)."""
 from __future__ import annotations
 
 import logging
-import os
-import threading
 
 from django.conf import settings
-from django.db import connections
 
-from core.tasks import queue
+from core.tasks import queue, run_niced
 from retrieval.tasks import index_document
 from sources import lane
 from sources.models import Source
@@ -28,37 +25,13 @@ def sync_source_task(source_id: int, trigger: str = "schedule") -> int | None:
     source = Source.objects.filter(pk=source_id).only("is_active").first()
     if source is None or (trigger == "schedule" and not source.is_active):
         return None
-    outcome: list[int] = []
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            _lower_priority(settings.SOURCES_NICE)
-            outcome.append(sync_source(source_id=source_id, trigger=trigger, index_lane=source_indexing_wanted).pk)
-        except BaseException as exc:  # handed to the worker's thread below
-            failure.append(exc)
-        finally:
-            connections.close_all()  # this thread's own database connections
-
-    thread = threading.Thread(target=work, name=f"sync-source-{source_id}", daemon=True)
-    thread.start()
-    thread.join()
-    if failure:
-        if isinstance(failure[0], SourceBusy):
-            logger.info("source sync skipped: another run holds the lease", extra={"source_id": source_id})
-            return None
-        raise failure[0]
-    return outcome[0]
-
-
-def _lower_priority(nice: int) -> None:
-    if nice <= 0 or not hasattr(os, "setpriority"):
-        return
     try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
-    except OSError:  # not allowed here: run at the worker's priority
-        logger.warning("source syncs cannot lower their priority here", exc_info=True)
+        return run_niced(lambda: sync_source(source_id=source_id, trigger=trigger,
+                                             index_lane=source_indexing_wanted).pk,
+                         nice=settings.SOURCES_NICE, name=f"sync-source-{source_id}", what="source syncs")
+    except SourceBusy:
+        logger.info("source sync skipped: another run holds the lease", extra={"source_id": source_id})
+        return None
 
 
 def source_indexing_wanted(source_id: int) -> None:

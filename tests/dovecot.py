@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from tests.processes import stop_server
 
 USER, PASSWORD = "reader", "imap-secret-0123"
 MAIL_USER = "nobody"  # the Unix account the Maildirs belong to (Dovecot refuses root)
@@ -99,16 +100,7 @@ service anvil {{
         return text
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        if getattr(self, "_log", None):
-            self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_server(self.proc, getattr(self, "_log", None), self.dir)
 
 
 def _group_of(user: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -180,3 +181,18 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "c
         time.sleep(interval)
     log = f"\n{process.name} log:\n{process.log()[-3000:]}" if process is not None else ""
     raise AssertionError(f"timed out after {timeout}s waiting for {what}{log}")
+
+
+def stop_server(proc, log_file, folder: Path) -> None:
+    """Stop a test server started in a process group of its own (TERM, then KILL after 10 s), close
+    its log file and delete its folder."""
+    if proc is not None and proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    if log_file is not None:
+        log_file.close()
+    shutil.rmtree(folder, ignore_errors=True)

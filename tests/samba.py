@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from tests.processes import stop_server
 
 SHARE = "docs"
 USER, PASSWORD = "nobody", "smb-secret-0123"  # an account Samba maps to an existing Unix user
@@ -84,13 +85,4 @@ class SambaServer:
         return text
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        if getattr(self, "_log", None):
-            self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_server(self.proc, getattr(self, "_log", None), self.dir)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -13,6 +11,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from tests.processes import stop_server
 
 USER, PASSWORD = "dav-reader", "dav-secret-0123"
 
@@ -62,13 +62,4 @@ class WebDAVServer:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        if getattr(self, "_log", None):
-            self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_server(self.proc, getattr(self, "_log", None), self.dir)
