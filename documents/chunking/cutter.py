@@ -352,8 +352,8 @@ class Chunker:
                 and end > span.start + len(span.table_header):
             table_header = span.table_header
             metadata["table_header"] = table_header
-            if span.table_caption:
-                metadata["table_caption"] = span.table_caption
+        if span.kind == "table" and span.table_caption and start >= span.start:
+            metadata["table_caption"] = span.table_caption  # the title above is not in this chunk
         content = self.text[start:end]
         return ChunkDraft(
             index=index,

@@ -63,17 +63,21 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
 
 
 CAPTION_MAX = 200  # characters: a longer block before a table is a paragraph, not its caption
+CAPTION_LINES = 3  # a statement's title block: company, statement, period ("… Statement of Cash Flows")
 
 
 def _caption(spans: list[BlockSpan], parts: list[str], block: Block) -> str | None:
-    """The caption of a table block: the previous block, if it is one short line on the same page."""
+    """The caption of a table block: the previous block, if it is a short title on the same page (one
+    line, or a title block of up to `CAPTION_LINES` lines such as a financial statement's company,
+    statement and period, joined with " · ")."""
     if block.kind != "table" or not spans or len(parts) < 3:
         return None
     previous, text = spans[-1], parts[-3]  # parts: [..., previous text, SEPARATOR, this text]
     if previous.kind == "table" or previous.page_number != block.page_number:
         return None
-    text = text.strip()
-    return text if 0 < len(text) <= CAPTION_MAX and "\n" not in text else None
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    caption = " · ".join(lines)
+    return caption if lines and len(lines) <= CAPTION_LINES and len(caption) <= CAPTION_MAX else None
 
 
 @dataclass(slots=True)
@@ -95,7 +99,8 @@ def chunk_context(*, heading_path: tuple[str, ...] | list[str] = (), table_heade
 
     One line each: the document's title and the heading path ("Title > Chapter > Section"; a title
     the path already opens with is not repeated), the page label ("[12]", when given), and for a
-    table chunk that starts below the table's first row, its caption and header row. Computed from
+    table chunk its caption (the cutter gives it to every chunk that starts in the table) and, when
+    it starts below the table's first row, the header row. Computed from
     stored fields only, so `rebuild_chunk_context` can recompute it for chunks already indexed.
     """
     path = [p for p in heading_path if p]
@@ -104,9 +109,9 @@ def chunk_context(*, heading_path: tuple[str, ...] | list[str] = (), table_heade
     lines = [" > ".join(path)] if path else []
     if page_label:
         lines.append(f"[{page_label}]")
+    if table_caption:
+        lines.append(table_caption)
     if table_header:
-        if table_caption:
-            lines.append(table_caption)
         lines.append(table_header)
     return "\n".join(lines)
 

@@ -26,7 +26,8 @@ def test_context_is_title_heading_path_page_label_and_table_caption_with_header(
     assert chunk_context(title="Travel rules", heading_path=("Travel rules", "Meals")) == "Travel rules > Meals"
     assert chunk_context(title="T", page_label="iv", table_caption="Table 2: Rates",
                          table_header="| Country | Rate |") == "T\n[iv]\nTable 2: Rates\n| Country | Rate |"
-    assert chunk_context(table_caption="Table 2: Rates") == ""  # a caption only goes with a table's rows
+    # A table chunk that opens at the table's first row holds its header but not the title above it.
+    assert chunk_context(table_caption="Table 2: Rates") == "Table 2: Rates"
 
 
 def test_a_table_row_chunk_carries_the_caption_and_column_headers():
@@ -39,6 +40,31 @@ def test_a_table_row_chunk_carries_the_caption_and_column_headers():
     assert row.metadata["table_caption"] == "Table 1: Meal allowance by country"
     assert row.embed_text.startswith("Meals\nTable 1: Meal allowance by country\n| Country | Currency | Rate |\n")
     assert not row.content.startswith("| Country | Currency")  # the shown and cited text is unchanged
+
+
+def test_a_statement_title_block_is_the_caption_of_every_chunk_of_its_table():
+    """A financial statement's title block (company, statement, period) sits above its table; every
+    chunk of the table is embedded and full-text indexed with it, including one that opens at the
+    table's first row after a chunk boundary, and a paragraph before a table is no caption."""
+    rows = ["| (Millions) | 2018 | 2017 |"] + [f"| Line item {n} | {n},000 | {n},100 |" for n in range(300)]
+    title = "3M Company and Subsidiaries\nConsolidated Statement of Cash Flows\nYears ended December 31"
+    prose = "\n".join(["The accompanying notes are an integral part of this statement and explain it."] * 4)
+    blocks = [Block("word " * 120, 1, (), "paragraph"),
+              Block(title, 2, (), "paragraph"),
+              Block("\n".join(rows), 2, (), "table", table_header=rows[0]),
+              Block(prose, 3, (), "paragraph"),
+              Block("\n".join(rows), 3, (), "table", table_header=rows[0])]
+    layout = build_layout(blocks)
+    chunks = chunk_layout(layout, strategy="tokens", size=128, overlap=0)
+    caption = "3M Company and Subsidiaries · Consolidated Statement of Cash Flows · Years ended December 31"
+    first_table = layout.spans[2]
+    in_table = [c for c in chunks if first_table.start <= c.start < first_table.end]
+    assert len(in_table) >= 3
+    assert all(c.metadata["table_caption"] == caption for c in in_table)
+    assert all(caption in c.embed_text for c in in_table)
+    second_table = layout.spans[4]
+    assert not any("table_caption" in c.metadata for c in chunks if c.start >= second_table.start)
+    assert not any("table_caption" in c.metadata for c in chunks if c.start < first_table.start)
 
 
 @pytest.mark.django_db
