@@ -79,6 +79,7 @@ class TierTrace(TypedDict):
     fts_hits: NotRequired[int]
     vector_method: NotRequired[dict[str, str]]  # per vector arm: how it searched (HNSW, exact scan, ...)
     fused: NotRequired[int]  # passages after the fusion
+    named_by: NotRequired[list[str]]  # words that named the document whose passages were fused as one more list
     # document tiers: neighbour chunks joined into one passage ([[chunk id, chunk id], ...] in document order)
     neighbours_joined: NotRequired[list[list[int]]]
 

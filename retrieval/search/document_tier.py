@@ -20,6 +20,7 @@ from retrieval.search.fusion import rrf
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
+from retrieval.search.named import named_list
 from retrieval.search.passages import document_segments, join_neighbours, name_collections, passages_read
 from retrieval.search.request import Search
 from retrieval.search.rerank import pool_size, rerank_segments
@@ -108,6 +109,7 @@ def document_tier(search: Search, ask: DocumentTier) -> list[Segment]:
     with reader_transaction(search.user):
         _vector_arms(run)
         fts_weight = _fts_arm(run, stats)
+        _named(run)
         fused, distance_with = _fuse(run, fts_weight)
         fused = _within_threshold(run, fused)
         passages = passages_read(fused, pool=pool_size(search.reranking, ask.limit), distances=run.distances,
@@ -205,6 +207,18 @@ def _fts_arm(run: _Run, stats) -> float:
     return fts_weight
 
 
+def _named(run: _Run) -> None:
+    """The passages of the document the question names, as one more list for the fusion
+    (retrieval/search/named.py); hybrid search only, so each arm alone stays itself."""
+    if not {"vector", "fts"} <= set(run.search.request.arms):
+        return
+    language = run.trace.get("question_language", "")
+    passages, words = named_list(run.search.query, text_config_for(language) if language else None, run.lists)
+    if passages:
+        run.lists["named"] = passages
+        run.info["named_by"] = words
+
+
 def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
     """The arms' lists fused by weighted RRF, and the (model id, query vector) chunk_rows computes the
     passages' distances with (None: they were read here). Call inside the reader transaction."""
@@ -233,7 +247,7 @@ def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
                                                            query_vector=run.literals[space.model_id],
                                                            chunk_ids=missing))
     search.trace["timings_ms"][f"fusion_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
-    info["vector_hits"] = {n: len(v) for n, v in run.lists.items() if n != "fts"}
+    info["vector_hits"] = {n: len(v) for n, v in run.lists.items() if n not in ("fts", "named")}
     info["fts_hits"] = len(run.lists.get("fts", []))
     info["vector_method"], info["fused"] = run.method, len(fused)
     return fused, distance_with
