@@ -88,15 +88,22 @@ def named_list(query: str, config: str | None, lists: dict[str, list[int]]) -> t
     if not order:
         return [], []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT c.id, c.document_id, d.title, d.original_filename, c.content FROM documents_chunk c "
+        cursor.execute("SELECT c.id, c.document_id, d.title, d.original_filename FROM documents_chunk c "
                        "JOIN documents_document d ON d.id = c.document_id WHERE c.id = ANY(%s)", [order])
         rows = cursor.fetchall()
-    document_of = {chunk_id: document_id for chunk_id, document_id, *_ in rows}
-    identities = {document_id: identity_words(title, filename) for _, document_id, title, filename, _ in rows}
+    document_of = {chunk_id: document_id for chunk_id, document_id, _, _ in rows}
+    identities = {document_id: identity_words(title, filename) for _, document_id, title, filename in rows}
     grams = question_grams(content_words(query, config))
+    shared = sorted({w for words in identities.values() for w in words & grams})
+    if not shared:
+        return [], []
     texts: dict[int, set[str]] = {}
-    for _, document_id, _, _, content in rows:
-        texts.setdefault(document_id, set()).update(w for w in WORD.findall(content.casefold()) if w in grams)
+    with connection.cursor() as cursor:  # which candidate documents' passages use a naming word
+        cursor.execute("SELECT DISTINCT c.document_id, w FROM documents_chunk c, unnest(%s::text[]) AS w "
+                       "WHERE c.id = ANY(%s) AND c.search_vector @@ plainto_tsquery(c.text_config::regconfig, w)",
+                       [shared, order])
+        for document_id, word in cursor.fetchall():
+            texts.setdefault(document_id, set()).add(word)
     named, words = named_documents(grams, identities, texts)
     if not named:
         return [], []
