@@ -67,8 +67,8 @@ def named_documents(grams: set[str], identities: dict[int, set[str]],
     share = Counter(word for document_id, words in identities.items() for word in words & grams
                     | (texts.get(document_id, set()) & grams))
     scores: dict[int, float] = {}
-    for document_id, words in identities.items():
-        score = sum(math.log(total / share[w]) for w in words & grams)
+    for document_id, own in identities.items():
+        score = sum(math.log(total / share[w]) for w in own & grams)
         if score > 0:
             scores[document_id] = score
     if not scores:
@@ -77,8 +77,7 @@ def named_documents(grams: set[str], identities: dict[int, set[str]],
     named = {d for d, s in scores.items() if s >= best - 1e-9}
     if len(named) * 3 > total:
         return set(), []
-    words = sorted({w for d in named for w in identities[d] & grams if share[w] < total})
-    return named, words
+    return named, sorted({w for d in named for w in identities[d] & grams if share[w] < total})
 
 
 def named_list(query: str, config: str | None, lists: dict[str, list[int]]) -> tuple[list[int], list[str]]:
