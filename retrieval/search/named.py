@@ -29,10 +29,24 @@ WORD = re.compile(r"[^\W_]+")
 GRAM = 3  # up to three adjacent words run together ("american express" → "americanexpress")
 
 
+YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a text, in order, casefolded; a year written inside a word ("FY2017", "2023Q2") also
+    stands as a word of its own."""
+    words = []
+    for word in WORD.findall(text.casefold()):
+        words.append(word)
+        if not word.isdigit():
+            words.extend(YEAR.findall(word))
+    return words
+
+
 def identity_words(title: str, filename: str) -> set[str]:
     """The words that name a document: its title's and its file name's (without the extension)."""
     stem = PurePath(filename or "").stem
-    return {w for w in WORD.findall(f"{title or ''} {stem}".casefold()) if len(w) > 1}
+    return {w for w in words_of(f"{title or ''} {stem}") if len(w) > 1}
 
 
 def question_grams(words: list[str]) -> set[str]:
@@ -45,7 +59,7 @@ def question_grams(words: list[str]) -> set[str]:
 
 def content_words(query: str, config: str | None) -> list[str]:
     """The question's words in order, without its language's stop words (PostgreSQL's own list)."""
-    words = [w for w in WORD.findall(query.casefold()) if w]
+    words = words_of(query)
     if not words or not config or config == "simple":
         return words
     with connection.cursor() as cursor:

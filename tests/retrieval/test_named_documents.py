@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.search import retrieve
-from retrieval.search.named import identity_words, named_documents, question_grams
+from retrieval.search.named import identity_words, named_documents, question_grams, words_of
 from retrieval.tasks import index_document
 from tests.documents.factories import upload_bytes
 
@@ -13,6 +13,9 @@ def test_words_run_together_in_a_file_name_are_named_by_the_question_words_apart
     assert identity_words("", "AMERICANEXPRESS_2022_10K.pdf") == {"americanexpress", "2022", "10k"}
     grams = question_grams(["american", "express", "effective", "tax", "rate"])
     assert "americanexpress" in grams and "expresseffective" in grams and "american" in grams
+    # A year inside a word is a word too: "FY2017" names the 2017 filing, "2023Q2" is a 2023 one.
+    assert identity_words("", "AMCOR_2023Q2_10Q.pdf") == {"amcor", "2023q2", "2023", "10q"}
+    assert words_of("Netflix's FY2017 liabilities") == ["netflix", "s", "fy2017", "2017", "liabilities"]
 
 
 def test_the_rarest_shared_words_name_the_document_and_common_ones_name_nothing():
