@@ -6,8 +6,8 @@ Each run holds, per question, the vector arm's list (and every candidate's cosin
 full-text arm's list with its own rank values, the full-text coverage and the gold chunks. Every
 method below re-fuses the same two lists, so the differences are the fusion's alone:
 
-- `rrf`: the product's weighted reciprocal rank fusion as it stood (vector 1.0, full text 1.5, k 60,
-  the weak-full-text and flat-vector rules);
+- `rrf`: weighted reciprocal rank fusion (vector 1.0, full text 1.5, k 60, the weak-full-text and
+  flat-vector rules): the product's with the `fusion` setting "rrf";
 - `dbsf`: distribution-based score fusion (each arm's scores over its own list scaled by mean ± 3
   standard deviations, then summed; Qdrant's DBSF), weights 1 / 1.5;
 - `rrf+agree`: `rrf`, and each arm's first passage judged by the other arm: see `fused_order`;
@@ -15,7 +15,8 @@ method below re-fuses the same two lists, so the differences are the fusion's al
   best passage holds (the coverage the weak-full-text rule already reads; no new constant);
 - `minmax`: score fusion, each arm's scores min-max scaled over its own list (best 1, its last 0),
   summed with the same weights and rules;
-- `scores`: score fusion with each arm on its own kind of scale: the vector arm's cosine similarity has
+- `scores` (the product's default fusion, retrieval/search/fusion.py `score_fusion`): score fusion with
+  each arm on its own kind of scale: the vector arm's cosine similarity has
   no meaningful zero, so it is min-max scaled over its list; the full-text arm's rank value is 0 for
   no match, so it is divided by its best (a passage with half the best value counts half); same weights
   and rules;
@@ -289,7 +290,8 @@ def score(runs: list[dict], lists: list[list]) -> dict:
 
 def compare_positioned(data: dict, methods: dict) -> dict:
     """Every method on a positioned run file; won/lost against `rrf` at each level's hit@1; and how many
-    questions' emulated `rrf` passages are exactly the ones retrieve() returned."""
+    questions' emulated `rrf` and `scores` passages are exactly the ones retrieve() returned (`as_online`:
+    the run's fusion setting's count equals the questions when the emulation is exact)."""
     result: dict = {"questions": len(data["runs"])}
     _, base = score_positioned(data, method_rrf)
     for name, method in methods.items():
@@ -300,14 +302,15 @@ def compare_positioned(data: dict, methods: dict) -> dict:
             figures["vs_rrf_won_lost"] = [won, lost]
         result[name] = levels
     k = data.get("k", 10)
-    same = 0
+    same = {"rrf": 0, "scores": 0}
     for run in data["runs"]:
-        order = method_rrf(run)
-        positions = {key: (data["chunks"][str(key)][0], data["chunks"][str(key)][1],
-                           tuple(data["chunks"][str(key)][2])) for key in order[:k]}
-        pairs = neighbours.pair_neighbours(order, positions, mode="join_shown", shown=k)
-        same += neighbours.reorder(order, {}, pairs, mode="join_shown")[:k] == run["hybrid"]
-    result["rrf_as_online"] = same
+        for name in same:
+            order = METHODS[name](run)
+            positions = {key: (data["chunks"][str(key)][0], data["chunks"][str(key)][1],
+                               tuple(data["chunks"][str(key)][2])) for key in order[:k]}
+            pairs = neighbours.pair_neighbours(order, positions, mode="join_shown", shown=k)
+            same[name] += neighbours.reorder(order, {}, pairs, mode="join_shown")[:k] == run["hybrid"]
+    result["as_online"] = same  # questions whose emulated passages are exactly what retrieve() returned
     return result
 
 

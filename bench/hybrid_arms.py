@@ -183,8 +183,9 @@ def _gold_questions(args) -> tuple[str, list[int], list, dict]:
 
 
 class _Capture:
-    """The fusion's inputs of the current question, read where retrieve() fuses them (document_tier.rrf,
-    arms.vector_arm, arms.fts_arm wrapped): each arm's list, the weights used, distances, rank values."""
+    """The fusion's inputs of the current question, read where retrieve() fuses them (document_tier.rrf and
+    score_fusion, arms.vector_arm, arms.fts_arm wrapped): each arm's list, the weights used, distances, rank
+    values."""
 
     def __init__(self) -> None:
         from retrieval.search import arms, document_tier
@@ -193,12 +194,18 @@ class _Capture:
         self.weights: dict = {}
         self.distances: dict = {}
         self.fts_scores: dict = {}
-        rrf, vector_arm, fts_arm = document_tier.rrf, arms.vector_arm, arms.fts_arm
+        rrf, score_fusion = document_tier.rrf, document_tier.score_fusion
+        vector_arm, fts_arm = arms.vector_arm, arms.fts_arm
 
         def capturing_rrf(lists, **kwargs):
             self.lists = {name: list(keys) for name, keys in lists.items()}
             self.weights = dict(kwargs.get("weights") or {})
             return rrf(lists, **kwargs)
+
+        def capturing_scores(lists, **kwargs):
+            self.lists = {name: [key for key, _ in pairs] for name, pairs in lists.items()}
+            self.weights = dict(kwargs.get("weights") or {})
+            return score_fusion(lists, **kwargs)
 
         def capturing_vector(**kwargs):
             hits, how = vector_arm(**kwargs)
@@ -210,7 +217,8 @@ class _Capture:
             self.fts_scores.update(hits)
             return hits
 
-        document_tier.rrf, arms.vector_arm, arms.fts_arm = capturing_rrf, capturing_vector, capturing_fts
+        document_tier.rrf, document_tier.score_fusion = capturing_rrf, capturing_scores
+        arms.vector_arm, arms.fts_arm = capturing_vector, capturing_fts
 
     def clear(self) -> None:
         self.lists, self.weights = {}, {}
