@@ -27,6 +27,13 @@ variant's vectors, so switching back re-embeds nothing).
 Since a title that is only the file name's stem is left out of the chunk context
 (documents.titles.context_title), `file` now indexes like `none`; the file-name figures in
 docs/retrieval.md were measured before that.
+
+`--gold FILE --files DIR` asks an `eval_retrieval --gold` set (FinanceBench, the Czech articles, the
+long documents) over its folder's files instead (ingested and reused by sha256 as that command does).
+In either form `--runs` writes the fusion's own inputs (each arm's list as retrieve() fused it, the
+weights it used, the vector distances and full-text rank values), the candidates' positions (document,
+chunk index, section, offsets; pages for `--gold`) and each question's gold, so bench/fusion_offline.py
+re-fuses, joins neighbours and scores exactly as `eval_retrieval` does (k = 10).
 """
 from __future__ import annotations
 
@@ -66,16 +73,20 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--czech", action="store_true")
     source.add_argument("--squad", type=Path)
+    source.add_argument("--gold", type=Path, help="An eval_retrieval --gold file (with --files)")
+    parser.add_argument("--files", type=Path, help="The folder the --gold questions are asked over")
     parser.add_argument("--questions", type=Path,
                         help="Ask this SQuAD file's questions (same ids) instead of --squad's: cross-lingual")
     parser.add_argument("--articles", type=int, default=0, help="Only the first N articles (SQuAD)")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N questions")
     parser.add_argument("--runs", type=Path, help="Also write every question's lists here (JSON)")
+    parser.add_argument("--k", type=int, default=10, help="Passages retrieve() returns (eval_retrieval's k)")
     parser.add_argument("--query-vectors", type=Path,
                         help="Keep the questions' embeddings in this file and reuse them on later runs (the "
                              "full-text analysis and the fusion change between runs, the embedder does not)")
-    parser.add_argument("--titles", choices=("set", "file", "humanised", "none"), default="set",
-                        help="The documents' titles (module docstring); `file` reproduces the figures before")
+    parser.add_argument("--titles", choices=("set", "file", "humanised", "none", "keep"), default="set",
+                        help="The documents' titles (module docstring); `file` reproduces the figures before; "
+                             "`keep` leaves the indexed documents as they are (as eval_retrieval asks them)")
     parser.add_argument("--rebuild", action="store_true",
                         help="Rebuild the set's search vectors first (after a change to the analysis)")
     parser.add_argument("--analysis", choices=("lemmas", "simple", "ispell"),
@@ -97,7 +108,46 @@ def main() -> None:
         from bench import czech_analysis
 
         czech_analysis.use(args.analysis)
+    if args.gold:
+        label, ids, asked, extra = _gold_questions(args)
+    else:
+        label, ids, asked, extra = _squad_questions(args, evaluation, search_vectors_rebuild)
+    if args.limit:
+        asked = asked[:args.limit]
+    if args.query_vectors:
+        _reuse_query_vectors(args.query_vectors)
+    user = get_user_model().objects.get(username=evaluation.eval_username())
+    scope = evaluation.eval_scope(user, ids)
+    vectors = {} if args.query_vectors else _question_vectors([text for text, _ in asked])
+    capture = _Capture()
+    runs, languages, decisions = [], Counter(), Counter()
+    for number, (text, gold) in enumerate(asked):
+        capture.clear()
+        result = retrieve(user, text, scope, k=args.k, rerank=False,
+                          query_vectors={pk: v[number] for pk, v in vectors.items()})
+        tier = result.trace["tiers"][-1] if result.trace["tiers"] else {}
+        languages[result.trace.get("question_language") or "-"] += 1
+        decisions["vector lowered" if tier.get("vector_weight_lowered")
+                  else "fts lowered" if tier.get("fts_weight_lowered") else "none"] += 1
+        runs.append(capture.run(text, gold, result.segments, tier))
+    chunks = _chunk_positions({key for run in runs for key in (*run["vector"], *run["fts"], *run["hybrid"])})
+    for run in runs:
+        run["good"] = _good_chunks(run, chunks)
+    if args.runs:
+        args.runs.write_text(json.dumps({"set": label, "mode": "gold" if args.gold else "span", "k": args.k,
+                                         "chunks": chunks, **extra, "runs": runs}))
+    if args.query_vectors:
+        args.query_vectors.write_text(json.dumps(_VECTORS))
+    print(json.dumps({"set": label, "titles": args.titles, "analysis": args.analysis or "lemmas",
+                      "asked": args.questions.stem if args.questions else label,
+                      "questions": len(runs), "question_languages": dict(languages),
+                      "fusion_decisions": dict(decisions),
+                      "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
 
+
+def _squad_questions(args, evaluation, search_vectors_rebuild) -> tuple[str, list[int], list, dict]:
+    """A SQuAD set (or the Czech set) ingested and retitled: its label, document ids, and
+    [(question text, gold span {"document", "start", "end"})]."""
     data = czech_articles() if args.czech else evaluation.load_squad(args.squad)
     if args.articles:
         data = data[:args.articles]
@@ -110,45 +160,104 @@ def main() -> None:
     if args.questions:
         texts = {qa["id"]: qa["question"] for a in evaluation.load_squad(args.questions)
                  for p in a["paragraphs"] for qa in p["qas"]}
-    questions = evaluation.questions_for(data, ids, texts)
-    if args.limit:
-        questions = questions[:args.limit]
-    if args.query_vectors:
-        _reuse_query_vectors(args.query_vectors)
-    user = get_user_model().objects.get(username=evaluation.eval_username())
-    scope = evaluation.eval_scope(user, ids)
-    vectors = {} if args.query_vectors else _question_vectors([q.text for q in questions])
-    fts_scores = _capture_fts_scores()
-    runs, languages, decisions = [], Counter(), Counter()
-    for number, q in enumerate(questions):
-        fts_scores.clear()
-        result = retrieve(user, q.text, scope, k=80, rerank=False,
-                          query_vectors={pk: v[number] for pk, v in vectors.items()})
-        segments = result.segments
-        tier = result.trace["tiers"][-1] if result.trace["tiers"] else {}
-        languages[result.trace.get("question_language") or "-"] += 1
-        decisions["vector lowered" if tier.get("vector_weight_lowered")
-                  else "fts lowered" if tier.get("fts_weight_lowered") else "none"] += 1
-        vector = sorted((s for s in segments if s["vector_rank"]), key=lambda s: s["vector_rank"])
-        fts = sorted((s for s in segments if s["fts_rank"]), key=lambda s: s["fts_rank"])
-        runs.append({
-            "good": [s["chunk_id"] for s in segments if s["document_id"] == q.article
-                     and s["start_offset"] <= q.answer_start and q.answer_end <= s["end_offset"]],
-            "vector": [s["chunk_id"] for s in vector], "fts": [s["chunk_id"] for s in fts],
-            "hybrid": [s["chunk_id"] for s in segments],
-            "distances": {s["chunk_id"]: s["distance"] for s in segments}, "coverage": tier.get("fts_coverage"),
-            "fts_scores": dict(fts_scores),
-            "weights": {"vector": tier.get("vector_weight"), "fts": tier.get("fts_weight")},
-        })
-    if args.runs:
-        args.runs.write_text(json.dumps(runs))
-    if args.query_vectors:
-        args.query_vectors.write_text(json.dumps(_VECTORS))
-    print(json.dumps({"set": label, "titles": args.titles, "analysis": args.analysis or "lemmas",
-                      "asked": args.questions.stem if args.questions else label,
-                      "questions": len(runs), "question_languages": dict(languages),
-                      "fusion_decisions": dict(decisions),
-                      "vector": score(runs, "vector"), "fts": score(runs, "fts"), "hybrid": score(runs, "hybrid")}))
+    asked = [(q.text, {"document": q.article, "start": q.answer_start, "end": q.answer_end})
+             for q in evaluation.questions_for(data, ids, texts)]
+    return label, ids, asked, {}
+
+
+def _gold_questions(args) -> tuple[str, list[int], list, dict]:
+    """An eval_retrieval --gold set over its folder: its label, document ids, [(question text, gold
+    {"documents", "pages", "evidence"})] and {"pages": each document's [page, start, end] list}."""
+    from retrieval import gold_evaluation
+
+    if not args.files:
+        raise SystemExit("--gold needs --files")
+    ids = gold_evaluation.ingest_files(gold_evaluation.folder_files(args.files),
+                                       log=lambda m: print(m, file=sys.stderr))
+    located, pages = gold_evaluation.locate(gold_evaluation.load_gold(args.gold), ids)
+    asked = [(item.question.question, {"documents": sorted(item.document_ids), "pages": sorted(item.pages),
+                                       "evidence": list(item.evidence) if item.evidence else None})
+             for item in located]
+    return args.gold.parent.name if args.gold.name == "gold.jsonl" else args.gold.stem, \
+        sorted(ids.values()), asked, {"pages": {str(d): p for d, p in pages.items()}}
+
+
+class _Capture:
+    """The fusion's inputs of the current question, read where retrieve() fuses them (document_tier.rrf and
+    score_fusion, arms.vector_arm, arms.fts_arm wrapped): each arm's list, the weights used, distances, rank
+    values."""
+
+    def __init__(self) -> None:
+        from retrieval.search import arms, document_tier
+
+        self.lists: dict = {}
+        self.weights: dict = {}
+        self.distances: dict = {}
+        self.fts_scores: dict = {}
+        rrf, score_fusion = document_tier.rrf, document_tier.score_fusion
+        vector_arm, fts_arm = arms.vector_arm, arms.fts_arm
+
+        def capturing_rrf(lists, **kwargs):
+            self.lists = {name: list(keys) for name, keys in lists.items()}
+            self.weights = dict(kwargs.get("weights") or {})
+            return rrf(lists, **kwargs)
+
+        def capturing_scores(lists, **kwargs):
+            self.lists = {name: [key for key, _ in pairs] for name, pairs in lists.items()}
+            self.weights = dict(kwargs.get("weights") or {})
+            return score_fusion(lists, **kwargs)
+
+        def capturing_vector(**kwargs):
+            hits, how = vector_arm(**kwargs)
+            self.distances.update(dict(hits))
+            return hits, how
+
+        def capturing_fts(**kwargs):
+            hits = fts_arm(**kwargs)
+            self.fts_scores.update(hits)
+            return hits
+
+        document_tier.rrf, document_tier.score_fusion = capturing_rrf, capturing_scores
+        arms.vector_arm, arms.fts_arm = capturing_vector, capturing_fts
+
+    def clear(self) -> None:
+        self.lists, self.weights = {}, {}
+        self.distances.clear()
+        self.fts_scores.clear()
+
+    def run(self, text: str, gold: dict, segments: list, tier: dict) -> dict:
+        vector = next((keys for name, keys in self.lists.items() if name.startswith("vector")), [])
+        return {"question": text, "gold": gold, "vector": vector, "fts": self.lists.get("fts", []),
+                "hybrid": [s["chunk_id"] for s in segments if s.get("chunk_id")],
+                "distances": dict(self.distances), "fts_scores": dict(self.fts_scores),
+                "coverage": tier.get("fts_coverage"),
+                "weights": {"vector": next((w for n, w in self.weights.items() if n.startswith("vector")), None),
+                            "fts": self.weights.get("fts")}}
+
+
+def _chunk_positions(keys: set) -> dict:
+    """{chunk id: [document id, chunk index, heading path, start offset, end offset]} of the candidates."""
+    from documents.models import Chunk
+
+    rows = Chunk.objects.filter(pk__in=keys).values_list("pk", "document_id", "chunk_index", "heading_path",
+                                                        "start_offset", "end_offset")
+    return {str(pk): [doc, index, list(path or []), start, end] for pk, doc, index, path, start, end in rows}
+
+
+def _good_chunks(run: dict, chunks: dict) -> list:
+    """The candidates that hold the gold alone (no neighbour): the answer span, or a gold page's text."""
+    gold, good = run["gold"], []
+    for key in {*run["vector"], *run["fts"], *run["hybrid"]}:
+        doc, _, _, start, end = chunks[str(key)]
+        if "start" in gold:
+            ok = doc == gold["document"] and start <= gold["start"] and gold["end"] <= end
+        else:
+            evidence = gold.get("evidence")
+            ok = bool(evidence) and doc == evidence[0] and (min(evidence[2], end) - max(evidence[1], start)) * 2 \
+                >= evidence[2] - evidence[1]
+        if ok:
+            good.append(key)
+    return good
 
 
 _VECTORS: dict = {}
@@ -168,6 +277,8 @@ def title_for(article: dict, document, mode: str) -> str:
 
 def _retitle(articles: list[dict], ids: list[int], mode: str) -> None:
     """Give the set's documents the titles of `mode`, re-embedding the chunks whose context changed."""
+    if mode == "keep":
+        return
     from documents.models import Document
     from retrieval.indexing.context import chunk_context_rebuild
 
@@ -193,22 +304,6 @@ def _question_vectors(texts: list[str]) -> dict:
     if server is None or not server.embedding_model or not texts:
         return {}
     return {server.pk: list(query_embedder_for(server).embed_queries(texts))}
-
-
-def _capture_fts_scores() -> dict:
-    """The full-text arm's own rank values of the current question (chunk id -> ts_rank), for --runs."""
-    from retrieval.search import arms
-
-    scores: dict = {}
-    fts_arm = arms.fts_arm
-
-    def capturing(**kwargs):
-        hits = fts_arm(**kwargs)
-        scores.update(hits)
-        return hits
-
-    arms.fts_arm = capturing
-    return scores
 
 
 def _reuse_query_vectors(path: Path) -> None:

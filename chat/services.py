@@ -417,7 +417,7 @@ def _retrieval_snapshot() -> dict:
         "embedding_model": server.embedding_model if server is not None else "",
         "chat_mode": rs.chat_mode,
         "vector_top_k": rs.vector_top_k, "fts_top_k": rs.fts_top_k,
-        "vector_weight": rs.vector_weight, "fts_weight": rs.fts_weight, "rrf_k": rs.rrf_k,
+        "vector_weight": rs.vector_weight, "fts_weight": rs.fts_weight, "fusion": rs.fusion, "rrf_k": rs.rrf_k,
         "final_top_n": rs.final_top_n, "fts_ranking": rs.fts_ranking,
         "qa_distance_threshold": rs.qa_distance_threshold, "doc_distance_threshold": rs.doc_distance_threshold,
         "rerank_server_id": rs.rerank_server_id,

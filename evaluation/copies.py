@@ -13,7 +13,7 @@ from retrieval.selectors import default_embedding_server, retrieval_settings_get
 
 # Settings a run may change on its copy: the ones a question's search reads. Chunking and servers apply
 # when documents are indexed, so a copy cannot try them without indexing everything again.
-OVERRIDABLE = ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "rrf_k", "fts_ranking",
+OVERRIDABLE = ("vector_top_k", "fts_top_k", "vector_weight", "fts_weight", "final_top_n", "fusion", "rrf_k", "fts_ranking",
                "fts_match_budget", "qa_distance_threshold", "qa_limit", "doc_distance_threshold", "doc_limit",
                "rerank_candidates", "rerank_timeout")
 

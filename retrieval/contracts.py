@@ -80,6 +80,9 @@ class TierTrace(TypedDict):
     vector_method: NotRequired[dict[str, str]]  # per vector arm: how it searched (HNSW, exact scan, ...)
     fused: NotRequired[int]  # passages after the fusion
     named_by: NotRequired[list[str]]  # words that named the document whose passages were fused as one more list
+
+    fusion: NotRequired[Literal["scores", "rrf"]]  # how the lists were fused (the `fusion` setting)
+    fused_first: NotRequired[dict[str, int]]  # the fused first passage's rank in each list that holds it
     # document tiers: neighbour chunks joined into one passage ([[chunk id, chunk id], ...] in document order)
     neighbours_joined: NotRequired[list[list[int]]]
 

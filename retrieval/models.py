@@ -276,6 +276,7 @@ NO_PASSAGES_POLICIES = [
     ("refuse", _("Say that the documents do not say")),
 ]
 FTS_RANKINGS = [("ts_rank", _("ts_rank (words held, over log length)")), ("ts_rank_cd", _("ts_rank_cd (cover density)"))]
+FUSIONS = [("scores", _("Scores, each list on its own scale")), ("rrf", _("Places in the lists (RRF)"))]
 
 
 class RetrievalSettings(models.Model):
@@ -324,6 +325,14 @@ class RetrievalSettings(models.Model):
         help_text=_("How much the search by words counts when the two result lists are merged (0 turns it off)."))
     final_top_n = models.PositiveIntegerField(default=8, verbose_name=_("final top n"),
         help_text=_("How many passages, best first, the AI model reads to answer."))
+    # Measured on LegalQuAD, FinanceBench, XQuAD (7 languages) and the project's Czech and long-document
+    # sets (docs/evaluation.md): scores won or tied everywhere; RRF let passages both lists hold lower down
+    # outvote one list's clear first place.
+    fusion = models.CharField(
+        max_length=10, default="scores", choices=FUSIONS, verbose_name=_("fusion"),
+        help_text=_("How the two result lists are merged. Scores: each passage counts with its own score, the search "
+                    "by meaning's scaled from its list's best to its last, the search by words' as a share of its "
+                    "best, so a clear first place keeps its lead. RRF: by each passage's place in the lists (see RRF k)."))
     rrf_k = models.PositiveIntegerField(default=60, verbose_name=_("RRF k"),
         help_text=_("RRF (reciprocal rank fusion) merges the two result lists by each passage's place in them; a "
                     "larger k lets passages further down the lists count more. 60 is the usual value."))

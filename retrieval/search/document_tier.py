@@ -2,7 +2,8 @@
 
 Stages, in order: the candidates (the scope's documents by embedding model, `model_groups`), the vector
 arm per model (HNSW cosine), the full-text arm per language (unless the fusion rule skips it), their
-weights (retrieval/search/fusion_rule.py) and weighted reciprocal-rank fusion, the distance threshold,
+weights (retrieval/search/fusion_rule.py) and their fusion (by scores, or by reciprocal rank: the `fusion`
+setting; retrieval/search/fusion.py), the distance threshold,
 the passages with their neighbours joined (retrieval/search/passages.py), then the optional rerank stage
 (retrieval/search/rerank.py). Thresholds apply to the vector arm's cosine distance, never to fused scores.
 """
@@ -16,7 +17,7 @@ from documents.language import analysis_of, text_config_for
 from retrieval.contracts import RetrievalTrace, Segment, TierTrace
 from retrieval.models import AiServer
 from retrieval.search import arms as search_arms
-from retrieval.search.fusion import rrf
+from retrieval.search.fusion import rrf, score_fusion
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
@@ -61,6 +62,7 @@ class _Run:
     literals: dict[int, str] = field(default_factory=dict)  # each model's query vector, as pgvector text
     lists: dict[str, list[int]] = field(default_factory=dict)  # each arm's chunk ids, best first
     arm_distances: dict[str, list[float]] = field(default_factory=dict)  # each vector list's distances
+    fts_scores: list[float] = field(default_factory=list)  # the full-text list's rank values (ts_rank)
     distances: dict[int, float] = field(default_factory=dict)
     method: dict[str, str] = field(default_factory=dict)
 
@@ -191,6 +193,7 @@ def _fts_arm(run: _Run, stats) -> float:
     fts_hits = search_arms.fts_arm(plans=plans, owner_id=search.user.pk, document_ids=doc_ids, top_k=rs.fts_top_k,
                                    ranking=rs.fts_ranking, scope=search.scope)
     run.lists["fts"] = [chunk_id for chunk_id, _ in fts_hits]
+    run.fts_scores = [float(value) for _, value in fts_hits]
     info["fts_terms"] = {p.config: {"matched": p.matched, "ranked_only": p.pruned} for p in plans}
     coverage = search_arms.fts_best_coverage(plans=plans, hits=fts_hits, stats=stats)
     info["fts_coverage"] = None if coverage is None else round(coverage, 4)
@@ -220,7 +223,7 @@ def _named(run: _Run) -> None:
 
 
 def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
-    """The arms' lists fused by weighted RRF, and the (model id, query vector) chunk_rows computes the
+    """The arms' lists fused (`_fused`), and the (model id, query vector) chunk_rows computes the
     passages' distances with (None: they were read here). Call inside the reader transaction."""
     search, info, tier = run.search, run.info, run.ask.tier
     rs = search.rs
@@ -234,7 +237,7 @@ def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
                 info["vector_weight_lowered"] = why
                 search.trace["fallbacks"].append(f"tier {tier}: {why}")
         info["vector_weight"] = min(weights[name] for name in run.arm_distances) if run.arm_distances else None
-    fused = rrf(run.lists, k=rs.rrf_k, weights=weights)
+    fused = _fused(run, weights)
     # A threshold needs every candidate's vector distance, full-text-only hits included. Without one
     # only the passages returned need theirs: with one model the passage query computes them.
     distance_with = None
@@ -251,6 +254,33 @@ def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
     info["fts_hits"] = len(run.lists.get("fts", []))
     info["vector_method"], info["fused"] = run.method, len(fused)
     return fused, distance_with
+
+
+def _fused(run: _Run, weights: dict[str, float]) -> list:
+    """The arms' lists fused as the `fusion` setting says: by scores (each vector list's cosine similarity
+    scaled over its range, the full-text rank values as shares of the best: fusion.score_fusion) or by
+    reciprocal rank; the trace says which, and where the first passage came from (its rank in each list)."""
+    rs, info = run.search.rs, run.info
+    if rs.fusion == "rrf":
+        fused = rrf(run.lists, k=rs.rrf_k, weights=weights)
+    else:
+        scored = {name: list(zip(keys, _list_scores(run, name))) for name, keys in run.lists.items()}
+        fused = score_fusion(scored, scales={name: "range" if name in run.arm_distances else "best" for name in scored},
+                             weights=weights)
+    info["fusion"] = "rrf" if rs.fusion == "rrf" else "scores"
+    if fused:
+        info["fused_first"] = dict(fused[0].ranks)
+    return fused
+
+
+def _list_scores(run: _Run, name: str) -> list[float]:
+    """A list's scores for the fusion by scores: a vector arm's cosine similarities, the full-text rank
+    values, and for the named document's passages (`_named`) one and the same score each."""
+    if name in run.arm_distances:
+        return [1.0 - d for d in run.arm_distances[name]]
+    if name == "fts":
+        return run.fts_scores
+    return [1.0] * len(run.lists[name])
 
 
 def _within_threshold(run: _Run, fused: list) -> list:

@@ -1,8 +1,9 @@
 """When to trust each arm in the fusion (pure).
 
-Reciprocal rank fusion gives the full-text arm's first passage a fixed share of the score however
-poor its match: a Thai question whose whole phrase was one "word" still had a "best" passage, and
-it dragged hybrid below the vector arm (XQuAD Thai hit@1 0.558 against 0.778). The rule:
+Fusion gives the full-text arm's first passage a fixed share of the score however poor its match (by
+reciprocal rank weight / (k + 1); by scores, the default, its full weight: it is its list's best): a
+Thai question whose whole phrase was one "word" still had a "best" passage, and it dragged hybrid
+below the vector arm (XQuAD Thai hit@1 0.558 against 0.778). The rule:
 
 - the question's language is known and the full-text arm cannot analyse it (no stemmer, no
   segmenter, no stop words: Lao, Khmer, Burmese, ...) -> the arm is skipped;

@@ -12,6 +12,7 @@ from documents.language.search_text import ANALYSIS_VERSION
 from documents.models import Chunk, Document, DocumentText
 from documents.search_vectors import (outdated_search_vectors_count, rebuild_outdated_search_vectors,
                                       search_vectors_rebuild)
+from retrieval.search.fusion import scaled
 from retrieval.search.fusion_rule import WEAK_COVERAGE, WEAK_WEIGHT_FACTOR
 from retrieval.selectors import retrieval_settings_get
 from retrieval.search import retrieve
@@ -113,12 +114,14 @@ def test_a_weak_full_text_match_loses_its_weight_and_the_trace_says_so(user, fak
     assert tier["fts_weight"] == 1.5 * WEAK_WEIGHT_FACTOR < 1.5
     assert "holds 25% of the question's terms" in tier["fts_weight_lowered"]
     assert any(f"full-text weight 1.5 -> {1.5 * WEAK_WEIGHT_FACTOR:g}" in f for f in result.trace["fallbacks"])
-    # The lowered weight is the one fused: the river passage's score is its vector share plus the rest.
+    # The lowered weight is the one fused (by scores, the default): the river passage's score is its share
+    # of the vector list's range plus full text's best share times the lowered weight.
     top = next(s for s in result.segments if s["fts_rank"] == 1)
-    settings = retrieval_settings_get()
-    expected = (settings.vector_weight / (settings.rrf_k + top["vector_rank"])
-                + 1.5 * WEAK_WEIGHT_FACTOR / (settings.rrf_k + 1))
-    assert top["score"] == pytest.approx(expected, abs=1e-6)
+    vector = sorted((s for s in result.segments if s["vector_rank"]), key=lambda s: s["vector_rank"])
+    shares = scaled([1 - s["distance"] for s in vector], "range")
+    expected = retrieval_settings_get().vector_weight * shares[top["vector_rank"] - 1] + 1.5 * WEAK_WEIGHT_FACTOR
+    assert tier["fusion"] == "scores"
+    assert top["score"] == pytest.approx(expected, abs=1e-4)
     # A strong match keeps the configured weight.
     strong = retrieve(user, "When was the suspension bridge opened?")
     assert strong.trace["tiers"][0]["fts_weight"] == 1.5

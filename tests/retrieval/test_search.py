@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from chat.models import Conversation, ConversationDocument
 from documents.models import Chunk, Document
-from retrieval.search.fusion import rrf
+from retrieval.search.fusion import rrf, scaled, score_fusion
 from retrieval.tasks import index_document
 from retrieval.knowledge.services import knowledge_entry_approve, knowledge_entry_embed
 from retrieval.models import AiServer, ChunkEmbedding, KnowledgeEntry, RetrievalSettings, SubcategoryMapping
@@ -47,6 +47,42 @@ def test_rrf_weights_shift_the_order_and_zero_weight_only_annotates():
     assert only_vector[1].ranks["fts"] == 1
 
 
+def test_scaled_puts_a_list_on_its_own_scale():
+    assert scaled([0.9, 0.85, 0.8], "range") == pytest.approx([1.0, 0.5, 0.0])
+    assert scaled([0.4, 0.2, 0.1], "best") == pytest.approx([1.0, 0.5, 0.25])
+    assert scaled([0.7, 0.7], "range") == [1.0, 1.0]  # nothing to tell apart: all count fully
+    assert scaled([0.0, 0.0], "best") == [1.0, 1.0]
+    assert scaled([], "range") == []
+
+
+# Each arm's (key, score), best first: the vector arm's cosine similarities close together, the full-text
+# arm's first passage far above the rest of its list; "a" and "b" are in both lists, lower down.
+VECTOR = [("v", 0.90), ("a", 0.89), ("b", 0.88), ("c", 0.80)]
+FTS = [("x", 1.0), ("a", 0.2), ("b", 0.19), ("c", 0.1)]
+
+
+def test_score_fusion_keeps_a_clearly_separated_first_place_that_rrf_outvotes():
+    weights = {"vector": 1.0, "fts": 1.5}
+    fused = score_fusion({"vector": VECTOR, "fts": FTS}, scales={"vector": "range", "fts": "best"}, weights=weights)
+    assert [f.key for f in fused][:4] == ["x", "a", "b", "v"]
+    assert fused[0].score == pytest.approx(1.5) and fused[0].ranks == {"fts": 1}
+    assert fused[1].score == pytest.approx(0.9 + 1.5 * 0.2) and fused[1].ranks == {"vector": 2, "fts": 2}
+    # Reciprocal ranks: "a", second in both lists, outvotes full text's clear first (1/62 + 1.5/62 > 1.5/61).
+    by_rank = rrf({"vector": [k for k, _ in VECTOR], "fts": [k for k, _ in FTS]}, k=60, weights=weights)
+    assert by_rank[0].key == "a"
+
+
+def test_score_fusion_zero_weight_only_annotates_and_one_list_keeps_its_order():
+    fused = score_fusion({"vector": VECTOR, "fts": FTS}, scales={"fts": "best"}, weights={"vector": 1.0, "fts": 0.0})
+    assert [f.key for f in fused][:3] == ["v", "a", "b"]
+    assert {f.key for f in fused[3:]} == {"c", "x"} and fused[3].score == fused[4].score == 0.0  # the list's last adds 0
+    assert fused[0].ranks == {"vector": 1} and next(f for f in fused if f.key == "x").ranks == {"fts": 1}
+    alone = score_fusion({"fts": [("p", 2.0), ("q", 2.0), ("r", 1.0)]}, scales={"fts": "best"})
+    assert [f.key for f in alone] == ["p", "q", "r"]  # a tie keeps the list's order
+    twice = score_fusion({"vector": [("p", 0.9), ("p", 0.8), ("q", 0.7)]}, scales={})
+    assert twice[0].score == pytest.approx(1.0) and twice[0].ranks == {"vector": 1}
+
+
 # --- hybrid search ---------------------------------------------------------------------------
 
 
@@ -68,6 +104,31 @@ def test_hybrid_finds_the_right_passage_with_full_segment_fields(user, fake_embe
     assert trace["scope"] == "all"
     assert trace["tiers"][0]["candidate_documents"] == 2
     assert {"query_embedding", "vector_arm_t2", "fts_arm_t2", "fusion_t2", "total"} <= set(trace["timings_ms"])
+
+
+def test_the_fusion_setting_chooses_scores_or_reciprocal_ranks_and_the_trace_says_which(user, fake_embedder):
+    indexed(user, "The suspension bridge over the river was opened in 1932 after four years of construction.",
+            "bridge.txt")
+    indexed(user, "Raspberries grow on canes and fruit twice a year, in summer and in autumn.", "berries.txt")
+    question = "When was the suspension bridge opened?"
+    by_scores = retrieve(user, question)
+    tier = by_scores.trace["tiers"][0]
+    first = by_scores.segments[0]
+    assert tier["fusion"] == "scores"
+    assert tier["fused_first"] == {name: first[f"{name}_rank"] for name in ("vector", "fts") if first[f"{name}_rank"]}
+    assert first["document_name"] == "bridge.txt" and first["fts_rank"] == 1
+    # The first of both lists: the full weight of each (its share is 1 on either scale).
+    assert first["score"] == pytest.approx(tier["vector_weight"] + tier["fts_weight"], abs=1e-6)
+
+    RetrievalSettings.objects.filter(pk=1).update(fusion="rrf")
+    by_rank = retrieve(user, question)
+    tier = by_rank.trace["tiers"][0]
+    first = by_rank.segments[0]
+    assert tier["fusion"] == "rrf"
+    assert first["document_name"] == "bridge.txt"
+    k = RetrievalSettings.objects.get().rrf_k
+    assert first["score"] == pytest.approx(tier["vector_weight"] / (k + first["vector_rank"])
+                                           + tier["fts_weight"] / (k + first["fts_rank"]), abs=1e-6)
 
 
 def test_full_text_uses_each_documents_language_configuration(user, fake_embedder):
