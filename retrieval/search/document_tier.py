@@ -21,7 +21,7 @@ from retrieval.search.fusion import rrf, score_fusion
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
-from retrieval.search.named import named_list
+from retrieval.search.named import NAMED_FACTOR, named_list
 from retrieval.search.passages import document_segments, join_neighbours, name_collections, passages_read
 from retrieval.search.request import Search
 from retrieval.search.rerank import pool_size, rerank_segments
@@ -65,6 +65,7 @@ class _Run:
     fts_scores: list[float] = field(default_factory=list)  # the full-text list's rank values (ts_rank)
     distances: dict[int, float] = field(default_factory=dict)
     method: dict[str, str] = field(default_factory=dict)
+    named: set[int] = field(default_factory=set)  # passages of the document the question names (`_named`)
 
     @property
     def trace(self) -> RetrievalTrace:
@@ -211,14 +212,13 @@ def _fts_arm(run: _Run, stats) -> float:
 
 
 def _named(run: _Run) -> None:
-    """The passages of the document the question names, as one more list for the fusion
-    (retrieval/search/named.py); hybrid search only, so each arm alone stays itself."""
+    """The passages of the document the question names (retrieval/search/named.py), whose fused scores
+    `_fused` multiplies by NAMED_FACTOR; hybrid search only, so each arm alone stays itself."""
     if not {"vector", "fts"} <= set(run.search.request.arms):
         return
-    language = run.trace.get("question_language", "")
-    passages, words = named_list(run.search.query, text_config_for(language) if language else None, run.lists)
+    passages, words = named_list(run.search.query, run.trace.get("question_language", ""), run.lists)
     if passages:
-        run.lists["named"] = passages
+        run.named = set(passages)
         run.info["named_by"] = words
 
 
@@ -250,7 +250,7 @@ def _fuse(run: _Run, fts_weight: float) -> tuple[list, tuple[int, str] | None]:
                                                            query_vector=run.literals[space.model_id],
                                                            chunk_ids=missing))
     search.trace["timings_ms"][f"fusion_t{tier}"] = round((time.perf_counter() - t0) * 1000, 2)
-    info["vector_hits"] = {n: len(v) for n, v in run.lists.items() if n not in ("fts", "named")}
+    info["vector_hits"] = {n: len(v) for n, v in run.lists.items() if n != "fts"}
     info["fts_hits"] = len(run.lists.get("fts", []))
     info["vector_method"], info["fused"] = run.method, len(fused)
     return fused, distance_with
@@ -264,23 +264,19 @@ def _fused(run: _Run, weights: dict[str, float]) -> list:
     if rs.fusion == "rrf":
         fused = rrf(run.lists, k=rs.rrf_k, weights=weights)
     else:
-        scored = {name: list(zip(keys, _list_scores(run, name))) for name, keys in run.lists.items()}
-        fused = score_fusion(scored, scales={name: "range" if name in run.arm_distances else "best" for name in scored},
+        scored = {name: list(zip(keys, [1.0 - d for d in run.arm_distances[name]] if name != "fts"
+                                 else run.fts_scores)) for name, keys in run.lists.items()}
+        fused = score_fusion(scored, scales={name: "best" if name == "fts" else "range" for name in scored},
                              weights=weights)
+    if run.named:  # among passages that answer about as well, the named document's comes first
+        for entry in fused:
+            if entry.key in run.named:
+                entry.score *= NAMED_FACTOR
+        fused.sort(key=lambda f: (-f.score, min(f.ranks.values())))
     info["fusion"] = "rrf" if rs.fusion == "rrf" else "scores"
     if fused:
         info["fused_first"] = dict(fused[0].ranks)
     return fused
-
-
-def _list_scores(run: _Run, name: str) -> list[float]:
-    """A list's scores for the fusion by scores: a vector arm's cosine similarities, the full-text rank
-    values, and for the named document's passages (`_named`) one and the same score each."""
-    if name in run.arm_distances:
-        return [1.0 - d for d in run.arm_distances[name]]
-    if name == "fts":
-        return run.fts_scores
-    return [1.0] * len(run.lists[name])
 
 
 def _within_threshold(run: _Run, fused: list) -> list:

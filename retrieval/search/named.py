@@ -3,16 +3,20 @@ title or file name is "3M_2018_10K". Passages are ranked by what they say, and a
 repeats the company's name, so another company's page with the same words can outrank it; the
 question's own words say which document it is about.
 
-A document is named when words of the question (or two or three adjacent words run together, as in
-"AMERICANEXPRESS") are words of its title or file name and, weighed by how few of the candidate
-documents share them, it is named more than any other. A candidate document shares a word when its
-title or file name holds it or its candidate passages use it: "Securities and Exchange Commission" on
-a cover page names nothing when every filing's passages speak of securities, while "Amazon" names the
-filings whose passages alone say it. Stop words of the question's language never name anything; a
-word every candidate document carries ("10K" in every file name) weighs nothing.
-The named documents' passages then form one more list for the fusion, in the order the arms gave
-them, so a passage of the named document climbs over another document's, while the order within a
-document stays the arms' own. No document named (or more than a third of the candidates): no list.
+Words of the question (or two or three adjacent words run together, as in "AMERICANEXPRESS") that are
+words of a candidate document's title or file name are a *name* when more of the candidate documents
+carry the word in their name than merely use it in their passages: "Amazon" names the Amazon filings;
+"theatre" names nothing in an encyclopedia where one article is called "National Theatre" and seven
+others speak of theatres, and neither does "Securities" from a cover page's "Securities and Exchange
+Commission" title when every filing speaks of securities. The documents a name points to are ranked
+by all the question's words their names hold, weighed by how few candidates share them (so "FY2017"
+tells the 2017 filing from the 2019 one); the best are named, unless they are more than a third of
+the candidates. Stop words of the question's language never count, and each word is matched in the
+passages as the full-text arm analyses it (a Czech word by its lemma).
+
+A named document's passages count twice in the fused order (`NAMED_FACTOR`): among passages that
+answer about as well, the named document's comes first, while the order within a document stays the
+fusion's own. Measured in docs/retrieval.md (real documents).
 """
 from __future__ import annotations
 
@@ -23,10 +27,13 @@ from pathlib import PurePath
 
 from django.db import connection
 
+from documents.language import text_config_for
+from retrieval.search.arms import fts_query_text
 from retrieval.search.fusion import rrf
 
 WORD = re.compile(r"[^\W_]+")
 GRAM = 3  # up to three adjacent words run together ("american express" → "americanexpress")
+NAMED_FACTOR = 2.0  # a passage of the named document counts twice in the fused order
 
 
 YEAR = re.compile(r"(?<!\d)\d{4}(?!\d)")
@@ -57,66 +64,87 @@ def question_grams(words: list[str]) -> set[str]:
     return grams
 
 
-def content_words(query: str, config: str | None) -> list[str]:
-    """The question's words in order, without its language's stop words (PostgreSQL's own list)."""
+def analysed(word: str, config: str, language: str) -> str:
+    """A word as the full-text arm analyses it under `config` for a `language` question (lemmas for
+    Czech, the language's stop words dropped under `simple`): empty for a stop word."""
+    return fts_query_text(word, config, language)
+
+
+def content_words(query: str, config: str | None, language: str = "") -> list[str]:
+    """The question's words in order, without its language's stop words (as the full-text arm drops them)."""
     words = words_of(query)
-    if not words or not config or config == "simple":
+    if not words or not config:
         return words
+    texts = [analysed(w, config, language) for w in words]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, n) "
-                       "WHERE to_tsvector(%s::regconfig, w) <> ''::tsvector ORDER BY n", [words, config])
+        cursor.execute("SELECT t.n FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, n) "
+                       "WHERE to_tsvector(%s::regconfig, t.q) <> ''::tsvector", [texts, config])
         kept = {row[0] for row in cursor.fetchall()}
-    return [w for w in words if w in kept]
+    return [w for n, w in enumerate(words, start=1) if n in kept]
 
 
 def named_documents(grams: set[str], identities: dict[int, set[str]],
                     texts: dict[int, set[str]] | None = None) -> tuple[set[int], list[str]]:
-    """The documents the question names most (by the rarity of the shared words among the candidates:
-    `identities`, their title and file-name words; `texts`, their candidate passages' words), and the
-    words that named them; none when nothing is shared or the naming does not narrow."""
+    """The documents the question names, and the words that name them; none when it names none.
+
+    `identities`: each candidate document's title and file-name words; `texts`: the words its candidate
+    passages use. A question word is a *name* when more candidate documents carry it in their name than
+    merely use it in their passages ("Amazon" in the Amazon filings' names; not "theatre", which one
+    article's title holds and seven other articles use). The documents named by a name are then ranked
+    by every question word their names hold, weighed by how few candidates share it (a year tells the
+    2017 filing from the 2019 one), and the best are named, unless they are more than a third of the
+    candidates (then the naming does not narrow)."""
     total = len(identities)
     if total < 2 or not grams:
         return set(), []
     texts = texts or {}
-    share = Counter(word for document_id, words in identities.items() for word in words & grams
-                    | (texts.get(document_id, set()) & grams))
-    scores: dict[int, float] = {}
-    for document_id, own in identities.items():
-        score = sum(math.log(total / share[w]) for w in own & grams)
-        if score > 0:
-            scores[document_id] = score
+    in_names = Counter(w for words in identities.values() for w in words & grams)
+    in_texts_only = Counter(w for d, words in texts.items() for w in words & grams
+                            if w not in identities.get(d, set()))
+    names = {w for w, n in in_names.items() if n > in_texts_only[w]}
+    share = {w: in_names[w] + in_texts_only[w] for w in in_names}
+    scores = {d: sum(math.log(total / share[w]) for w in words & grams)
+              for d, words in identities.items() if words & names}
+    scores = {d: score for d, score in scores.items() if score > 0}
     if not scores:
         return set(), []
     best = max(scores.values())
-    named = {d for d, s in scores.items() if s >= best - 1e-9}
+    named = {d for d, score in scores.items() if score >= best - 1e-9}
     if len(named) * 3 > total:
         return set(), []
-    return named, sorted({w for d in named for w in identities[d] & grams if share[w] < total})
+    return named, sorted({w for d in named for w in identities[d] & names})
 
 
-def named_list(query: str, config: str | None, lists: dict[str, list[int]]) -> tuple[list[int], list[str]]:
+def named_list(query: str, language: str, lists: dict[str, list[int]]) -> tuple[list[int], list[str]]:
     """The candidate passages of the documents the question names, in the arms' fused order; and the
     naming words (for the trace). Empty when the question names no one document among the candidates."""
     order = [f.key for f in rrf(lists)]
     if not order:
         return [], []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT c.id, c.document_id, d.title, d.original_filename FROM documents_chunk c "
+        cursor.execute("SELECT c.id, c.document_id, c.text_config, d.title, d.original_filename FROM documents_chunk c "
                        "JOIN documents_document d ON d.id = c.document_id WHERE c.id = ANY(%s)", [order])
         rows = cursor.fetchall()
-    document_of = {chunk_id: document_id for chunk_id, document_id, _, _ in rows}
-    identities = {document_id: identity_words(title, filename) for _, document_id, title, filename in rows}
-    grams = question_grams(content_words(query, config))
+    document_of = {chunk_id: document_id for chunk_id, document_id, *_ in rows}
+    identities = {document_id: identity_words(title, filename) for _, document_id, _, title, filename in rows}
+    grams = question_grams(content_words(query, text_config_for(language) if language else None, language))
     shared = sorted({w for words in identities.values() for w in words & grams})
     if not shared:
         return [], []
+    # Which candidate documents' passages use a naming word, each word analysed as the full-text arm
+    # analyses it for that passage's configuration (a Czech word by its lemma).
+    configs = sorted({config for _, _, config, _, _ in rows})
+    terms = [(config, w, analysed(w, config, language)) for config in configs for w in shared]
+    terms = [t for t in terms if t[2]]
     texts: dict[int, set[str]] = {}
-    with connection.cursor() as cursor:  # which candidate documents' passages use a naming word
-        cursor.execute("SELECT DISTINCT c.document_id, w FROM documents_chunk c, unnest(%s::text[]) AS w "
-                       "WHERE c.id = ANY(%s) AND c.search_vector @@ plainto_tsquery(c.text_config::regconfig, w)",
-                       [shared, order])
-        for document_id, word in cursor.fetchall():
-            texts.setdefault(document_id, set()).add(word)
+    if terms:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT DISTINCT c.document_id, t.w FROM documents_chunk c "
+                           "JOIN unnest(%s::text[], %s::text[], %s::text[]) AS t(config, w, q) ON t.config = c.text_config "
+                           "WHERE c.id = ANY(%s) AND c.search_vector @@ plainto_tsquery(t.config::regconfig, t.q)",
+                           [[t[0] for t in terms], [t[1] for t in terms], [t[2] for t in terms], order])
+            for document_id, word in cursor.fetchall():
+                texts.setdefault(document_id, set()).add(word)
     named, words = named_documents(grams, identities, texts)
     if not named:
         return [], []

@@ -22,17 +22,33 @@ def test_the_rarest_shared_words_name_the_document_and_common_ones_name_nothing(
     identities = {1: {"amazon", "2017", "10k"}, 2: {"amazon", "2019", "10k"}, 3: {"netflix", "2017", "10k"},
                   4: {"costco", "2021", "10k"}, 5: {"pfizer", "2021", "10k"}, 6: {"verizon", "2022", "10k"},
                   7: {"adobe", "2022", "10k"}}
-    assert named_documents({"amazon", "2017", "revenue"}, identities) == ({1}, ["2017", "amazon"])
+    assert named_documents({"amazon", "2017", "revenue"}, identities) == ({1}, ["2017", "amazon"])  # the year decides
     assert named_documents({"amazon", "revenue"}, identities)[0] == {1, 2}
     assert named_documents({"10k", "revenue"}, identities) == (set(), [])  # every file name says 10-K
     assert named_documents({"revenue"}, identities) == (set(), [])
-    # Three of seven named equally do not narrow the search: no list.
-    assert named_documents({"2017", "2021"}, identities)[0] == set()
+    assert named_documents({"2017"}, identities) == ({1, 3}, ["2017"])  # a year alone names both 2017 filings
+    # Three of seven named equally do not narrow the search.
+    assert named_documents({"2021", "2022"}, identities)[0] == set()
+
+
+def test_a_word_more_documents_use_than_carry_in_their_name_is_no_name():
+    """An encyclopedia: one article is called "National Theatre", and seven others speak of theatres."""
+    identities = {n: {f"article{n}"} for n in range(1, 10)} | {10: {"national", "theatre"}}
+    texts = {n: {"theatre"} for n in range(1, 8)}
+    grams = {"theatre", "summer", "stage"}
+    assert named_documents(grams, identities, texts) == (set(), [])
+    assert named_documents(grams, identities) == ({10}, ["theatre"])  # by the names alone it would name it
+    # Two filings carry the company's name and one other filing's passages mention it: still a name;
+    # one carrying it and one mentioning it: a tie, not a name.
+    filings = {**identities, 11: {"block", "2020"}, 12: {"block", "2019"}}
+    assert named_documents({"block", "2020"}, filings, {1: {"block"}})[0] == {11}
+    assert named_documents({"block"}, {**identities, 11: {"block", "2020"}}, {1: {"block"}})[0] == set()
 
 
 def test_a_cover_page_title_names_nothing_when_every_candidate_speaks_of_its_words():
     identities = {1: {"united", "states", "securities", "exchange", "commission"},
-                  2: {"americanexpress", "2022", "10k"}, 3: {"costco", "2021", "10k"}, 4: {"adobe", "2022", "10k"}}
+                  2: {"americanexpress", "2022", "10k"}, 3: {"costco", "2021", "10k"}, 4: {"adobe", "2022", "10k"},
+                  5: {"corning", "2022", "10k"}, 6: {"pfizer", "2021", "10k"}}
     grams = {"debt", "securities", "exchange", "americanexpress", "american", "express"}
     texts = {1: {"securities", "exchange"}, 2: {"securities", "exchange", "american"},
              3: {"securities", "exchange"}, 4: {"securities"}}
