@@ -64,18 +64,21 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
 
 CAPTION_MAX = 200  # characters: a longer block before a table is a paragraph, not its caption
 CAPTION_LINES = 3  # a statement's title block: company, statement, period ("… Statement of Cash Flows")
+SENTENCE_ENDS = (".", "!", "?", "…")
 
 
 def _caption(spans: list[BlockSpan], parts: list[str], block: Block) -> str | None:
     """The caption of a table block: the previous block, if it is a short title on the same page (one
-    line, or a title block of up to `CAPTION_LINES` lines such as a financial statement's company,
-    statement and period, joined with " · ")."""
+    line, or a title block of up to `CAPTION_LINES` lines, none of them a sentence, such as a financial
+    statement's company, statement and period, joined with " · ")."""
     if block.kind != "table" or not spans or len(parts) < 3:
         return None
     previous, text = spans[-1], parts[-3]  # parts: [..., previous text, SEPARATOR, this text]
     if previous.kind == "table" or previous.page_number != block.page_number:
         return None
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) > 1 and any(line.endswith(SENTENCE_ENDS) for line in lines):
+        return None  # several lines with a sentence among them: a paragraph, not a title block
     caption = " · ".join(lines)
     return caption if lines and len(lines) <= CAPTION_LINES and len(caption) <= CAPTION_MAX else None
 

@@ -48,7 +48,7 @@ def test_a_statement_title_block_is_the_caption_of_every_chunk_of_its_table():
     table's first row after a chunk boundary, and a paragraph before a table is no caption."""
     rows = ["| (Millions) | 2018 | 2017 |"] + [f"| Line item {n} | {n},000 | {n},100 |" for n in range(300)]
     title = "3M Company and Subsidiaries\nConsolidated Statement of Cash Flows\nYears ended December 31"
-    prose = "\n".join(["The accompanying notes are an integral part of this statement and explain it."] * 4)
+    prose = "Council budget, page 3\nThe committee discussed the figures below at length."  # a paragraph
     blocks = [Block("word " * 120, 1, (), "paragraph"),
               Block(title, 2, (), "paragraph"),
               Block("\n".join(rows), 2, (), "table", table_header=rows[0]),
