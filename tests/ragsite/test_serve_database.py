@@ -89,6 +89,9 @@ def test_serve_restarts_a_killed_postgres_and_loses_no_document(fake_ai):
         wait_for(lambda: _get(f"{base}/healthz")[0] == 503, timeout=60, what="the outage seen", process=serve)
         wait_for(lambda: _get(f"{base}/healthz")[0] == 200, timeout=90, what="healthy again", process=serve)
         healthy_after = time.monotonic() - killed_at
+        # /healthz can answer while serve's own start of the database is still returning: its line follows.
+        wait_for(lambda: re.search(r"Started the embedded PostgreSQL again \(pid \d+\)", serve.log()), timeout=60,
+                 what="serve saying it started the database again", process=serve)
         log = serve.log()
         # The outage is logged once per interval by each process, not a line per failed loop or request.
         outage = log[log.index(f"The embedded PostgreSQL (pid {postmaster}) stopped"):]
