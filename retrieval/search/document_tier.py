@@ -21,7 +21,7 @@ from retrieval.search.fusion import rrf, score_fusion
 from retrieval.search.fusion_rule import FtsEvidence, skip_fts
 from retrieval.search.fusion_rule import fts_weight as fusion_fts_weight
 from retrieval.search.fusion_rule import vector_weight as fusion_vector_weight
-from retrieval.search.named import NAMED_FACTOR, named_list
+from retrieval.search.named import NAMED_FACTOR, named_passages
 from retrieval.search.passages import document_segments, join_neighbours, name_collections, passages_read
 from retrieval.search.request import Search
 from retrieval.search.rerank import pool_size, rerank_segments
@@ -216,9 +216,9 @@ def _named(run: _Run) -> None:
     `_fused` multiplies by NAMED_FACTOR; hybrid search only, so each arm alone stays itself."""
     if not {"vector", "fts"} <= set(run.search.request.arms):
         return
-    passages, words = named_list(run.search.query, run.trace.get("question_language", ""), run.lists)
+    passages, words = named_passages(run.search.query, run.trace.get("question_language", ""), run.lists)
     if passages:
-        run.named = set(passages)
+        run.named = passages
         run.info["named_by"] = words
 
 

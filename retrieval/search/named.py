@@ -29,7 +29,6 @@ from django.db import connection
 
 from documents.language import text_config_for
 from retrieval.search.arms import fts_query_text
-from retrieval.search.fusion import rrf
 
 WORD = re.compile(r"[^\W_]+")
 GRAM = 3  # up to three adjacent words run together ("american express" → "americanexpress")
@@ -64,18 +63,12 @@ def question_grams(words: list[str]) -> set[str]:
     return grams
 
 
-def analysed(word: str, config: str, language: str) -> str:
-    """A word as the full-text arm analyses it under `config` for a `language` question (lemmas for
-    Czech, the language's stop words dropped under `simple`): empty for a stop word."""
-    return fts_query_text(word, config, language)
-
-
 def content_words(query: str, config: str | None, language: str = "") -> list[str]:
     """The question's words in order, without its language's stop words (as the full-text arm drops them)."""
     words = words_of(query)
     if not words or not config:
         return words
-    texts = [analysed(w, config, language) for w in words]
+    texts = [fts_query_text(w, config, language) for w in words]
     with connection.cursor() as cursor:
         cursor.execute("SELECT t.n FROM unnest(%s::text[]) WITH ORDINALITY AS t(q, n) "
                        "WHERE to_tsvector(%s::regconfig, t.q) <> ''::tsvector", [texts, config])
@@ -115,12 +108,12 @@ def named_documents(grams: set[str], identities: dict[int, set[str]],
     return named, sorted({w for d in named for w in identities[d] & names})
 
 
-def named_list(query: str, language: str, lists: dict[str, list[int]]) -> tuple[list[int], list[str]]:
-    """The candidate passages of the documents the question names, in the arms' fused order; and the
-    naming words (for the trace). Empty when the question names no one document among the candidates."""
-    order = [f.key for f in rrf(lists)]
+def named_passages(query: str, language: str, lists: dict[str, list[int]]) -> tuple[set[int], list[str]]:
+    """The candidate passages (of the arms' `lists`) of the documents the question names, and the naming
+    words (for the trace). Empty when the question names no one document among the candidates."""
+    order = sorted({chunk_id for ids in lists.values() for chunk_id in ids})
     if not order:
-        return [], []
+        return set(), []
     with connection.cursor() as cursor:
         cursor.execute("SELECT c.id, c.document_id, c.text_config, d.title, d.original_filename FROM documents_chunk c "
                        "JOIN documents_document d ON d.id = c.document_id WHERE c.id = ANY(%s)", [order])
@@ -130,11 +123,11 @@ def named_list(query: str, language: str, lists: dict[str, list[int]]) -> tuple[
     grams = question_grams(content_words(query, text_config_for(language) if language else None, language))
     shared = sorted({w for words in identities.values() for w in words & grams})
     if not shared:
-        return [], []
+        return set(), []
     # Which candidate documents' passages use a naming word, each word analysed as the full-text arm
     # analyses it for that passage's configuration (a Czech word by its lemma).
     configs = sorted({config for _, _, config, _, _ in rows})
-    terms = [(config, w, analysed(w, config, language)) for config in configs for w in shared]
+    terms = [(config, w, fts_query_text(w, config, language)) for config in configs for w in shared]
     terms = [t for t in terms if t[2]]
     texts: dict[int, set[str]] = {}
     if terms:
@@ -147,5 +140,5 @@ def named_list(query: str, language: str, lists: dict[str, list[int]]) -> tuple[
                 texts.setdefault(document_id, set()).add(word)
     named, words = named_documents(grams, identities, texts)
     if not named:
-        return [], []
-    return [c for c in order if document_of.get(c) in named], words
+        return set(), []
+    return {c for c in order if document_of.get(c) in named}, words
