@@ -36,14 +36,17 @@ WATCH = """([selector, key]) => {
   seen();
 }"""
 
+# Drops a file on the zone; true when a handler took the drop (called preventDefault on it).
 DROP = """async ({name, data, zone}) => {
   const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
   const transfer = new DataTransfer();
   transfer.items.add(new File([bytes], name, {type: "application/pdf"}));
   const target = document.getElementById(zone);
+  let taken = false;
   for (const type of ["dragenter", "dragover", "drop"]) {
-    target.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: transfer}));
+    taken = !target.dispatchEvent(new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: transfer}));
   }
+  return taken;
 }"""
 
 
@@ -68,7 +71,12 @@ def _fold(text: str) -> str:
 
 
 def _drop(page, path):
-    page.evaluate(DROP, {"name": path.name, "data": base64.b64encode(path.read_bytes()).decode(), "zone": "dropzone"})
+    """Drop the file on the library's drop zone, once the page's scripts have run: the URL changes
+    when the page starts loading, before library.js listens for drops, and a drop then is lost."""
+    page.wait_for_load_state("load")
+    taken = page.evaluate(DROP, {"name": path.name, "data": base64.b64encode(path.read_bytes()).decode(),
+                                 "zone": "dropzone"})
+    assert taken, f"nothing took the dropped {path.name} (no drop handler on the page)"
 
 
 def test_upload_index_attach_ask_stream_and_open_the_cited_passage(

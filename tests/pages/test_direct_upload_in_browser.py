@@ -35,6 +35,7 @@ def test_a_big_file_goes_to_the_bucket_and_is_indexed(direct_uploads, live_site,
     page.get_by_label("Password").fill("alice-pass-123")
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(f"{live_site.url}/library/")
+    expect(page.get_by_text("Your library is empty.")).to_be_visible()  # library.js has run
 
     _drop(page, pdf)
     row = page.locator(".doc", has_text="pdflatex-4-pages")

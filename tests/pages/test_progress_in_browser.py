@@ -124,3 +124,52 @@ def test_progress_speaks_plainly_with_time_left_and_ready(live_site, user, brows
         assert not errors, errors
     finally:
         context.close()
+
+
+def test_a_document_deleted_while_a_refresh_is_on_its_way_stays_deleted(live_site, user, browser):
+    """The library's refresh answered before the delete, delivered after it: the row stays gone."""
+    from playwright.sync_api import expect
+
+    report = _document(user, "annual-report.pdf", status="processing", pages_total=117, pages_done=12,
+                       heartbeat_at=timezone.now())
+    context = _context(browser, live_site, user, 1280, 800)
+    errors: list[str] = []
+    held: list = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # The page's first refresh of the documents being indexed waits here (later ones go through).
+        page.route("**/api/documents/?collection=own&*",
+                   lambda route: route.continue_() if held else held.append(route))
+        page.goto(f"{live_site.url}/library/")
+        row = page.locator(".doc", has_text="annual-report")
+        expect(row.locator(".badge")).to_have_text("Reading page 13 of 117")
+        page.evaluate("""() => { window.__rowsAdded = [];
+          new MutationObserver((records) => { for (const r of records) for (const n of r.addedNodes)
+            if (n.classList && n.classList.contains('doc')) window.__rowsAdded.push(n.textContent); })
+          .observe(document.getElementById('doc-list'), { childList: true }); }""")
+        for _ in range(1200):  # the refresh starts on its own after a moment (120 s at most)
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the library never refreshed the document being indexed"
+        # Another tab uploads a second document; the server answers the refresh now, before the delete.
+        _document(user, "manual.pdf", status="processing", pages_total=4, pages_done=1, heartbeat_at=timezone.now())
+        answer = held[0].fetch()
+        assert "annual-report" in answer.text() and "manual" in answer.text()
+
+        row.get_by_role("button", name="Delete annual-report").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+        expect(page.get_by_text("Your library is empty.")).to_be_visible()
+        assert not Document.objects.filter(pk=report.pk).exists()
+
+        held[0].fulfill(response=answer)  # the answer arrives after the delete
+        # It was read: the other tab's document has its row (drawn by the same refresh)...
+        expect(page.locator(".doc", has_text="manual").locator(".badge")).to_have_text("Reading page 2 of 4")
+        # ...and the deleted one did not come back, not even for a moment.
+        assert page.locator(".doc").count() == 1
+        assert not [text for text in page.evaluate("window.__rowsAdded") if "annual-report" in text]
+        expect(page.locator("#lib-count")).to_have_text(re.compile(r"^1 document · 1 indexing$"))
+        assert not errors, errors
+    finally:
+        context.close()

@@ -17,6 +17,7 @@
 
   const docs = new Map(); // id -> document (API shape)
   const rows = new Map(); // id -> {li, statusKey, actionsKey}
+  const deleted = new Set(); // ids deleted on this page: a refresh the server answered before the delete does not bring them back
   let total = initial.total;
   let nextPage = initial.documents.length < initial.total ? 2 : null;
   let pollTimer = null;
@@ -186,6 +187,7 @@
     try {
       const page = await api("GET", "/api/documents/?collection=own&status=uploaded,processing,reindexing&page_size=200");
       for (const doc of page.results) {
+        if (deleted.has(doc.id)) continue;
         if (!docs.has(doc.id)) total++;
         setDoc(doc);
         waiting.delete(doc.id);
@@ -193,9 +195,10 @@
       // The rest finished (or were deleted elsewhere): fetch each once.
       await Promise.all([...waiting].map(async (id) => {
         try {
-          setDoc(await api("GET", `/api/documents/${id}/`));
+          const doc = await api("GET", `/api/documents/${id}/`);
+          if (!deleted.has(id)) setDoc(doc);
         } catch (err) {
-          if (err.status === 404) { docs.delete(id); total = Math.max(0, total - 1); }
+          if (err.status === 404 && docs.delete(id)) total = Math.max(0, total - 1);
         }
       }));
     } catch (err) {
@@ -264,6 +267,7 @@
     }
     const ids = sortedIds();
     const next = ids[ids.indexOf(doc.id) + 1] || ids[ids.indexOf(doc.id) - 1];
+    deleted.add(doc.id);
     docs.delete(doc.id);
     total = Math.max(0, total - 1);
     render();
@@ -277,7 +281,7 @@
     button.disabled = true;
     try {
       const page = await api("GET", `/api/documents/?collection=own&page=${nextPage}&page_size=${initial.page_size}`);
-      for (const doc of page.results) if (!docs.has(doc.id)) docs.set(doc.id, doc);
+      for (const doc of page.results) if (!docs.has(doc.id) && !deleted.has(doc.id)) docs.set(doc.id, doc);
       nextPage = page.next ? nextPage + 1 : null;
       total = page.count;
       render();
