@@ -63,7 +63,7 @@ def build_layout(blocks: Iterable[Block]) -> TextLayout:
 
 
 CAPTION_MAX = 200  # characters: a longer block before a table is a paragraph, not its caption
-CAPTION_LINES = 3  # a statement's title block: company, statement, period ("… Statement of Cash Flows")
+CAPTION_LINES = 6  # a statement's title block: company, statement, units, period, the columns' dates
 SENTENCE_ENDS = (".", "!", "?", "…")
 
 

@@ -67,6 +67,23 @@ def test_a_statement_title_block_is_the_caption_of_every_chunk_of_its_table():
     assert not any("table_caption" in c.metadata for c in chunks if c.start < first_table.start)
 
 
+def test_a_title_block_with_units_and_dates_is_a_caption_and_a_longer_list_is_not():
+    """A statement's title block often runs on into its units and the columns' dates (Costco's balance
+    sheet: company, statement, units, two dates, two years); it is still the table's caption. A longer
+    run of short lines before a table is a list, not a title."""
+    rows = ["| ASSETS | | |"] + [f"| Line item {n} | {n},000 | {n},100 |" for n in range(40)]
+    title = ("COSTCO WHOLESALE CORPORATION\nCONSOLIDATED BALANCE SHEETS\n"
+             "(amounts in millions, except par value and share data)\nAugust 29, August 30,\n2021 2020")
+    items = "\n".join(f"Warehouse {n}" for n in range(7))
+    blocks = [Block(title, 38, (), "paragraph"), Block("\n".join(rows), 38, (), "table"),
+              Block(items, 39, (), "paragraph"), Block("\n".join(rows), 39, (), "table")]
+    layout = build_layout(blocks)
+    assert layout.spans[1].table_caption == (
+        "COSTCO WHOLESALE CORPORATION · CONSOLIDATED BALANCE SHEETS · (amounts in millions, except par value "
+        "and share data) · August 29, August 30, · 2021 2020")
+    assert layout.spans[3].table_caption is None
+
+
 @pytest.mark.django_db
 def test_a_chunk_is_embedded_and_indexed_with_title_and_heading_path(user, fake_embedder, tmp_path):
     word = docx.Document()
