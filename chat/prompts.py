@@ -40,7 +40,6 @@ __all__ = [
     "select_history",
     "select_segments",
     "select_context",
-    "QA_CONTEXT_SHARE",
     "render_context",
     "source_label",
     "sanitize_passage",
@@ -274,9 +273,6 @@ def select_segments(
     return kept
 
 
-QA_CONTEXT_SHARE = 0.4  # of the passage budget, at most, for approved Q&A pairs while passages wait
-
-
 def _ref(segment: Segment) -> dict:
     if (segment.get("source_type") or "document") == "qa":
         return {"source_type": "qa", "qa_id": segment.get("qa_id"), "tier": segment.get("tier")}
@@ -285,32 +281,30 @@ def _ref(segment: Segment) -> dict:
 
 def select_context(
     segments: list[Segment], context_token_budget: int | None, count_tokens: TokenCounter | None = None,
-    *, qa_share: float = QA_CONTEXT_SHARE,
 ) -> tuple[list[int], list[Segment], dict]:
-    """Which segments go into the prompt, split between approved Q&A pairs and passages.
+    """Which segments go into the prompt: document passages first, approved Q&A pairs in what they leave.
 
-    The budget is split so neither kind pushes the other out: approved Q&A pairs (best first) take
-    at most ``qa_share`` of it while document passages are waiting, passages (best first) take what
-    is left, then Q&A pairs may use what passages left unused. Within each kind a lower-ranked
-    segment never displaces a higher-ranked one (the first that does not fit ends that kind). If
-    nothing fits, the first segment is kept, shortened.
+    Passages (best first) take the budget as if no pair had been admitted, so an answer never has fewer
+    passages because pairs were admitted; the admitted pairs (best first, at most two reach here) then
+    take the room the passages leave. A pair close enough to answer by itself never comes here: it is
+    answered directly (`CHAT_QA_DIRECT_DISTANCE`). Within each kind a lower-ranked segment never
+    displaces a higher-ranked one (the first that does not fit ends that kind). If nothing fits, the
+    first segment is kept, shortened.
 
     Returns (indices into ``segments`` of the kept ones, in their order), the kept
     segments (the first possibly a shortened copy), and a report for the trace: ``budget``,
-    ``qa_budget``, ``used``, ``kept_qa``, ``kept_passages`` and ``cut`` (each dropped segment with
-    ``reason``: ``qa_share`` or ``budget``).
+    ``used``, ``kept_qa``, ``kept_passages`` and ``cut`` (each dropped segment with ``reason``:
+    ``budget``).
     """
     segments = list(segments)
     qa = [i for i, s in enumerate(segments) if (s.get("source_type") or "document") == "qa"]
     docs = [i for i, s in enumerate(segments) if (s.get("source_type") or "document") != "qa"]
-    report: dict = {"budget": context_token_budget, "qa_share": qa_share, "qa_budget": None, "used": 0,
-                    "kept_qa": len(qa), "kept_passages": len(docs), "cut": []}
+    report: dict = {"budget": context_token_budget, "used": 0, "kept_qa": len(qa), "kept_passages": len(docs),
+                    "cut": []}
     if context_token_budget is None or not segments:
         return list(range(len(segments))), segments, report
     count = resolve_token_counter(count_tokens)
     costs = {i: count(_render_entry(f"S{n}", segments[i])) + 2 for n, i in enumerate(qa + docs, start=1)}
-    qa_budget = int(context_token_budget * qa_share) if docs else context_token_budget
-    report["qa_budget"] = qa_budget
 
     def take(indices: list[int], room: int) -> tuple[list[int], int]:
         kept, used = [], 0
@@ -321,11 +315,9 @@ def select_context(
             used += costs[i]
         return kept, used
 
-    kept_qa, used_qa = take(qa, qa_budget)
-    kept_docs, used_docs = take(docs, context_token_budget - used_qa)
-    more_qa, used_more = take(qa[len(kept_qa):], context_token_budget - used_qa - used_docs)
-    kept_qa += more_qa
-    used = used_qa + used_docs + used_more
+    kept_docs, used_docs = take(docs, context_token_budget)
+    kept_qa, used_qa = take(qa, context_token_budget - used_docs)
+    used = used_docs + used_qa
     order = sorted(kept_qa + kept_docs)  # the retrieval order (approved Q&A pairs come first from retrieve())
     chosen = [segments[i] for i in order]
     if not order:
@@ -334,12 +326,7 @@ def select_context(
         shortened["excerpt"] = _truncate_to_budget(segments[first], max(context_token_budget - 2, 1), count)
         order, chosen = [first], [shortened]
         used = count(_render_entry("S1", shortened)) + 2
-    for i in qa + docs:
-        if i in order:
-            continue
-        # A Q&A pair left out while passages were kept lost its place to the split; anything else to the budget.
-        reason = "qa_share" if i in qa and kept_docs else "budget"
-        report["cut"].append({**_ref(segments[i]), "tokens": costs[i], "reason": reason})
+    report["cut"] = [{**_ref(segments[i]), "tokens": costs[i], "reason": "budget"} for i in qa + docs if i not in order]
     report.update(used=used, kept_qa=sum(1 for i in order if i in qa), kept_passages=sum(1 for i in order if i in docs))
     return order, chosen, report
 
@@ -409,8 +396,8 @@ def build_messages(
     """OpenAI-style messages for a retrieval-augmented answer, and the tag -> segment map.
 
     The tag map holds only the segments that made it into the context (after the
-    context budget, split by :func:`select_context`), keyed "S1", "S2", … in prompt
-    order (the retrieval order), with the original segment dicts as
+    context budget: passages first, pairs in what they leave, :func:`select_context`),
+    keyed "S1", "S2", … in prompt order (the retrieval order), with the original segment dicts as
     values. ``budget_report`` (a dict) receives what was kept and cut, and why.
     ``system_prompt``: the full system prompt (persona + fixed rules) to use instead
     of the built-in one.

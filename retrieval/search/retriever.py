@@ -111,8 +111,8 @@ def _trace(request: RetrievalRequest, scope: Scope) -> RetrievalTrace:
 
 def _topical_tiers(search: Search) -> list[Segment]:
     """With a topic: each tier has its own limit (qa_limit, doc_limit); the combined list is not cut to the
-    final top-N, so approved answers cannot push every passage out (the prompt splits its budget, see
-    chat.prompts.select_context). Only an explicit `k` cuts it."""
+    final top-N, so approved answers cannot push every passage out (and the prompt gives the passages
+    their room first: chat.prompts.select_context). Only an explicit `k` cuts it."""
     request, rs, trace = search.request, search.rs, search.trace
     category, subcategory = request.category, request.subcategory
     qa = qa_tier(search, category, subcategory)

@@ -87,26 +87,29 @@ def _seg(kind: str, n: int, words: int) -> dict:
     return base
 
 
-def test_eight_qa_pairs_do_not_push_every_passage_out_of_the_prompt():
-    segments = [_seg("qa", i, 40) for i in range(8)] + [_seg("document", 100 + i, 40) for i in range(3)]
-    # Each entry costs ~47 tokens with its header: 6 fit in 300. Rank order alone would keep 6 Q&A pairs.
-    order, chosen, report = select_context(segments, 300, _words)
-    kinds = [s["source_type"] for s in chosen]
-    assert kinds.count("document") >= 3 and kinds.count("qa") >= 2
-    assert order == sorted(order) and report["kept_passages"] == 3
-    assert report["qa_budget"] == 120 and report["used"] <= 300
-    cut = report["cut"]
-    assert cut and all(c["source_type"] == "qa" and c["reason"] == "qa_share" for c in cut)
-    assert {c["qa_id"] for c in cut} == {i for i in range(8)} - {s["qa_id"] for s in chosen if s["qa_id"] is not None}
+def test_admitted_pairs_never_leave_an_answer_with_fewer_passages():
+    passages = [_seg("document", 100 + i, 40) for i in range(10)]
+    pairs = [_seg("qa", i, 40) for i in range(2)]
+    # Each entry costs ~47 tokens with its header: 6 fit in 300.
+    _order, alone, _report = select_context(passages, 300, _words)
+    order, chosen, report = select_context(pairs + passages, 300, _words)
+    assert [s["chunk_id"] for s in chosen] == [s["chunk_id"] for s in alone] and len(alone) == 6
+    assert report["kept_passages"] == 6 and report["kept_qa"] == 0 and report["used"] <= 300
+    assert {c["qa_id"] for c in report["cut"] if c["source_type"] == "qa"} == {0, 1}
+    assert {c["reason"] for c in report["cut"]} == {"budget"}
+    # With room left by the passages, the pairs come in, first in the retrieval order.
+    order, chosen, report = select_context(pairs + passages[:3], 300, _words)
+    assert [s["source_type"] for s in chosen] == ["qa", "qa", "document", "document", "document"]
+    assert order == sorted(order) and report["cut"] == []
 
 
-def test_unused_passage_room_goes_to_qa_pairs_and_budget_cuts_say_so():
+def test_pairs_take_the_room_passages_leave_and_budget_cuts_say_so():
     segments = [_seg("qa", i, 40) for i in range(4)] + [_seg("document", 100, 40)]
     _order, chosen, report = select_context(segments, 300, _words)
     assert [s["source_type"] for s in chosen] == ["qa"] * 4 + ["document"]  # one passage leaves room for all pairs
-    only_passages = [_seg("document", 100 + i, 40) for i in range(10)]
-    _order, chosen, report = select_context(only_passages, 300, _words)
-    assert len(chosen) == 6 and {c["reason"] for c in report["cut"]} == {"budget"}
+    _order, chosen, report = select_context(segments, 150, _words)
+    assert [s["source_type"] for s in chosen] == ["qa", "qa", "document"]  # the passage first, then the best pairs
+    assert [c["qa_id"] for c in report["cut"]] == [2, 3] and {c["reason"] for c in report["cut"]} == {"budget"}
 
 
 # --- tier 1 without a topic (issue #30) -------------------------------------------------------------
