@@ -285,8 +285,8 @@ def select_context(
     """Which segments go into the prompt: document passages first, approved Q&A pairs in what they leave.
 
     Passages (best first) take the budget as if no pair had been admitted, so an answer never has fewer
-    passages because pairs were admitted; the admitted pairs (best first, at most two reach here) then
-    take the room the passages leave. A pair close enough to answer by itself never comes here: it is
+    passages because pairs were admitted; the admitted pairs (best first) then take the room the
+    passages leave. In the normal mode a pair close enough to answer by itself never comes here: it is
     answered directly (`CHAT_QA_DIRECT_DISTANCE`). Within each kind a lower-ranked segment never
     displaces a higher-ranked one (the first that does not fit ends that kind). If nothing fits, the
     first segment is kept, shortened.
