@@ -187,3 +187,17 @@ def restart_postgres():
                        capture_output=True, timeout=90, **kwargs)
 
     return restart
+
+
+@pytest.fixture
+def fused_by_reciprocal_rank(db):
+    """Pins the retrieval setting `fusion` to "rrf" (the follow-up tests). In their two-passage fixtures
+    the fake embedder (a bag of words) sides with the passage holding the follow-up's own words and full
+    text with the rewrite's, and the rewrite wins by full text's larger weight under reciprocal-rank fusion
+    (1/61 + 1.5/62 against 1/62 + 1.5/61); fused by scores (the default) the embedder's clear preference
+    wins. What they test is the rewriting; the fusion has its own tests (tests/retrieval/test_search.py)."""
+    from retrieval.models import RetrievalSettings
+    from retrieval.selectors import retrieval_settings_get
+
+    retrieval_settings_get()  # the settings row, created with its defaults
+    RetrievalSettings.objects.filter(pk=1).update(fusion="rrf")

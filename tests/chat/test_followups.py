@@ -9,21 +9,8 @@ from chat.models import Message
 from chat.orchestrator import answer_conversation
 from tests.chat.helpers import indexed
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fused_by_reciprocal_rank")]
 
-
-@pytest.fixture(autouse=True)
-def _fused_by_reciprocal_rank(db):
-    """Pins `fusion` to "rrf": in these two-passage fixtures the fake embedder (a bag of words) sides with
-    the passage holding the follow-up's own words and full text with the rewrite's, and the rewrite wins by
-    full text's larger weight under reciprocal-rank fusion (1/61 + 1.5/62 against 1/62 + 1.5/61). Fused by
-    scores (the default) the embedder's clear preference wins. What is tested here is the rewriting; the
-    fusion has its own tests (tests/retrieval/test_search.py)."""
-    from retrieval.models import RetrievalSettings
-    from retrieval.selectors import retrieval_settings_get
-
-    retrieval_settings_get()  # the settings row, created with its defaults
-    RetrievalSettings.objects.filter(pk=1).update(fusion="rrf")
 
 ROSES = "Roses are pruned in March. Roses are fertilised with 30 g of rose food per bush in April."
 # Holds the follow-up's own words: searched as written, "And how much should I fertilise them?" finds this.
