@@ -58,7 +58,8 @@ def _pure(name: str):
 
 
 fusion_rule = _pure("fusion_rule")
-rrf = _pure("fusion").rrf
+fusion = _pure("fusion")
+rrf = fusion.rrf
 neighbours = _pure("neighbours")
 
 K = 60
@@ -98,10 +99,7 @@ def _scaled(scores: dict) -> dict:
 
 def _minmax(scores: dict) -> dict:
     """Min-max scaling over the arm's own list: its best 1, its last 0 (a single passage 1)."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    return {key: (v - low) / (high - low) if high > low else 1.0 for key, v in scores.items()}
+    return dict(zip(scores, fusion.scaled(list(scores.values()), "range")))
 
 
 def _arm_scores(run: dict) -> tuple[dict, dict]:
@@ -130,23 +128,12 @@ def _interleaved(run: dict) -> list:
     return order
 
 
-def _by_best(scores: dict) -> dict:
-    """Each score as a share of the list's best (a scale whose 0 means no match)."""
-    best = max(scores.values(), default=0.0)
-    return {key: v / best if best > 0 else 1.0 for key, v in scores.items()}
-
-
 def _each_own_scale(run: dict) -> list:
-    """`scores`: the vector arm min-max, the full-text arm by its best."""
+    """`scores`: the product's own score fusion, the vector arm over its range, the full-text arm by its best."""
     vec, fts = _arm_scores(run)
-    return _fuse_scaled(run, _minmax(vec), _by_best(fts))
-
-
-def _fuse_scaled(run: dict, vec: dict, fts: dict) -> list:
-    w = _weights(run)
-    total = {c: w["vector"] * vec.get(c, 0.0) + w["fts"] * fts.get(c, 0.0) for c in set(vec) | set(fts)}
-    first = {c: i for i, c in enumerate(_interleaved(run))}
-    return sorted(total, key=lambda c: (-total[c], first[c]))
+    fused = fusion.score_fusion({"vector": list(vec.items()), "fts": list(fts.items())},
+                                scales={"vector": "range", "fts": "best"}, weights=_weights(run))
+    return [f.key for f in fused]
 
 
 method_dbsf = _score_fusion(_scaled)

@@ -79,7 +79,7 @@ class TierTrace(TypedDict):
     fts_hits: NotRequired[int]
     vector_method: NotRequired[dict[str, str]]  # per vector arm: how it searched (HNSW, exact scan, ...)
     fused: NotRequired[int]  # passages after the fusion
-    named_by: NotRequired[list[str]]  # words that named the document whose passages were fused as one more list
+    named_by: NotRequired[list[str]]  # words that named the document whose passages count NAMED_FACTOR times
 
     fusion: NotRequired[Literal["scores", "rrf"]]  # how the lists were fused (the `fusion` setting)
     fused_first: NotRequired[dict[str, int]]  # the fused first passage's rank in each list that holds it
