@@ -38,6 +38,20 @@ def _backends(params: dict) -> int:
             [params["application_name"]]).fetchone()[0]
 
 
+async def _settled(params: dict) -> int:
+    """`_backends` once it holds still: the same count twice, half a second apart. A connection opening or
+    closing just then (the channel layer's second one coming up as the first stream opens) is not counted
+    half-way; a connection each waiting stream held would stay and be counted."""
+    count = await asyncio.to_thread(_backends, params)
+    for _ in range(240):  # 120 s at most
+        await asyncio.sleep(0.5)
+        again = await asyncio.to_thread(_backends, params)
+        if again == count:
+            return count
+        count = again
+    return count
+
+
 @pytest.fixture
 def tagged_connections():
     """New connections of this process carry an application name of their own while the test runs."""
@@ -82,8 +96,8 @@ def test_waiting_streams_hold_no_database_connection(user, tagged_connections):
             assert event["message"]["status"] == "pending"
             streams.append(stream)
             if before is None:  # after the first: the channel layer's own two connections are open
-                before = await asyncio.to_thread(_backends, params)
-        during = await asyncio.to_thread(_backends, params)
+                before = await _settled(params)
+        during = await _settled(params)
         for stream in streams:
             await stream.send_input({"type": "http.disconnect"})
             await stream.wait(timeout=120)
